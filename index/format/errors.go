@@ -1,0 +1,22 @@
+package format
+
+import "errors"
+
+// Sentinel errors. Every error from Open and Verify that is about the file's
+// content wraps exactly one of them, so callers can tell "not ours" and "too
+// new" (worth a different message) from "damaged" (rebuild the index).
+var (
+	// ErrCorrupt covers every structural or checksum problem: a truncated
+	// file, a bad header or table, a section out of bounds, a CRC mismatch
+	// or non-zero padding.
+	ErrCorrupt = errors.New("format: corrupt index")
+
+	// ErrNotIndex means the file does not start with the magic bytes (or is
+	// too short to hold them): it is not a vlc index at all. It does not
+	// satisfy errors.Is(err, ErrCorrupt).
+	ErrNotIndex = errors.New("format: not a vlc index")
+
+	// ErrVersion means the file is a vlc index in a format version this
+	// build cannot read. It does not satisfy errors.Is(err, ErrCorrupt).
+	ErrVersion = errors.New("format: unsupported index version")
+)

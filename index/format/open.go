@@ -1,0 +1,145 @@
+package format
+
+import (
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+
+	"github.com/edsrzf/mmap-go"
+)
+
+// File is an open, read-only, memory-mapped container. Its methods may be
+// called from several goroutines, but not concurrently with Close.
+type File struct {
+	path     string
+	data     mmap.MMap // nil once closed
+	size     int64
+	sections []SectionInfo
+}
+
+// OpenOptions controls Open.
+type OpenOptions struct {
+	// Verify checks every section's CRC and the zero padding before Open
+	// returns. It reads the whole file; without it Open reads only the
+	// header and table, and a caller may Verify later.
+	Verify bool
+}
+
+// Open maps the container at path read-only and validates its header and
+// section table before trusting any of it. Errors name the path and wrap
+// ErrNotIndex, ErrVersion or ErrCorrupt, or the error from the file system.
+//
+// The file must not be modified in place while open (the mapping would
+// change under the reader); WriteFile replaces files, which is safe.
+func Open(path string, opt OpenOptions) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("format: %w", err)
+	}
+	defer fh.Close() // the mapping outlives the descriptor
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("format: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file: %w", path, ErrNotIndex)
+	}
+	size := fi.Size()
+	if size < int64(len(magic)) { // also: mmap cannot map an empty file
+		return nil, fmt.Errorf("%s: file is %d bytes, too short for the magic: %w", path, size, ErrNotIndex)
+	}
+	if size > math.MaxInt {
+		return nil, fmt.Errorf("%s: file is %d bytes, too large to map on this platform", path, size)
+	}
+	// Map exactly the size checked above, not whatever Stat says later.
+	m, err := mmap.MapRegion(fh, int(size), mmap.RDONLY, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("format: mmap %s: %w", path, err)
+	}
+	infos, err := parseHeader(m)
+	if err != nil {
+		m.Unmap()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	f := &File{path: path, data: m, size: size, sections: infos}
+	if opt.Verify {
+		if err := f.Verify(); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// Section returns the data of the section of kind k, and whether there is
+// one. The slice points into the read-only mapping: it must not be written
+// to (that faults) and must not be used after Close.
+func (f *File) Section(k Kind) ([]byte, bool) {
+	if f.data == nil {
+		return nil, false
+	}
+	for _, s := range f.sections {
+		if s.Kind == k {
+			return f.data[s.Offset : s.Offset+s.Length : s.Offset+s.Length], true
+		}
+	}
+	return nil, false
+}
+
+// Sections returns the section table, in file order, for tools such as
+// `vlc info`. The caller may modify the returned slice.
+func (f *File) Sections() []SectionInfo {
+	return append([]SectionInfo(nil), f.sections...)
+}
+
+// Verify reads the whole file and checks every section's CRC and that all
+// padding is zero. The error names the damaged section and wraps ErrCorrupt.
+func (f *File) Verify() error {
+	if f.data == nil {
+		return fmt.Errorf("format: verify %s: %w", f.path, os.ErrClosed)
+	}
+	if err := verifyBody(f.data, f.sections); err != nil {
+		return fmt.Errorf("%s: %w", f.path, err)
+	}
+	return nil
+}
+
+// Size returns the file's size in bytes.
+func (f *File) Size() int64 { return f.size }
+
+// Close unmaps the file. Slices from Section become invalid. Closing twice
+// is allowed and does nothing the second time.
+func (f *File) Close() error {
+	if f.data == nil {
+		return nil
+	}
+	err := f.data.Unmap()
+	f.data = nil
+	if err != nil {
+		return fmt.Errorf("format: close %s: %w", f.path, err)
+	}
+	return nil
+}
+
+// verifyBody checks every section's CRC and that every byte outside the
+// header, the table and the sections is zero. infos must come from
+// parseHeader(b).
+func verifyBody(b []byte, infos []SectionInfo) error {
+	end := int64(headerSize + entrySize*len(infos))
+	after := "section table"
+	for _, s := range infos {
+		if i := firstNonZero(b[end:s.Offset]); i >= 0 {
+			return corrupt("padding after %s is not zero (offset %d)", after, end+int64(i))
+		}
+		if got := crc32.Checksum(b[s.Offset:s.Offset+s.Length], castagnoli); got != s.CRC {
+			return corrupt("section %q checksum mismatch: stored 0x%08x, computed 0x%08x", s.Kind, s.CRC, got)
+		}
+		end = s.Offset + s.Length
+		after = fmt.Sprintf("section %q", s.Kind)
+	}
+	if i := firstNonZero(b[end:]); i >= 0 {
+		return corrupt("padding after %s is not zero (offset %d)", after, end+int64(i))
+	}
+	return nil
+}
