@@ -1,0 +1,119 @@
+package anneal_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/internal/testutil"
+)
+
+func train(t *testing.T, pts anneal.Points, cfg anneal.Config) *anneal.Model {
+	t.Helper()
+	m, err := anneal.Train(context.Background(), cpu.New(), pts, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// On well-separated clusters with unit noise, training must find them: the
+// energy per point approaches d (the noise variance times d).
+func TestTrainFindsClusters(t *testing.T) {
+	const n, d, k = 3000, 16, 20
+	pts, _ := testutil.Clusters(n, d, k, 7)
+	m := train(t, pts, anneal.Config{M: k, Seed: 1})
+	if !m.Converged {
+		t.Errorf("did not converge in %d iterations", m.Iterations)
+	}
+	if m.Energy > 1.15*d || m.Energy < 0.85*d {
+		t.Errorf("energy %.3f, want about %d (unit noise in %d dimensions)", m.Energy, d, d)
+	}
+	if m.Energy >= m.InitEnergy {
+		t.Errorf("energy rose from %.3f to %.3f", m.InitEnergy, m.Energy)
+	}
+	var total int64
+	for _, c := range m.Counts {
+		total += c
+	}
+	if total != n {
+		t.Errorf("counts sum to %d, want %d", total, n)
+	}
+}
+
+// Maintenance must rescue a bad start: with many more anchors than
+// clusters' worth of seeds landing in one place it still ends near the
+// optimum, and every anchor holds points.
+func TestTrainNoEmptyAnchors(t *testing.T) {
+	pts, _ := testutil.Clusters(4000, 8, 5, 3)
+	m := train(t, pts, anneal.Config{M: 40, Seed: 2})
+	for a, c := range m.Counts {
+		if c == 0 {
+			t.Errorf("anchor %d is empty", a)
+		}
+	}
+}
+
+func TestTrainDeterministic(t *testing.T) {
+	pts, _ := testutil.Clusters(2000, 12, 10, 5)
+	a := train(t, pts, anneal.Config{M: 17, Seed: 42})
+	b := train(t, pts, anneal.Config{M: 17, Seed: 42})
+	if !slices.Equal(a.Anchors, b.Anchors) || !slices.Equal(a.Assign, b.Assign) || a.Energy != b.Energy {
+		t.Error("two runs with the same seed differ")
+	}
+	c := train(t, pts, anneal.Config{M: 17, Seed: 43})
+	if slices.Equal(a.Anchors, c.Anchors) {
+		t.Error("a different seed gave the same anchors")
+	}
+}
+
+func TestTrainIdenticalPoints(t *testing.T) {
+	pts, _ := testutil.Clusters(100, 4, 1, 1)
+	for i := range pts.Data {
+		pts.Data[i] = pts.Data[i%4]
+	}
+	m := train(t, pts, anneal.Config{M: 5, Seed: 1})
+	if m.Energy != 0 {
+		t.Errorf("energy %v for identical points, want 0", m.Energy)
+	}
+}
+
+func TestTrainErrors(t *testing.T) {
+	pts, _ := testutil.Clusters(10, 4, 2, 1)
+	_, err := anneal.Train(context.Background(), cpu.New(), pts, anneal.Config{M: 11})
+	if !errors.Is(err, anneal.ErrTooFewPoints) {
+		t.Errorf("11 anchors for 10 points: got %v, want ErrTooFewPoints", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = anneal.Train(ctx, cpu.New(), pts, anneal.Config{M: 2})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: got %v", err)
+	}
+}
+
+func TestOpenBackend(t *testing.T) {
+	dev, _, err := anneal.OpenBackend("cpu")
+	if err != nil || dev == nil {
+		t.Fatalf("cpu: %v", err)
+	}
+	if _, _, err := anneal.OpenBackend("no-such"); !errors.Is(err, anneal.ErrNoBackend) {
+		t.Errorf("unknown backend: got %v, want ErrNoBackend", err)
+	}
+	dev, _, err = anneal.OpenBackend("auto")
+	if err != nil || dev == nil {
+		t.Fatalf("auto: %v", err)
+	}
+}
+
+func BenchmarkTrain(b *testing.B) {
+	pts, _ := testutil.Clusters(10000, 96, 100, 1)
+	for b.Loop() {
+		if _, err := anneal.Train(context.Background(), cpu.New(), pts, anneal.Config{M: 100, Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

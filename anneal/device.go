@@ -1,0 +1,77 @@
+// Package anneal learns anchors (coarse centroids) for a set of points with an
+// annealing loop of assign, robust reduce, update and maintenance (merge,
+// split, re-seed). The schedule, the maintenance and the convergence test live
+// here once; a Device (the CPU, CUDA or WebGPU backend) only runs the steps,
+// with the points resident on it.
+package anneal
+
+// Points is a row-major set of n float16 vectors (IEEE binary16 bit patterns).
+type Points struct {
+	Data []uint16
+	N    int
+	Dim  int
+}
+
+// Device is all a backend provides. Points go to it once; each iteration
+// moves only a few scalars back, and maintenance moves anchors and their
+// statistics (m x dim, small) every few iterations.
+type Device interface {
+	// Name says which backend and hardware this is, for logs and summaries.
+	Name() string
+	// Load places the points on the device for the life of the Dataset.
+	Load(p Points) (Dataset, error)
+	Close() error
+}
+
+// Dataset is a point set resident on a device, with the anchors, the
+// assignments and the per-anchor statistics kept beside it.
+type Dataset interface {
+	// SetAnchors replaces the m anchors (m*dim float32, row-major).
+	SetAnchors(anchors []float32, m int) error
+	// Step assigns every point to its nearest anchor, reduces each anchor's
+	// points to a robust mean, count and per-dimension variance, and moves
+	// the anchors as p says. The returned statistics describe the assign.
+	Step(p StepParams) (StepStats, error)
+	// Assign assigns and gathers the statistics Stats reports, without
+	// moving the anchors: the final pass after training, whose assignments
+	// the encoder uses.
+	Assign() (StepStats, error)
+	// Anchors copies the current anchors into dst (m*dim).
+	Anchors(dst []float32) error
+	// Stats copies the statistics of the last Step or Assign into counts (m) and
+	// variance (m*dim): the number of points assigned to each anchor and
+	// the mean of (x_j - a_j)^2 over them, a being the anchor they were
+	// assigned to. Anchors without points have zero variance.
+	Stats(counts []int64, variance []float32) error
+	// Assignments copies the anchor of every point, from the last Step or
+	// Assign, into dst (n).
+	Assignments(dst []int32) error
+	// Transfer reports the bytes moved between host and device so far;
+	// host-only backends report zeros.
+	Transfer() (toDevice, toHost int64)
+	Close() error
+}
+
+// StepParams sets how far one Step moves the anchors. With Tau, Rate and
+// MaxMove all at their limits (+Inf, 1, +Inf) a Step is one Lloyd iteration.
+type StepParams struct {
+	// Tau is the Huber threshold: a point at Euclidean distance r from its
+	// anchor has weight min(1, Tau/r) in the anchor's mean. +Inf gives the
+	// plain mean.
+	Tau float32
+	// Rate is the fraction of the way each anchor moves toward its robust
+	// mean, in (0, 1].
+	Rate float32
+	// MaxMove caps the Euclidean length of each anchor's move. +Inf: no cap.
+	MaxMove float32
+}
+
+// StepStats are the scalars a Step or Assign brings back from the device.
+type StepStats struct {
+	// Energy is the mean squared Euclidean distance of the points to the
+	// anchors they were assigned to (before the update).
+	Energy float64
+	// Changed counts the points whose anchor differs from the previous
+	// assignment (all points on the first assign).
+	Changed int
+}

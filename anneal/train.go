@@ -1,0 +1,152 @@
+package anneal
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Model is what training learned.
+type Model struct {
+	M, Dim   int
+	Anchors  []float32 // M*Dim, row-major
+	Counts   []int64   // points per anchor in the final assignment
+	Variance []float32 // M*Dim: per anchor, the mean squared residual per dimension
+	Assign   []int32   // the final anchor of every point
+
+	Energy     float64 // mean squared distance to the final anchors
+	InitEnergy float64 // the same, for the k-means++ anchors
+	Iterations int
+	Converged  bool // stopped by the tolerance, not by MaxIter
+	Merged     int  // anchors merged by maintenance, in total
+	Split      int  // anchors split by maintenance, in total
+}
+
+// Train learns cfg.M anchors for pts on dev. The same points, configuration
+// and seed give the same model on the same backend.
+//
+// The loop: k-means++ on a sample, then Steps while the temperature T cools
+// geometrically from T0; at T < TMin it is 0 and the Steps are Lloyd's.
+// While T > 0, every MaintainEvery iterations, maintenance merges anchors
+// that nearly coincide and refills freed or empty slots by splitting the
+// anchors with the largest distortion. The loop stops once the relative
+// energy change has stayed under Tol (or no point moved) for Patience
+// iterations at T = 0, or after MaxIter iterations.
+func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, error) {
+	if pts.Dim < 1 || len(pts.Data) != pts.N*pts.Dim {
+		return nil, fmt.Errorf("anneal: %d values do not make %d points of dimension %d", len(pts.Data), pts.N, pts.Dim)
+	}
+	cfg = cfg.withDefaults(pts.N)
+	if err := cfg.validate(pts.N); err != nil {
+		return nil, err
+	}
+	m, d := cfg.M, pts.Dim
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x766c63)) // "vlc"
+
+	anchors := initPlusPlus(pts, cfg.M, cfg.InitSample, rng)
+	ds, err := dev.Load(pts)
+	if err != nil {
+		return nil, err
+	}
+	defer ds.Close()
+	if err := ds.SetAnchors(anchors, m); err != nil {
+		return nil, err
+	}
+
+	model := &Model{M: m, Dim: d}
+	counts := make([]int64, m)
+	variance := make([]float32, m*d)
+	temp := cfg.T0
+	rms := math.Inf(1)
+	prev := math.NaN()
+	streak := 0
+	for it := 1; it <= cfg.MaxIter; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		st, err := ds.Step(schedule(temp, rms))
+		if err != nil {
+			return nil, err
+		}
+		if it == 1 {
+			model.InitEnergy = st.Energy
+		}
+		model.Iterations = it
+		rms = math.Sqrt(st.Energy)
+
+		var merged, split int
+		if temp > 0 && it%cfg.MaintainEvery == 0 {
+			if err := ds.Anchors(anchors); err != nil {
+				return nil, err
+			}
+			if err := ds.Stats(counts, variance); err != nil {
+				return nil, err
+			}
+			merged, split = maintain(anchors, counts, variance, d, pts.N, cfg.MergeFrac, rng)
+			if merged+split > 0 {
+				if err := ds.SetAnchors(anchors, m); err != nil {
+					return nil, err
+				}
+			}
+			model.Merged += merged
+			model.Split += split
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(Iteration{Iter: it, Temperature: temp, Energy: st.Energy, Changed: st.Changed, Merged: merged, Split: split})
+		}
+		if temp == 0 {
+			if st.Changed == 0 || math.Abs(prev-st.Energy) <= cfg.Tol*st.Energy {
+				streak++
+			} else {
+				streak = 0
+			}
+			if streak >= cfg.Patience {
+				model.Converged = true
+				break
+			}
+		}
+		prev = st.Energy
+		if temp *= cfg.Cooling; temp < cfg.TMin {
+			temp = 0
+		}
+	}
+
+	st, err := ds.Assign()
+	if err != nil {
+		return nil, err
+	}
+	model.Energy = st.Energy
+	model.Anchors = anchors
+	model.Counts = counts
+	model.Variance = variance
+	model.Assign = make([]int32, pts.N)
+	if err := ds.Anchors(model.Anchors); err != nil {
+		return nil, err
+	}
+	if err := ds.Stats(model.Counts, model.Variance); err != nil {
+		return nil, err
+	}
+	if err := ds.Assignments(model.Assign); err != nil {
+		return nil, err
+	}
+	return model, nil
+}
+
+// schedule turns the temperature into step parameters. rms is the root mean
+// squared distance of the last assign (+Inf before the first). Hot: anchors
+// move half way to a mean in which points beyond 2*rms count less, and no
+// farther than rms. As T -> 0 the threshold and the cap go to infinity and
+// the rate to 1: a Lloyd step.
+func schedule(temp, rms float64) StepParams {
+	if temp <= 0 || math.IsInf(rms, 1) {
+		return StepParams{Tau: inf32, Rate: float32(1 / (1 + temp)), MaxMove: inf32}
+	}
+	return StepParams{
+		Tau:     float32(2 * rms / math.Sqrt(temp)),
+		Rate:    float32(1 / (1 + temp)),
+		MaxMove: float32(rms / temp),
+	}
+}
+
+var inf32 = float32(math.Inf(1))

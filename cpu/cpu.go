@@ -1,0 +1,226 @@
+// Package cpu is the reference backend: plain Go on all cores, deterministic,
+// the oracle every GPU backend is tested against.
+//
+// Semantics, per element: points are float16 decoded exactly to float32;
+// a point's distance to anchor a is |a|^2 - 2 x.a + |x|^2 in float32 with the
+// accumulation order of package vec, clamped at 0; ties go to the lowest
+// anchor index. Reductions run per anchor over its points in ascending point
+// order with float64 sums, so results do not depend on the core count.
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+
+	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/par"
+	"github.com/vlc-embed/vlc/internal/vec"
+)
+
+// Device is the CPU backend.
+type Device struct{}
+
+var _ anneal.Device = (*Device)(nil)
+
+// New returns the CPU backend.
+func New() *Device { return &Device{} }
+
+// Name reports the backend and its core count.
+func (*Device) Name() string { return fmt.Sprintf("cpu (%d cores)", runtime.GOMAXPROCS(0)) }
+
+// Close releases nothing: the CPU backend holds no resources.
+func (*Device) Close() error { return nil }
+
+// Load keeps a reference to the points; nothing is copied.
+func (*Device) Load(p anneal.Points) (anneal.Dataset, error) {
+	if p.Dim < 1 || p.N < 1 || len(p.Data) != p.N*p.Dim {
+		return nil, fmt.Errorf("cpu: %d values do not make %d points of dimension %d", len(p.Data), p.N, p.Dim)
+	}
+	ds := &dataset{pts: p.Data, n: p.N, d: p.Dim, assign: make([]int32, p.N), dist: make([]float32, p.N)}
+	for i := range ds.assign {
+		ds.assign[i] = -1
+	}
+	return ds, nil
+}
+
+type dataset struct {
+	pts    []uint16
+	n, d   int
+	m      int
+	anc    []float32 // m*d
+	norms  []float32 // |a|^2 per anchor
+	assign []int32
+	dist   []float32 // squared distance of each point to its anchor
+
+	counts   []int64
+	variance []float32
+}
+
+func (s *dataset) SetAnchors(a []float32, m int) error {
+	if m < 1 || len(a) < m*s.d {
+		return fmt.Errorf("cpu: %d values do not make %d anchors of dimension %d", len(a), m, s.d)
+	}
+	if m != s.m {
+		s.m = m
+		s.anc = make([]float32, m*s.d)
+		s.norms = make([]float32, m)
+		s.counts = make([]int64, m)
+		s.variance = make([]float32, m*s.d)
+	}
+	copy(s.anc, a[:m*s.d])
+	vec.Norms(s.norms, s.anc, s.d)
+	return nil
+}
+
+func (s *dataset) Step(p anneal.StepParams) (anneal.StepStats, error) {
+	if s.m == 0 {
+		return anneal.StepStats{}, fmt.Errorf("cpu: Step before SetAnchors")
+	}
+	st := s.assignAll()
+	s.reduce(&p)
+	return st, nil
+}
+
+func (s *dataset) Assign() (anneal.StepStats, error) {
+	if s.m == 0 {
+		return anneal.StepStats{}, fmt.Errorf("cpu: Assign before SetAnchors")
+	}
+	st := s.assignAll()
+	s.reduce(nil)
+	return st, nil
+}
+
+func (s *dataset) Anchors(dst []float32) error {
+	copy(dst, s.anc)
+	return nil
+}
+
+func (s *dataset) Stats(counts []int64, variance []float32) error {
+	copy(counts, s.counts)
+	copy(variance, s.variance)
+	return nil
+}
+
+func (s *dataset) Assignments(dst []int32) error {
+	copy(dst, s.assign)
+	return nil
+}
+
+func (*dataset) Transfer() (int64, int64) { return 0, 0 }
+func (*dataset) Close() error             { return nil }
+
+// assignBlock is the number of points one goroutine assigns at a time.
+const assignBlock = 256
+
+// assignAll sets every point's nearest anchor and its squared distance.
+func (s *dataset) assignAll() anneal.StepStats {
+	d := s.d
+	changed := make([]int, (s.n+assignBlock-1)/assignBlock)
+	par.For(s.n, assignBlock, func(lo, hi int) {
+		x := make([]float32, d)
+		c := 0
+		for i := lo; i < hi; i++ {
+			f16.DecodeRow(x, s.pts[i*d:(i+1)*d])
+			best, v := vec.Nearest(x, s.anc, s.norms)
+			v += vec.Dot(x, x)
+			s.dist[i] = max(v, 0)
+			if s.assign[i] != int32(best) {
+				c++
+				s.assign[i] = int32(best)
+			}
+		}
+		changed[lo/assignBlock] = c
+	})
+	var st anneal.StepStats
+	var sum float64
+	for _, v := range s.dist {
+		sum += float64(v)
+	}
+	st.Energy = sum / float64(s.n)
+	for _, c := range changed {
+		st.Changed += c
+	}
+	return st
+}
+
+// reduce gathers counts and variances and, when p is not nil, moves each
+// anchor toward the Huber-weighted mean of its points.
+func (s *dataset) reduce(p *anneal.StepParams) {
+	d, m := s.d, s.m
+	// Counting sort of the points by anchor, ascending point order within.
+	start := make([]int, m+1)
+	for _, a := range s.assign {
+		start[a+1]++
+	}
+	for a := range m {
+		start[a+1] += start[a]
+	}
+	members := make([]int32, s.n)
+	fill := append([]int(nil), start[:m]...)
+	for i, a := range s.assign {
+		members[fill[a]] = int32(i)
+		fill[a]++
+	}
+
+	par.For(m, 1, func(lo, hi int) {
+		x := make([]float32, d)
+		sum := make([]float64, d)
+		sq := make([]float64, d)
+		for a := lo; a < hi; a++ {
+			pts := members[start[a]:start[a+1]]
+			anc := s.anc[a*d : (a+1)*d]
+			clear(sum)
+			clear(sq)
+			var wsum float64
+			for _, i := range pts {
+				f16.DecodeRow(x, s.pts[int(i)*d:(int(i)+1)*d])
+				w := 1.0
+				if p != nil && !math.IsInf(float64(p.Tau), 1) {
+					if r := math.Sqrt(float64(s.dist[i])); r > float64(p.Tau) {
+						w = float64(p.Tau) / r
+					}
+				}
+				wsum += w
+				for j, v := range x {
+					r := float64(v - anc[j])
+					sum[j] += w * r
+					sq[j] += r * r
+				}
+			}
+			s.counts[a] = int64(len(pts))
+			v := s.variance[a*d : (a+1)*d]
+			if len(pts) == 0 {
+				clear(v)
+				continue
+			}
+			for j := range v {
+				v[j] = float32(sq[j] / float64(len(pts)))
+			}
+			if p == nil {
+				continue
+			}
+			// The move is rate * (robust mean - anchor), capped in length.
+			var norm float64
+			for j := range sum {
+				sum[j] = float64(p.Rate) * sum[j] / wsum
+				norm += sum[j] * sum[j]
+			}
+			scale := 1.0
+			if norm = math.Sqrt(norm); norm > float64(p.MaxMove) {
+				scale = float64(p.MaxMove) / norm
+			}
+			for j := range anc {
+				anc[j] = float32(float64(anc[j]) + scale*sum[j])
+			}
+		}
+	})
+	if p != nil {
+		vec.Norms(s.norms, s.anc, d)
+	}
+}
+
+func init() {
+	anneal.Register("cpu", 2, func() (anneal.Device, error) { return New(), nil })
+}
