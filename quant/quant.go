@@ -1,0 +1,73 @@
+// Package quant turns residuals (a vector minus its anchor) into fixed-size
+// codes and scores queries against the codes without decoding them to memory.
+// Each kind of code is one type behind the Code interface; the index stores
+// the kind's ID and asks New for it on open.
+package quant
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrBits is returned for a bits-per-dimension setting no code supports.
+var ErrBits = errors.New("quant: unsupported bits per dimension")
+
+// Kind identifies a code in the index file. Values are never reused.
+type Kind uint32
+
+const (
+	// KindSQ8 is 8-bit scalar quantization with a per-list, per-dimension
+	// affine range (format v1).
+	KindSQ8 Kind = 1
+)
+
+// Code is one kind of residual code, bound to a dimension.
+//
+// A list's parameters (ranges, scales) are fitted once from the list's
+// residuals and stored beside its codes; each vector's code has a fixed size.
+type Code interface {
+	Kind() Kind
+	Bits() int
+	Dim() int
+	CodeBytes() int  // bytes per vector
+	ParamBytes() int // bytes of parameters per list
+	// Fit sets params (ParamBytes long) from the residuals of one list,
+	// count rows of Dim values, row-major. count may be zero.
+	Fit(params []byte, residuals []float32, count int)
+	// Encode writes the code of one residual under params.
+	Encode(code []byte, params []byte, residual []float32)
+	// Decode reconstructs a residual; for tests and tools, not for search.
+	Decode(dst []float32, params []byte, code []byte)
+	// NewScorer returns scratch for one goroutine's queries.
+	NewScorer() Scorer
+}
+
+// Scorer estimates a query's distance or inner product to coded residuals
+// of one list at a time. Not safe for concurrent use.
+type Scorer interface {
+	// ForL2 prepares to estimate |v - r|^2 for the list's residuals r,
+	// v being the query minus the list's anchor.
+	ForL2(params []byte, v []float32)
+	// ForDot prepares to estimate <v, r>, v being the query.
+	ForDot(params []byte, v []float32)
+	// Score returns the estimate for one code, as the last For* set up.
+	Score(code []byte) float32
+}
+
+// New returns the code of the given kind for dimension dim.
+func New(kind Kind, dim int) (Code, error) {
+	switch kind {
+	case KindSQ8:
+		return NewSQ8(dim), nil
+	}
+	return nil, fmt.Errorf("quant: unknown code kind %d", kind)
+}
+
+// ForBits returns the code used for a bits-per-dimension setting.
+func ForBits(bits, dim int) (Code, error) {
+	switch bits {
+	case 8:
+		return NewSQ8(dim), nil
+	}
+	return nil, fmt.Errorf("%w: %d (this version supports 8)", ErrBits, bits)
+}
