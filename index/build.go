@@ -1,0 +1,145 @@
+package index
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/internal/par"
+	"github.com/vlc-embed/vlc/quant"
+)
+
+// Rows is a read-only matrix of vectors, such as an input file
+// (vecfile.Matrix). Row must be safe for concurrent use.
+type Rows interface {
+	Len() int
+	Dim() int
+	// Row decodes row i into dst (Dim long) and returns it.
+	Row(i int, dst []float32) []float32
+}
+
+// Plan is everything Build needs: the vectors, the anchors training learned
+// and every vector's anchor, the code, and what to record in META.
+type Plan struct {
+	Rows    Rows      // the vectors as the index will see them (normalised for cosine)
+	Anchors []float32 // M*Dim
+	Assign  []int32   // anchor of each row, len Rows.Len()
+	Code    quant.Code
+	Meta    Meta // N, Dim, M, Code and Bits are filled in by Build
+}
+
+// Build encodes every vector as its anchor's list entry plus a residual code
+// and returns the sections of a format v1 index, in file order. Lists are
+// encoded in parallel; the bytes do not depend on the core count.
+func Build(p Plan) ([]format.Section, error) {
+	n, d := p.Rows.Len(), p.Rows.Dim()
+	m := len(p.Anchors) / max(d, 1)
+	switch {
+	case n < 1 || d < 1:
+		return nil, fmt.Errorf("%w: nothing to index (%d rows of dimension %d)", ErrArgument, n, d)
+	case m < 1 || len(p.Anchors) != m*d:
+		return nil, fmt.Errorf("%w: %d anchor values are not a whole number of %d-dimensional anchors", ErrArgument, len(p.Anchors), d)
+	case len(p.Assign) != n:
+		return nil, fmt.Errorf("%w: %d assignments for %d rows", ErrArgument, len(p.Assign), n)
+	case n > math.MaxUint32:
+		return nil, fmt.Errorf("%w: %d rows: format v1 holds at most 2^32-1", ErrArgument, n)
+	case p.Code.Dim() != d:
+		return nil, fmt.Errorf("%w: code of dimension %d for rows of dimension %d", ErrArgument, p.Code.Dim(), d)
+	}
+
+	// Group the rows by anchor, ascending row order within a list.
+	offsets := make([]uint64, m+1)
+	for i, a := range p.Assign {
+		if a < 0 || int(a) >= m {
+			return nil, fmt.Errorf("%w: row %d assigned to anchor %d of %d", ErrArgument, i, a, m)
+		}
+		offsets[a+1]++
+	}
+	for a := range m {
+		offsets[a+1] += offsets[a]
+	}
+	ids := make([]uint32, n)
+	fill := append([]uint64(nil), offsets[:m]...)
+	for i, a := range p.Assign {
+		ids[fill[a]] = uint32(i)
+		fill[a]++
+	}
+
+	cb, pb := p.Code.CodeBytes(), p.Code.ParamBytes()
+	codes := make([]byte, n*cb)
+	params := make([]byte, m*pb)
+	par.For(m, 1, func(lo, hi int) {
+		var res []float32
+		for a := lo; a < hi; a++ {
+			list := ids[offsets[a]:offsets[a+1]]
+			res = grow(res, len(list)*d)
+			anchor := p.Anchors[a*d : (a+1)*d]
+			for k, id := range list {
+				r := p.Rows.Row(int(id), res[k*d:(k+1)*d])
+				for j := range r {
+					r[j] -= anchor[j]
+				}
+			}
+			prm := params[a*pb : (a+1)*pb]
+			p.Code.Fit(prm, res, len(list))
+			for k := range list {
+				at := (int(offsets[a]) + k) * cb
+				p.Code.Encode(codes[at:at+cb], prm, res[k*d:(k+1)*d])
+			}
+		}
+	})
+
+	meta := p.Meta
+	meta.N, meta.Dim, meta.M = uint64(n), uint32(d), uint32(m)
+	meta.Code, meta.Bits = uint32(p.Code.Kind()), uint32(p.Code.Bits())
+	return []format.Section{
+		{Kind: secMeta, Data: meta.marshal()},
+		{Kind: secAnchors, Data: f32Bytes(p.Anchors)},
+		{Kind: secLists, Data: u64Bytes(offsets)},
+		{Kind: secIDs, Data: u32Bytes(ids)},
+		{Kind: secParams, Data: params},
+		{Kind: secCodes, Data: codes},
+	}, nil
+}
+
+// Write builds the index and writes it to path atomically (temp file, fsync,
+// rename): an existing file at path is replaced only by a complete index.
+func Write(path string, p Plan) error {
+	secs, err := Build(p)
+	if err != nil {
+		return err
+	}
+	return format.WriteFile(path, secs)
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func u32Bytes(v []uint32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], x)
+	}
+	return b
+}
+
+func u64Bytes(v []uint64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], x)
+	}
+	return b
+}

@@ -1,0 +1,228 @@
+// Package index is the vlc index: building one from trained anchors and
+// codes, opening it read-only through mmap, and searching it.
+//
+// A format v1 file is a format container (package index/format) holding, in
+// this order: META (sizes, code, metric, training statistics), ANCH (anchors,
+// float32), LIST (list offsets, uint64, M+1), ROWS (the input row of every
+// entry, uint32, grouped by list), PARM (each list's code parameters) and
+// CODE (each entry's residual code). docs/FORMAT.md draws the bytes.
+package index
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/internal/vec"
+	"github.com/vlc-embed/vlc/quant"
+)
+
+// Index is an open index. Its methods are safe for concurrent use; Close
+// waits for searches in flight and makes later calls return ErrClosed.
+type Index struct {
+	mu     sync.RWMutex
+	file   *format.File
+	path   string
+	meta   Meta
+	code   quant.Code
+	n, d   int
+	m      int
+	anch   []float32 // views into the mapping
+	lists  []uint64
+	ids    []uint32
+	params []byte
+	codes  []byte
+	norms  []float32 // |anchor|^2, computed on open
+	pool   sync.Pool // *scratch
+}
+
+// Options controls Open.
+type Options struct {
+	// Verify checks every checksum before Open returns (the whole file is
+	// read once). Without it only the header, the table and the sizes are
+	// checked, and Verify can be called later.
+	Verify bool
+}
+
+// Open maps the index at path read-only and validates it. Errors wrap
+// ErrNotIndex, ErrVersion or ErrCorrupt and name the file.
+func Open(path string, opt Options) (*Index, error) {
+	if !littleEndian() {
+		return nil, fmt.Errorf("%s: vlc indexes are read in place and need a little-endian host", path)
+	}
+	f, err := format.Open(path, format.OpenOptions{Verify: opt.Verify})
+	if err != nil {
+		return nil, err
+	}
+	ix, err := load(f, path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return ix, nil
+}
+
+func load(f *format.File, path string) (*Index, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%s: %w: %s", path, ErrCorrupt, fmt.Sprintf(format, args...))
+	}
+	sec := map[format.Kind][]byte{}
+	for _, k := range []format.Kind{secMeta, secAnchors, secLists, secIDs, secParams, secCodes} {
+		b, ok := f.Section(k)
+		if !ok {
+			return nil, bad("section %q missing", k)
+		}
+		sec[k] = b
+	}
+	meta, err := unmarshalMeta(sec[secMeta])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	size := uint64(f.Size())
+	switch {
+	case meta.N < 1 || meta.N > size/4: // every entry has a 4-byte row id
+		return nil, bad("META says %d vectors in a %d-byte file", meta.N, size)
+	case meta.Dim < 1 || meta.Dim > 1<<16:
+		return nil, bad("META says dimension %d", meta.Dim)
+	case meta.M < 1 || uint64(meta.M) > meta.N:
+		return nil, bad("META says %d anchors for %d vectors", meta.M, meta.N)
+	case meta.Metric > Cosine:
+		return nil, bad("META names unknown metric %d", meta.Metric)
+	}
+	code, err := quant.New(quant.Kind(meta.Code), int(meta.Dim))
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if uint32(code.Bits()) != meta.Bits {
+		return nil, bad("META says %d bits for a %d-bit code", meta.Bits, code.Bits())
+	}
+	n, d, m := int(meta.N), int(meta.Dim), int(meta.M)
+	want := map[format.Kind]int{
+		secAnchors: m * d * 4,
+		secLists:   (m + 1) * 8,
+		secIDs:     n * 4,
+		secParams:  m * code.ParamBytes(),
+		secCodes:   n * code.CodeBytes(),
+	}
+	for k, w := range want {
+		if len(sec[k]) != w {
+			return nil, bad("section %q is %d bytes, want %d", k, len(sec[k]), w)
+		}
+	}
+	ix := &Index{
+		file: f, path: path, meta: meta, code: code, n: n, d: d, m: m,
+		anch:   viewF32(sec[secAnchors]),
+		lists:  viewU64(sec[secLists]),
+		ids:    viewU32(sec[secIDs]),
+		params: sec[secParams],
+		codes:  sec[secCodes],
+	}
+	if ix.lists[0] != 0 || ix.lists[m] != meta.N {
+		return nil, bad("list offsets run from %d to %d, want 0 to %d", ix.lists[0], ix.lists[m], meta.N)
+	}
+	for a := range m {
+		if ix.lists[a+1] < ix.lists[a] {
+			return nil, bad("list %d ends before it starts", a)
+		}
+	}
+	for _, v := range ix.anch {
+		if !finite(v) {
+			return nil, bad("an anchor holds %v", v)
+		}
+	}
+	ix.norms = make([]float32, m)
+	vec.Norms(ix.norms, ix.anch, d)
+	return ix, nil
+}
+
+// Verify checks every checksum of the file.
+func (ix *Index) Verify() error {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return ErrClosed
+	}
+	return ix.file.Verify()
+}
+
+// Close unmaps the file once searches in flight have finished.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.file == nil {
+		return nil
+	}
+	err := ix.file.Close()
+	ix.file = nil
+	ix.anch, ix.lists, ix.ids, ix.params, ix.codes = nil, nil, nil, nil, nil
+	return err
+}
+
+// Meta returns the index's metadata.
+func (ix *Index) Meta() Meta { return ix.meta }
+
+// Len is the number of vectors; Dim their dimension.
+func (ix *Index) Len() int { return ix.n }
+func (ix *Index) Dim() int { return ix.d }
+
+// Size is the file's size in bytes.
+func (ix *Index) Size() int64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return 0
+	}
+	return ix.file.Size()
+}
+
+// Sections describes the file's sections, for `vlc info`.
+func (ix *Index) Sections() []format.SectionInfo {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return nil
+	}
+	return ix.file.Sections()
+}
+
+// ListSizes returns the number of vectors in each list.
+func (ix *Index) ListSizes() []int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	out := make([]int, len(ix.lists)-1)
+	for a := range out {
+		out[a] = int(ix.lists[a+1] - ix.lists[a])
+	}
+	return out
+}
+
+func littleEndian() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}
+
+// The views below reinterpret 64-byte-aligned little-endian sections in
+// place; Open has checked the host's byte order.
+func viewF32(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+func viewU32(b []byte) []uint32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+func viewU64(b []byte) []uint64 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8)
+}
+
+func finite(v float32) bool { return v-v == 0 }

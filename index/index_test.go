@@ -1,0 +1,363 @@
+package index_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/testutil"
+	"github.com/vlc-embed/vlc/internal/vec"
+	"github.com/vlc-embed/vlc/quant"
+	"github.com/vlc-embed/vlc/vecfile"
+)
+
+const deep = "../testdata/deep2k/"
+
+type normRows struct{ *vecfile.Matrix }
+
+func (r normRows) Row(i int, dst []float32) []float32 {
+	x := r.Matrix.Row(i, dst)
+	vec.Normalize(x)
+	return x
+}
+
+// build trains on the deep2k slice and writes an index with metric.
+func build(t testing.TB, metric index.Metric, m int) (path string, base, queries *vecfile.Matrix) {
+	return buildFrom(t, deep+"base.f16", deep+"query.fvecs", 96, metric, m)
+}
+
+func buildFrom(t testing.TB, basePath, queryPath string, d int, metric index.Metric, m int) (path string, base, queries *vecfile.Matrix) {
+	t.Helper()
+	base, err := vecfile.Open(basePath, vecfile.Options{Dim: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { base.Close() })
+	queries, err = vecfile.Open(queryPath, vecfile.Options{Dim: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { queries.Close() })
+	data, _ := base.Float16()
+	if metric == index.Cosine {
+		data = make([]uint16, base.Len()*d)
+		for i := range base.Len() {
+			x := base.Row(i, nil)
+			vec.Normalize(x)
+			for j, v := range x {
+				data[i*d+j] = f16.FromFloat32(v)
+			}
+		}
+	}
+	model, err := anneal.Train(context.Background(), cpu.New(), anneal.Points{Data: data, N: base.Len(), Dim: d}, anneal.Config{M: m, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows index.Rows = base
+	if metric == index.Cosine {
+		rows = normRows{base}
+	}
+	path = filepath.Join(t.TempDir(), "deep.vlc")
+	err = index.Write(path, index.Plan{Rows: rows, Anchors: model.Anchors, Assign: model.Assign, Code: quant.NewSQ8(d), Meta: index.Meta{Metric: metric}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, base, queries
+}
+
+func open(t testing.TB, path string) *index.Index {
+	t.Helper()
+	ix, err := index.Open(path, index.Options{Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+func recall(t testing.TB, ix *index.Index, q index.Rows, gt [][]int, opt index.SearchOptions) float64 {
+	t.Helper()
+	var found int
+	x := make([]float32, q.Dim())
+	for i := range q.Len() {
+		hits, err := ix.Search(q.Row(i, x), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hits[:10] {
+			if slices.Contains(gt[i][:10], h.ID) {
+				found++
+			}
+		}
+	}
+	return float64(found) / float64(10*q.Len())
+}
+
+func groundTruth(t testing.TB) [][]int {
+	rows, err := vecfile.ReadIvecs(deep + "groundtruth.ivecs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt := make([][]int, len(rows))
+	for i, r := range rows {
+		for _, v := range r {
+			gt[i] = append(gt[i], int(v))
+		}
+	}
+	return gt
+}
+
+// Recall@10 on real data (2,000 Deep1B vectors, 200 queries, exact ground
+// truth shipped in testdata) pins the quality of the whole path; measured
+// when this test was written: 0.978 at nprobe 16, 0.997 scanning all lists,
+// 1.0 with re-rank.
+func TestRecallDeep2k(t *testing.T) {
+	path, base, queries := build(t, index.L2, 45)
+	ix := open(t, path)
+	gt := groundTruth(t)
+	for _, c := range []struct {
+		name string
+		opt  index.SearchOptions
+		min  float64
+	}{
+		{"nprobe=16", index.SearchOptions{K: 10, NProbe: 16}, 0.96},
+		{"nprobe=all", index.SearchOptions{K: 10, NProbe: 45}, 0.99},
+		{"nprobe=all/rerank", index.SearchOptions{K: 10, NProbe: 45, Rerank: base, RerankFactor: 4}, 0.999},
+	} {
+		if r := recall(t, ix, queries, gt, c.opt); r < c.min {
+			t.Errorf("%s: recall@10 %.4f, want >= %.3f", c.name, r, c.min)
+		} else {
+			t.Logf("%s: recall@10 %.4f", c.name, r)
+		}
+	}
+}
+
+// Every metric ranks against its own exact ground truth, on clustered data
+// whose norms vary (so that l2, ip and cosine rank differently).
+func TestMetrics(t *testing.T) {
+	const n, d = 3000, 24
+	dir := t.TempDir()
+	pts, _ := testutil.Clusters(n+100, d, 30, 5)
+	rows := make([][]float32, n+100)
+	for i := range rows {
+		rows[i] = make([]float32, d)
+		f16.DecodeRow(rows[i], pts.Data[i*d:(i+1)*d])
+		scale := float32(0.5 + float64(i%7)/4) // norms vary by a factor of 3
+		for j := range rows[i] {
+			rows[i][j] *= scale
+		}
+	}
+	if err := vecfile.WriteF16(filepath.Join(dir, "base.f16"), rows[:n]); err != nil {
+		t.Fatal(err)
+	}
+	if err := vecfile.WriteFvecs(filepath.Join(dir, "query.fvecs"), rows[n:]); err != nil {
+		t.Fatal(err)
+	}
+	for _, metric := range []index.Metric{index.L2, index.IP, index.Cosine} {
+		t.Run(metric.String(), func(t *testing.T) {
+			path, base, queries := buildFrom(t, filepath.Join(dir, "base.f16"), filepath.Join(dir, "query.fvecs"), d, metric, 55)
+			ix := open(t, path)
+			gt := index.Exact(base, queries, 10, metric)
+			if metric != index.L2 && slices.EqualFunc(gt, index.Exact(base, queries, 10, index.L2), slices.Equal) {
+				t.Fatal("the test data ranks alike under l2 and " + metric.String() + ": the test would prove nothing")
+			}
+			if r := recall(t, ix, queries, gt, index.SearchOptions{K: 10, NProbe: 55}); r < 0.98 {
+				t.Errorf("recall@10 %.4f, want >= 0.98", r)
+			}
+			// Re-ranked distances are exact.
+			q := queries.Row(0, nil)
+			hits, err := ix.Search(q, index.SearchOptions{K: 3, NProbe: 55, Rerank: base})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := base.Row(hits[0].ID, nil)
+			want := map[index.Metric]float32{index.L2: vec.L2(q, x), index.IP: -vec.Dot(q, x)}[metric]
+			if metric == index.Cosine {
+				want = 1 - vec.Dot(q, x)/float32(math.Sqrt(float64(vec.Dot(q, q)*vec.Dot(x, x))))
+			}
+			if math.Abs(float64(hits[0].Distance-want)) > 1e-5*(1+math.Abs(float64(want))) {
+				t.Errorf("re-ranked distance %v, want %v", hits[0].Distance, want)
+			}
+		})
+	}
+}
+
+// Scanning every list with k = n returns every row exactly once, sorted.
+func TestSearchReturnsAll(t *testing.T) {
+	path, base, queries := build(t, index.L2, 45)
+	ix := open(t, path)
+	hits, err := ix.Search(queries.Row(3, nil), index.SearchOptions{K: 5000, NProbe: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != base.Len() {
+		t.Fatalf("%d hits for k > n, want n = %d", len(hits), base.Len())
+	}
+	seen := make([]bool, base.Len())
+	for i, h := range hits {
+		if seen[h.ID] {
+			t.Fatalf("row %d returned twice", h.ID)
+		}
+		seen[h.ID] = true
+		if i > 0 && h.Distance < hits[i-1].Distance {
+			t.Fatalf("hits not sorted at %d", i)
+		}
+	}
+	if got := ix.EffectiveNProbe(1000); got != 45 {
+		t.Errorf("EffectiveNProbe(1000) = %d, want 45", got)
+	}
+}
+
+func TestSearchErrors(t *testing.T) {
+	path, _, _ := build(t, index.L2, 45)
+	ix := open(t, path)
+	if _, err := ix.Search(make([]float32, 95), index.SearchOptions{K: 1}); !errors.Is(err, index.ErrDim) {
+		t.Errorf("95-dimensional query: %v, want ErrDim", err)
+	}
+	if _, err := ix.Search(make([]float32, 96), index.SearchOptions{K: 0}); !errors.Is(err, index.ErrArgument) {
+		t.Errorf("k = 0: %v, want ErrArgument", err)
+	}
+	q := make([]float32, 96)
+	q[5] = float32(math.NaN())
+	if _, err := ix.Search(q, index.SearchOptions{K: 1}); !errors.Is(err, index.ErrArgument) {
+		t.Errorf("NaN query: %v, want ErrArgument", err)
+	}
+	ix.Close()
+	if _, err := ix.Search(make([]float32, 96), index.SearchOptions{K: 1}); !errors.Is(err, index.ErrClosed) {
+		t.Errorf("after Close: %v, want ErrClosed", err)
+	}
+}
+
+// Many goroutines on one Index get exactly the serial results (run with
+// -race); a Close in the middle makes the rest fail cleanly.
+func TestConcurrentSearch(t *testing.T) {
+	path, _, queries := build(t, index.L2, 45)
+	ix := open(t, path)
+	opt := index.SearchOptions{K: 10, NProbe: 8}
+	want := make([][]index.Hit, queries.Len())
+	for i := range want {
+		want[i], _ = ix.Search(queries.Row(i, nil), opt)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := make([]float32, 96)
+			for k := range queries.Len() {
+				i := (g*7 + k) % queries.Len()
+				got, err := ix.Search(queries.Row(i, x), opt)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !slices.Equal(got, want[i]) {
+					errs <- fmt.Errorf("query %d: concurrent result differs from serial", i)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	// Close while searches run: each search either completes or gets ErrClosed.
+	var wg2 sync.WaitGroup
+	for range 8 {
+		wg2.Add(1)
+		go func() {
+			defer wg2.Done()
+			x := make([]float32, 96)
+			for i := range 2000 {
+				if _, err := ix.Search(queries.Row(i%queries.Len(), x), opt); err != nil {
+					if !errors.Is(err, index.ErrClosed) {
+						t.Errorf("search during Close: %v", err)
+					}
+					return
+				}
+			}
+		}()
+	}
+	ix.Close()
+	wg2.Wait()
+}
+
+// Every single-byte flip in any section is caught by verification, and
+// truncation at any section boundary is refused, without a panic.
+func TestCorruption(t *testing.T) {
+	path, _, _ := build(t, index.L2, 45)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := open(t, path)
+	secs := ix.Sections()
+	ix.Close()
+	bad := filepath.Join(t.TempDir(), "bad.vlc")
+	for _, s := range secs {
+		for _, off := range []int64{0, 1, s.Length / 2, s.Length - 1} {
+			b := slices.Clone(good)
+			b[s.Offset+off] ^= 0x40
+			os.WriteFile(bad, b, 0o644)
+			_, err := index.Open(bad, index.Options{Verify: true})
+			if !errors.Is(err, index.ErrCorrupt) {
+				t.Errorf("flip in %s at +%d: %v, want ErrCorrupt", s.Kind, off, err)
+			}
+		}
+		for _, cut := range []int64{s.Offset, s.Offset + s.Length/2} {
+			os.WriteFile(bad, good[:cut], 0o644)
+			if _, err := index.Open(bad, index.Options{}); err == nil {
+				t.Errorf("truncated at %d (in %s): opened", cut, s.Kind)
+			}
+		}
+	}
+}
+
+func BenchmarkSearch(b *testing.B) {
+	path, _, queries := build(b, index.L2, 45)
+	ix := open(b, path)
+	q := make([][]float32, queries.Len())
+	for i := range q {
+		q[i] = queries.Row(i, nil)
+	}
+	for _, nprobe := range []int{4, 16, 45} {
+		b.Run(fmt.Sprintf("n=2000/d=96/nprobe=%d", nprobe), func(b *testing.B) {
+			opt := index.SearchOptions{K: 10, NProbe: nprobe}
+			i := 0
+			for b.Loop() {
+				ix.Search(q[i%len(q)], opt)
+				i++
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "queries/s")
+		})
+	}
+}
+
+func BenchmarkEncode(b *testing.B) {
+	base, _ := vecfile.Open(deep+"base.f16", vecfile.Options{Dim: 96})
+	defer base.Close()
+	data, _ := base.Float16()
+	model, _ := anneal.Train(context.Background(), cpu.New(), anneal.Points{Data: data, N: base.Len(), Dim: 96}, anneal.Config{M: 45, Seed: 1})
+	plan := index.Plan{Rows: base, Anchors: model.Anchors, Assign: model.Assign, Code: quant.NewSQ8(96)}
+	b.SetBytes(int64(base.Len() * 96 * 2))
+	for b.Loop() {
+		if _, err := index.Build(plan); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(base.Len()*b.N)/b.Elapsed().Seconds(), "vectors/s")
+}

@@ -1,0 +1,95 @@
+package index
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/vlc-embed/vlc/index/format"
+)
+
+// Metric is how distances are measured. Every metric reports distances where
+// smaller is nearer.
+type Metric uint32
+
+const (
+	L2     Metric = 0 // squared Euclidean distance
+	IP     Metric = 1 // negative inner product
+	Cosine Metric = 2 // 1 - cosine similarity; vectors are normalised before training
+)
+
+func (m Metric) String() string {
+	switch m {
+	case L2:
+		return "l2"
+	case IP:
+		return "ip"
+	case Cosine:
+		return "cosine"
+	}
+	return fmt.Sprintf("metric(%d)", uint32(m))
+}
+
+// ParseMetric reads "l2", "ip" or "cosine".
+func ParseMetric(s string) (Metric, error) {
+	switch strings.ToLower(s) {
+	case "l2":
+		return L2, nil
+	case "ip":
+		return IP, nil
+	case "cosine":
+		return Cosine, nil
+	}
+	return 0, fmt.Errorf("%w %q (want l2, ip or cosine)", ErrMetric, s)
+}
+
+// Section kinds of format v1.
+var (
+	secMeta    = format.KindOf("META")
+	secAnchors = format.KindOf("ANCH")
+	secLists   = format.KindOf("LIST")
+	secIDs     = format.KindOf("ROWS")
+	secParams  = format.KindOf("PARM")
+	secCodes   = format.KindOf("CODE")
+)
+
+// Meta is the META section: what the index holds and how it was trained.
+// Fixed little-endian layout, metaSize bytes, the unused tail zero.
+type Meta struct {
+	N      uint64 // vectors
+	Dim    uint32
+	M      uint32 // anchors (lists)
+	Code   uint32 // quant.Kind
+	Bits   uint32 // bits per dimension of the code
+	Metric Metric
+	Flags  uint32 // zero in v1
+	Seed   uint64
+
+	// Training statistics.
+	Iterations uint32
+	Converged  uint32 // 1 if the loop stopped on its tolerance
+	Merged     uint32
+	Split      uint32
+	Energy     float64 // mean squared distance to the final anchors
+	InitEnergy float64 // the same for the starting anchors
+}
+
+const metaSize = 128
+
+func (m *Meta) marshal() []byte {
+	var b bytes.Buffer
+	binary.Write(&b, binary.LittleEndian, m) // fixed-size struct: cannot fail
+	out := make([]byte, metaSize)
+	copy(out, b.Bytes())
+	return out
+}
+
+func unmarshalMeta(b []byte) (Meta, error) {
+	var m Meta
+	if len(b) != metaSize {
+		return m, fmt.Errorf("%w: META section is %d bytes, want %d", ErrCorrupt, len(b), metaSize)
+	}
+	binary.Read(bytes.NewReader(b), binary.LittleEndian, &m) // length checked above
+	return m, nil
+}

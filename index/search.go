@@ -1,0 +1,228 @@
+package index
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/vlc-embed/vlc/internal/vec"
+	"github.com/vlc-embed/vlc/quant"
+)
+
+// Hit is one search result: the row of the vector in the input file and its
+// distance to the query (smaller is nearer, whatever the metric).
+type Hit struct {
+	ID       int
+	Distance float32
+}
+
+// SearchOptions sets how hard a search looks.
+type SearchOptions struct {
+	K      int // hits wanted; more than Len() returns Len()
+	NProbe int // lists scanned, nearest anchors first; clamped to [1, M]; 0 means 1
+	// Rerank, when set, holds the original vectors (the input file): the
+	// best RerankFactor*K candidates by code are re-scored exactly and the
+	// best K of those returned.
+	Rerank       Rows
+	RerankFactor int // default 10
+}
+
+// EffectiveNProbe is the number of lists a search with opt scans.
+func (ix *Index) EffectiveNProbe(nprobe int) int { return min(max(nprobe, 1), ix.m) }
+
+type scratch struct {
+	q, v, row []float32
+	probe     []Hit // candidate lists, ID = list number
+	top       topK
+	scorer    quant.Scorer
+}
+
+// Search returns the K nearest vectors to q found in the NProbe nearest lists,
+// nearest first (ties by ascending ID). Safe for concurrent use.
+func (ix *Index) Search(q []float32, opt SearchOptions) ([]Hit, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return nil, ErrClosed
+	}
+	if len(q) != ix.d {
+		return nil, fmt.Errorf("%w: query has %d values, index has dimension %d", ErrDim, len(q), ix.d)
+	}
+	if opt.K < 1 {
+		return nil, fmt.Errorf("%w: k must be at least 1, got %d", ErrArgument, opt.K)
+	}
+	for j, v := range q {
+		if !finite(v) {
+			return nil, fmt.Errorf("%w: query value %d is %v", ErrArgument, j, v)
+		}
+	}
+	if opt.Rerank != nil && opt.Rerank.Dim() != ix.d {
+		return nil, fmt.Errorf("%w: re-rank vectors have dimension %d, index %d", ErrDim, opt.Rerank.Dim(), ix.d)
+	}
+	k := min(opt.K, ix.n)
+	keep := k
+	if opt.Rerank != nil {
+		f := opt.RerankFactor
+		if f < 1 {
+			f = 10
+		}
+		keep = min(k*f, ix.n)
+	}
+
+	s := ix.getScratch()
+	defer ix.pool.Put(s)
+	copy(s.q, q)
+	if ix.meta.Metric == Cosine {
+		vec.Normalize(s.q)
+	}
+	ix.probeLists(s, ix.EffectiveNProbe(opt.NProbe))
+	s.top.reset(keep)
+	cb, pb, d := ix.code.CodeBytes(), ix.code.ParamBytes(), ix.d
+	for _, p := range s.probe {
+		a := p.ID
+		prm := ix.params[a*pb : (a+1)*pb]
+		var bias float32
+		if ix.meta.Metric == IP {
+			bias = -vec.Dot(s.q, ix.anch[a*d:(a+1)*d])
+			for j := range s.v {
+				s.v[j] = -s.q[j]
+			}
+			s.scorer.ForDot(prm, s.v) // -<q, r>
+		} else {
+			anchor := ix.anch[a*d : (a+1)*d]
+			for j := range s.v {
+				s.v[j] = s.q[j] - anchor[j]
+			}
+			s.scorer.ForL2(prm, s.v)
+		}
+		lo, hi := int(ix.lists[a]), int(ix.lists[a+1])
+		for e := lo; e < hi; e++ {
+			dist := bias + s.scorer.Score(ix.codes[e*cb:(e+1)*cb])
+			if s.top.accepts(dist) {
+				s.top.push(Hit{ID: int(ix.ids[e]), Distance: dist})
+			}
+		}
+	}
+	hits := s.top.sorted()
+	if opt.Rerank != nil {
+		if err := ix.rerank(s, hits, opt.Rerank); err != nil {
+			return nil, err
+		}
+	}
+	if ix.meta.Metric == Cosine {
+		for i := range hits {
+			hits[i].Distance /= 2 // |q-x|^2 = 2 - 2cos for unit vectors
+		}
+	}
+	if len(hits) > k {
+		hits = hits[:k]
+	}
+	return hits, nil
+}
+
+// probeLists puts the nprobe lists nearest to s.q into s.probe.
+func (ix *Index) probeLists(s *scratch, nprobe int) {
+	d := ix.d
+	s.top.reset(nprobe)
+	for a := range ix.m {
+		var dist float32
+		if ix.meta.Metric == IP {
+			dist = -vec.Dot(s.q, ix.anch[a*d:(a+1)*d])
+		} else {
+			dist = ix.norms[a] - 2*vec.Dot(s.q, ix.anch[a*d:(a+1)*d])
+		}
+		if s.top.accepts(dist) {
+			s.top.push(Hit{ID: a, Distance: dist})
+		}
+	}
+	s.probe = append(s.probe[:0], s.top.sorted()...)
+}
+
+// rerank replaces the estimated distances by exact ones from the original
+// vectors and re-sorts.
+func (ix *Index) rerank(s *scratch, hits []Hit, rows Rows) error {
+	for i, h := range hits {
+		if h.ID >= rows.Len() {
+			return fmt.Errorf("%w: re-rank file has %d rows, index refers to row %d", ErrArgument, rows.Len(), h.ID)
+		}
+		x := rows.Row(h.ID, s.row)
+		switch ix.meta.Metric {
+		case L2:
+			hits[i].Distance = vec.L2(s.q, x)
+		case IP:
+			hits[i].Distance = -vec.Dot(s.q, x)
+		case Cosine:
+			vec.Normalize(x)
+			hits[i].Distance = vec.L2(s.q, x)
+		}
+	}
+	slices.SortFunc(hits, compareHits)
+	return nil
+}
+
+func (ix *Index) getScratch() *scratch {
+	if s, ok := ix.pool.Get().(*scratch); ok {
+		return s
+	}
+	return &scratch{
+		q:      make([]float32, ix.d),
+		v:      make([]float32, ix.d),
+		row:    make([]float32, ix.d),
+		scorer: ix.code.NewScorer(),
+	}
+}
+
+func compareHits(a, b Hit) int {
+	return cmp.Or(cmp.Compare(a.Distance, b.Distance), cmp.Compare(a.ID, b.ID))
+}
+
+// topK keeps the k smallest hits seen (by distance, then ID) in a max-heap.
+type topK struct {
+	k int
+	h []Hit
+}
+
+func (t *topK) reset(k int) { t.k, t.h = k, t.h[:0] }
+
+// accepts reports whether a hit at dist could enter (ties are settled by push).
+func (t *topK) accepts(dist float32) bool { return len(t.h) < t.k || dist <= t.h[0].Distance }
+
+func (t *topK) push(x Hit) {
+	if len(t.h) < t.k {
+		t.h = append(t.h, x)
+		for i := len(t.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if compareHits(t.h[p], t.h[i]) >= 0 {
+				break
+			}
+			t.h[p], t.h[i] = t.h[i], t.h[p]
+			i = p
+		}
+		return
+	}
+	if compareHits(x, t.h[0]) >= 0 {
+		return
+	}
+	t.h[0] = x
+	for i := 0; ; {
+		l, r, big := 2*i+1, 2*i+2, i
+		if l < len(t.h) && compareHits(t.h[l], t.h[big]) > 0 {
+			big = l
+		}
+		if r < len(t.h) && compareHits(t.h[r], t.h[big]) > 0 {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		t.h[i], t.h[big] = t.h[big], t.h[i]
+		i = big
+	}
+}
+
+// sorted returns the kept hits, nearest first, in a new slice.
+func (t *topK) sorted() []Hit {
+	out := slices.Clone(t.h)
+	slices.SortFunc(out, compareHits)
+	return out
+}
