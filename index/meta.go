@@ -91,5 +91,18 @@ func unmarshalMeta(b []byte) (Meta, error) {
 		return m, fmt.Errorf("%w: META section is %d bytes, want %d", ErrCorrupt, len(b), metaSize)
 	}
 	binary.Read(bytes.NewReader(b), binary.LittleEndian, &m) // length checked above
+	used := binary.Size(m)
+	if m.Flags != 0 || !allZero(b[used:]) {
+		return m, fmt.Errorf("%w: META has flags or reserved bytes set (written by a newer vlc?)", ErrCorrupt)
+	}
 	return m, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,218 @@
+// Package vlc compresses float16 embeddings into a small, memory-mapped,
+// searchable index, and opens such indexes for search. It is the front door
+// for Go programs; the CLI (cmd/vlc) is built on it.
+//
+//	sum, err := vlc.Compress(ctx, "emb.f16", "emb.vlc", vlc.Options{Dim: 768})
+//	ix, err := vlc.Open("emb.vlc")
+//	defer ix.Close()
+//	hits, err := ix.Search(query, vlc.SearchOptions{K: 10, NProbe: 32})
+package vlc
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/par"
+	"github.com/vlc-embed/vlc/internal/vec"
+	"github.com/vlc-embed/vlc/quant"
+	"github.com/vlc-embed/vlc/vecfile"
+)
+
+// Aliases so that library users need only this package.
+type (
+	Index         = index.Index
+	Hit           = index.Hit
+	SearchOptions = index.SearchOptions
+)
+
+// Options for Compress. Zero values mean the defaults.
+type Options struct {
+	Dim     int    // dimension of a raw .f16 input (required there; checked against .npy/.fvecs)
+	Bits    int    // bits per dimension of the residual codes (default 8)
+	Anchors int    // anchors (inverted lists); default about sqrt(n)
+	Metric  string // "l2" (default), "ip" or "cosine"
+	Backend string // "auto" (default), "cpu", or a GPU backend built in
+	Seed    uint64 // same input, options and seed: byte-identical index
+	MaxIter int    // annealing iterations at most (default 60)
+
+	Logger *slog.Logger // nil: slog.Default()
+	// Progress, when set, is called after each training iteration.
+	Progress func(anneal.Iteration)
+}
+
+// Summary describes a finished compression.
+type Summary struct {
+	N, Dim, Anchors int
+	Bits            int
+	Metric          string
+	Backend         string
+	Iterations      int
+	Converged       bool
+	Energy          float64 // mean squared distance to the final anchors
+	IndexBytes      int64
+	BytesPerVector  float64 // index bytes / n, everything included
+	SizeRatio       float64 // index bytes / (n * dim * 2), i.e. against float16
+	TrainTime       time.Duration
+	Total           time.Duration
+}
+
+// Compress reads the vectors in input (.f16 with Options.Dim, .npy or
+// .fvecs), learns anchors, encodes every vector and writes the index to
+// output atomically: an existing file there is replaced only by a complete
+// index.
+func Compress(ctx context.Context, input, output string, opt Options) (*Summary, error) {
+	start := time.Now()
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if opt.Bits == 0 {
+		opt.Bits = 8
+	}
+	if opt.Metric == "" {
+		opt.Metric = "l2"
+	}
+	metric, err := index.ParseMetric(opt.Metric)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOutputDir(output); err != nil {
+		return nil, err
+	}
+	mat, err := vecfile.Open(input, vecfile.Options{Dim: opt.Dim})
+	if err != nil {
+		return nil, err
+	}
+	defer mat.Close()
+	n, d := mat.Len(), mat.Dim()
+	code, err := quant.ForBits(opt.Bits, d)
+	if err != nil {
+		return nil, err
+	}
+	m := opt.Anchors
+	if m == 0 {
+		m = anneal.DefaultAnchors(n)
+	}
+	if m < 1 {
+		return nil, fmt.Errorf("anchors must be at least 1, got %d", m)
+	}
+	if n < m {
+		return nil, fmt.Errorf("%s: %w: %d vectors, %d anchors", input, anneal.ErrTooFewPoints, n, m)
+	}
+	if err := mat.CheckFinite(); err != nil {
+		return nil, err
+	}
+
+	var rows index.Rows = mat
+	if metric == index.Cosine {
+		rows = normalized{mat}
+	}
+	pts := points(mat, rows, metric == index.Cosine)
+
+	dev, skipped, err := anneal.OpenBackend(opt.Backend)
+	for _, s := range skipped {
+		log.Info("backend skipped", "reason", s)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Close()
+	log.Debug("training", "backend", dev.Name(), "n", n, "dim", d, "anchors", m)
+
+	trainStart := time.Now()
+	model, err := anneal.Train(ctx, dev, pts, anneal.Config{
+		M: m, Seed: opt.Seed, MaxIter: opt.MaxIter,
+		Progress: opt.Progress,
+	})
+	if err != nil {
+		return nil, err
+	}
+	trainTime := time.Since(trainStart)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	err = index.Write(output, index.Plan{
+		Rows: rows, Anchors: model.Anchors, Assign: model.Assign, Code: code,
+		Meta: index.Meta{
+			Metric: metric, Seed: opt.Seed,
+			Iterations: uint32(model.Iterations), Converged: b2u(model.Converged),
+			Merged: uint32(model.Merged), Split: uint32(model.Split),
+			Energy: model.Energy, InitEnergy: model.InitEnergy,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(output)
+	if err != nil {
+		return nil, err
+	}
+	return &Summary{
+		N: n, Dim: d, Anchors: m, Bits: opt.Bits, Metric: metric.String(), Backend: dev.Name(),
+		Iterations: model.Iterations, Converged: model.Converged, Energy: model.Energy,
+		IndexBytes: st.Size(), BytesPerVector: float64(st.Size()) / float64(n),
+		SizeRatio: float64(st.Size()) / float64(2*n*d),
+		TrainTime: trainTime, Total: time.Since(start),
+	}, nil
+}
+
+// Open maps an index read-only and verifies every checksum once.
+func Open(path string) (*Index, error) {
+	return index.Open(path, index.Options{Verify: true})
+}
+
+// points returns the training set as float16: the file's own bytes when it
+// stores float16 and no normalisation is needed, else a converted copy.
+func points(mat *vecfile.Matrix, rows index.Rows, normalise bool) anneal.Points {
+	n, d := mat.Len(), mat.Dim()
+	if data, ok := mat.Float16(); ok && !normalise {
+		return anneal.Points{Data: data, N: n, Dim: d}
+	}
+	data := make([]uint16, n*d)
+	par.For(n, 1024, func(lo, hi int) {
+		x := make([]float32, d)
+		for i := lo; i < hi; i++ {
+			x = rows.Row(i, x)
+			for j, v := range x {
+				data[i*d+j] = f16.FromFloat32(v)
+			}
+		}
+	})
+	return anneal.Points{Data: data, N: n, Dim: d}
+}
+
+// normalized presents rows scaled to unit length (cosine metric).
+type normalized struct{ *vecfile.Matrix }
+
+func (r normalized) Row(i int, dst []float32) []float32 {
+	x := r.Matrix.Row(i, dst)
+	vec.Normalize(x)
+	return x
+}
+
+func checkOutputDir(output string) error {
+	dir := filepath.Dir(output)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("output %s: %w", output, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("output %s: %s is not a folder", output, dir)
+	}
+	return nil
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,154 @@
+package vlc_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/quant"
+	"github.com/vlc-embed/vlc/vecfile"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+const (
+	goldenInput = "testdata/golden/small.f16" // 256 x 16: rows 0-255, dimensions 0-15 of deep2k
+	goldenIndex = "testdata/golden/v1.vlc"
+)
+
+var goldenOptions = vlc.Options{Dim: 16, Anchors: 8, Seed: 7, Bits: 8}
+
+// The whole pipeline (reading, training, encoding, writing) reproduces the
+// golden format v1 file byte for byte. A change that alters the bytes must
+// be deliberate: bump the format version or regenerate with -update and say
+// why in the commit.
+func TestGolden(t *testing.T) {
+	if *update {
+		deep, err := vecfile.Open("testdata/deep2k/base.f16", vecfile.Options{Dim: 96})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := make([][]float32, 256)
+		for i := range rows {
+			rows[i] = deep.Row(i, nil)[:16]
+		}
+		deep.Close()
+		if err := vecfile.WriteF16(goldenInput, rows); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := vlc.Compress(context.Background(), goldenInput, goldenIndex, goldenOptions); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "v1.vlc")
+	if _, err := vlc.Compress(context.Background(), goldenInput, out, goldenOptions); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(out)
+	want, err := os.ReadFile(goldenIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		at := 0
+		for at < min(len(got), len(want)) && got[at] == want[at] {
+			at++
+		}
+		t.Fatalf("index differs from %s at byte %d (sizes %d and %d)", goldenIndex, at, len(got), len(want))
+	}
+	ix, err := vlc.Open(goldenIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if m := ix.Meta(); m.N != 256 || m.Dim != 16 || m.M != 8 || m.Bits != 8 || m.Seed != 7 {
+		t.Errorf("golden META: %+v", m)
+	}
+}
+
+// Two runs with the same seed give the same bytes; another seed does not.
+func TestDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	opt := vlc.Options{Dim: 96, Seed: 3}
+	var files [][]byte
+	for i, seed := range []uint64{3, 3, 4} {
+		opt.Seed = seed
+		out := filepath.Join(dir, fmt.Sprint(i, ".vlc"))
+		if _, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", out, opt); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(out)
+		files = append(files, b)
+	}
+	if !bytes.Equal(files[0], files[1]) {
+		t.Error("same seed, different bytes")
+	}
+	if bytes.Equal(files[0], files[2]) {
+		t.Error("different seeds, same bytes")
+	}
+}
+
+func TestCompressErrors(t *testing.T) {
+	dir := t.TempDir()
+	in := "testdata/deep2k/base.f16"
+	for _, c := range []struct {
+		name string
+		out  string
+		opt  vlc.Options
+		want error
+	}{
+		{"bits", "a.vlc", vlc.Options{Dim: 96, Bits: 3}, quant.ErrBits},
+		{"anchors", "b.vlc", vlc.Options{Dim: 96, Anchors: 2001}, anneal.ErrTooFewPoints},
+		{"dim", "c.vlc", vlc.Options{Dim: 97}, vecfile.ErrSize},
+		{"folder", "missing/d.vlc", vlc.Options{Dim: 96}, os.ErrNotExist},
+		{"backend", "e.vlc", vlc.Options{Dim: 96, Backend: "quantum"}, anneal.ErrNoBackend},
+	} {
+		out := filepath.Join(dir, c.out)
+		_, err := vlc.Compress(context.Background(), in, out, c.opt)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: failed compress left %s", c.name, out)
+		}
+	}
+}
+
+// Compress a file of float16 embeddings, then search the index.
+func Example() {
+	dir, _ := os.MkdirTemp("", "vlc-example")
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "deep2k.vlc")
+	sum, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", out, vlc.Options{Dim: 96, Seed: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%d vectors, %d anchors, %.0f%% of float16\n", sum.N, sum.Anchors, 100*sum.SizeRatio)
+
+	ix, err := vlc.Open(out)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ix.Close()
+	queries, _ := vecfile.Open("testdata/deep2k/query.fvecs", vecfile.Options{})
+	defer queries.Close()
+	hits, _ := ix.Search(queries.Row(0, nil), vlc.SearchOptions{K: 3, NProbe: 16})
+	for _, h := range hits {
+		fmt.Println(h.ID)
+	}
+	// The exact three nearest neighbours (groundtruth.ivecs row 0):
+	// Output:
+	// 2000 vectors, 45 anchors, 66% of float16
+	// 1636
+	// 62
+	// 80
+}
