@@ -1,0 +1,191 @@
+package vecfile
+
+import (
+	"encoding/binary"
+	"io/fs"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vlc-embed/vlc/internal/f16"
+)
+
+// CheckFinite scans every value and returns an error wrapping ErrNonFinite
+// for the first NaN or ±Inf in the lowest-numbered bad row, worded
+// "<path>: row 17, column 3: value NaN" (or +Inf, -Inf). Rows are scanned in
+// blocks by runtime.GOMAXPROCS(0) goroutines; the result does not depend on
+// scheduling. After Close it returns an error wrapping fs.ErrClosed.
+func (m *Matrix) CheckFinite() error {
+	if m.data == nil {
+		return newError(fs.ErrClosed, m.path, "CheckFinite after Close")
+	}
+	contiguous := m.skip == 0 && m.stride == m.dim*m.elem
+	anyBad := anyBadF32
+	if m.elem == 2 {
+		anyBad = anyBadF16
+	}
+	bad := parallelFirst(m.n, m.blockRows(), func(lo, hi int) int {
+		if contiguous && !anyBad(m.data[lo*m.stride:hi*m.stride]) {
+			return -1
+		}
+		for i := lo; i < hi; i++ {
+			if anyBad(m.rowBytes(i)) {
+				return i
+			}
+		}
+		return -1
+	})
+	if bad == m.n {
+		return nil
+	}
+	b := m.rowBytes(bad)
+	for j := 0; j < m.dim; j++ {
+		var v float64
+		if m.elem == 2 {
+			h := binary.LittleEndian.Uint16(b[2*j:])
+			if h&0x7c00 != 0x7c00 {
+				continue
+			}
+			v = float64(f16.ToFloat32(h))
+		} else {
+			v = float64(math.Float32frombits(le32(b[4*j:])))
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				continue
+			}
+		}
+		return newError(ErrNonFinite, m.path, "row %d, column %d: value %s", bad, j, nonFiniteName(v))
+	}
+	panic("vecfile: CheckFinite: bad row without a bad value") // unreachable
+}
+
+func nonFiniteName(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	}
+	return "NaN"
+}
+
+// blockRows is the number of rows a worker claims at a time: about 256 KiB.
+func (m *Matrix) blockRows() int {
+	return max(1, (256<<10)/m.stride)
+}
+
+// anyBadF16 reports whether b, little-endian float16 values, holds a NaN or
+// an infinity (exponent bits all ones). Four values are tested per 64-bit
+// word: (h & 0x7c00) + 0x0400 reaches 0x8000 exactly when the exponent is
+// all ones, and never carries into the next lane.
+func anyBadF16(b []byte) bool {
+	const (
+		exp   = 0x7c007c007c007c00
+		one   = 0x0400040004000400
+		carry = 0x8000800080008000
+	)
+	for len(b) >= 32 {
+		w0 := binary.LittleEndian.Uint64(b)
+		w1 := binary.LittleEndian.Uint64(b[8:])
+		w2 := binary.LittleEndian.Uint64(b[16:])
+		w3 := binary.LittleEndian.Uint64(b[24:])
+		if (((w0&exp)+one)|((w1&exp)+one)|((w2&exp)+one)|((w3&exp)+one))&carry != 0 {
+			return true
+		}
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		if ((binary.LittleEndian.Uint64(b)&exp)+one)&carry != 0 {
+			return true
+		}
+		b = b[8:]
+	}
+	for len(b) >= 2 {
+		if binary.LittleEndian.Uint16(b)&0x7c00 == 0x7c00 {
+			return true
+		}
+		b = b[2:]
+	}
+	return false
+}
+
+// anyBadF32 is anyBadF16 for little-endian float32 values, two per word.
+func anyBadF32(b []byte) bool {
+	const (
+		exp   = 0x7f8000007f800000
+		one   = 0x0080000000800000
+		carry = 0x8000000080000000
+	)
+	for len(b) >= 32 {
+		w0 := binary.LittleEndian.Uint64(b)
+		w1 := binary.LittleEndian.Uint64(b[8:])
+		w2 := binary.LittleEndian.Uint64(b[16:])
+		w3 := binary.LittleEndian.Uint64(b[24:])
+		if (((w0&exp)+one)|((w1&exp)+one)|((w2&exp)+one)|((w3&exp)+one))&carry != 0 {
+			return true
+		}
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		if ((binary.LittleEndian.Uint64(b)&exp)+one)&carry != 0 {
+			return true
+		}
+		b = b[8:]
+	}
+	for len(b) >= 4 {
+		if le32(b)&0x7f800000 == 0x7f800000 {
+			return true
+		}
+		b = b[4:]
+	}
+	return false
+}
+
+// parallelFirst returns the lowest i in [0, n) that scan reports, or n.
+// scan(lo, hi) returns the lowest reported index in [lo, hi), or -1. Blocks
+// of block indexes each are handed out in increasing order to
+// runtime.GOMAXPROCS(0) workers; a worker stops once its next block starts
+// at or after the lowest index found so far, so every block below the
+// answer is scanned and the answer is deterministic.
+func parallelFirst(n, block int, scan func(lo, hi int) int) int {
+	nblocks := (n + block - 1) / block
+	workers := min(runtime.GOMAXPROCS(0), nblocks)
+	if workers <= 1 {
+		for lo := 0; lo < n; lo += block {
+			if r := scan(lo, min(lo+block, n)); r >= 0 {
+				return r
+			}
+		}
+		return n
+	}
+	var next, best atomic.Int64
+	best.Store(int64(n))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				b := next.Add(1) - 1
+				if b >= int64(nblocks) {
+					return
+				}
+				lo := int(b) * block
+				if int64(lo) >= best.Load() {
+					return
+				}
+				r := scan(lo, min(lo+block, n))
+				if r < 0 {
+					continue
+				}
+				for {
+					cur := best.Load()
+					if int64(r) >= cur || best.CompareAndSwap(cur, int64(r)) {
+						break
+					}
+				}
+				return // later blocks only hold higher indexes
+			}
+		})
+	}
+	wg.Wait()
+	return int(best.Load())
+}

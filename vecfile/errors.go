@@ -1,0 +1,55 @@
+package vecfile
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error returned by this package names the file path
+// first and then the problem (row, value, sizes); it wraps one of these
+// sentinels (or, for operating system failures, the underlying error, so that
+// errors.Is(err, fs.ErrNotExist) works; CheckFinite after Close wraps
+// fs.ErrClosed), to be tested with errors.Is.
+var (
+	// ErrEmpty reports an input without vectors: a 0-byte file, or an .npy
+	// header whose shape has 0 rows.
+	ErrEmpty = errors.New("vecfile: no vectors")
+
+	// ErrSize reports a file whose size does not fit its layout: not a whole
+	// number of rows, an .npy data section that is shorter or longer than its
+	// shape says, or an .ivecs row that runs past the end of the file.
+	ErrSize = errors.New("vecfile: file size does not match the layout")
+
+	// ErrDim reports a missing or invalid dimension: no Options.Dim for a raw
+	// .f16 file, Options.Dim different from the file's own dimension, a
+	// dimension <= 0 or > MaxDim, or an .fvecs row whose dimension differs
+	// from the first row's.
+	ErrDim = errors.New("vecfile: bad dimension")
+
+	// ErrNonFinite reports a NaN or infinite value, found by CheckFinite.
+	ErrNonFinite = errors.New("vecfile: non-finite value")
+
+	// ErrFormat reports a file this package cannot read: unknown extension,
+	// not a regular file, bad .npy magic, version, header, dtype, memory
+	// order or shape.
+	ErrFormat = errors.New("vecfile: unsupported format")
+)
+
+// MaxDim is the largest dimension accepted.
+const MaxDim = 1 << 16
+
+// fileError is the error type of this package: msg is the full message,
+// starting with the path, kind is the wrapped sentinel or cause.
+type fileError struct {
+	msg  string
+	kind error
+}
+
+func (e *fileError) Error() string { return e.msg }
+func (e *fileError) Unwrap() error { return e.kind }
+
+// newError returns an error whose message is "<path>: <formatted detail>"
+// and which wraps kind.
+func newError(kind error, path, format string, args ...any) error {
+	return &fileError{msg: path + ": " + fmt.Sprintf(format, args...), kind: kind}
+}
