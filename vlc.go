@@ -114,7 +114,10 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	if metric == index.Cosine {
 		rows = normalized{mat}
 	}
-	pts := points(mat, rows, metric == index.Cosine)
+	pts, err := points(mat, rows, metric == index.Cosine)
+	if err != nil {
+		return nil, err
+	}
 
 	dev, skipped, err := anneal.OpenBackend(opt.Backend)
 	for _, s := range skipped {
@@ -171,22 +174,40 @@ func Open(path string) (*Index, error) {
 
 // points returns the training set as float16: the file's own bytes when it
 // stores float16 and no normalisation is needed, else a converted copy.
-func points(mat *vecfile.Matrix, rows index.Rows, normalise bool) anneal.Points {
+// Training runs on float16; a float32 value beyond its range (65504) is an
+// input error, reported at the lowest such row.
+func points(mat *vecfile.Matrix, rows index.Rows, normalise bool) (anneal.Points, error) {
 	n, d := mat.Len(), mat.Dim()
 	if data, ok := mat.Float16(); ok && !normalise {
-		return anneal.Points{Data: data, N: n, Dim: d}
+		return anneal.Points{Data: data, N: n, Dim: d}, nil
 	}
 	data := make([]uint16, n*d)
+	badRow := make([]int, (n+1023)/1024)
 	par.For(n, 1024, func(lo, hi int) {
+		badRow[lo/1024] = -1
 		x := make([]float32, d)
 		for i := lo; i < hi; i++ {
 			x = rows.Row(i, x)
 			for j, v := range x {
-				data[i*d+j] = f16.FromFloat32(v)
+				h := f16.FromFloat32(v)
+				if !f16.IsFinite(h) && badRow[lo/1024] < 0 {
+					badRow[lo/1024] = i
+				}
+				data[i*d+j] = h
 			}
 		}
 	})
-	return anneal.Points{Data: data, N: n, Dim: d}
+	for _, i := range badRow {
+		if i >= 0 {
+			x := mat.Row(i, nil)
+			for j, v := range x {
+				if !f16.IsFinite(f16.FromFloat32(v)) {
+					return anneal.Points{}, fmt.Errorf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses: %w", mat.Path(), i, j, v, vecfile.ErrNonFinite)
+				}
+			}
+		}
+	}
+	return anneal.Points{Data: data, N: n, Dim: d}, nil
 }
 
 // normalized presents rows scaled to unit length (cosine metric).

@@ -98,20 +98,29 @@ func TestDeterministic(t *testing.T) {
 func TestCompressErrors(t *testing.T) {
 	dir := t.TempDir()
 	in := "testdata/deep2k/base.f16"
+	big := filepath.Join(dir, "big.fvecs")
+	if err := vecfile.WriteFvecs(big, [][]float32{{1, 2}, {3, 4}, {5, 1e6}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
+		in   string
 		out  string
 		opt  vlc.Options
 		want error
 	}{
-		{"bits", "a.vlc", vlc.Options{Dim: 96, Bits: 3}, quant.ErrBits},
-		{"anchors", "b.vlc", vlc.Options{Dim: 96, Anchors: 2001}, anneal.ErrTooFewPoints},
-		{"dim", "c.vlc", vlc.Options{Dim: 97}, vecfile.ErrSize},
-		{"folder", "missing/d.vlc", vlc.Options{Dim: 96}, os.ErrNotExist},
-		{"backend", "e.vlc", vlc.Options{Dim: 96, Backend: "quantum"}, anneal.ErrNoBackend},
+		{"float16 range", big, "f.vlc", vlc.Options{Anchors: 1}, vecfile.ErrNonFinite},
+		{"bits", "", "a.vlc", vlc.Options{Dim: 96, Bits: 3}, quant.ErrBits},
+		{"anchors", "", "b.vlc", vlc.Options{Dim: 96, Anchors: 2001}, anneal.ErrTooFewPoints},
+		{"dim", "", "c.vlc", vlc.Options{Dim: 97}, vecfile.ErrSize},
+		{"folder", "", "missing/d.vlc", vlc.Options{Dim: 96}, os.ErrNotExist},
+		{"backend", "", "e.vlc", vlc.Options{Dim: 96, Backend: "quantum"}, anneal.ErrNoBackend},
 	} {
 		out := filepath.Join(dir, c.out)
-		_, err := vlc.Compress(context.Background(), in, out, c.opt)
+		if c.in == "" {
+			c.in = in
+		}
+		_, err := vlc.Compress(context.Background(), c.in, out, c.opt)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
