@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -66,6 +67,18 @@ func Build(p Plan) ([]format.Section, error) {
 		fill[a]++
 	}
 
+	// Anchors are stored as float16; residuals are taken from the stored
+	// values so that search sees exactly the anchors the codes assume.
+	anchors16 := make([]uint16, m*d)
+	anchors := make([]float32, m*d)
+	for i, v := range p.Anchors {
+		anchors16[i] = f16.FromFloat32(v)
+		anchors[i] = f16.ToFloat32(anchors16[i])
+		if !f16.IsFinite(anchors16[i]) {
+			return nil, fmt.Errorf("%w: anchor %d holds %v, beyond float16", ErrArgument, i/d, v)
+		}
+	}
+
 	cb, pb := p.Code.CodeBytes(), p.Code.ParamBytes()
 	codes := make([]byte, n*cb)
 	params := make([]byte, m*pb)
@@ -74,7 +87,7 @@ func Build(p Plan) ([]format.Section, error) {
 		for a := lo; a < hi; a++ {
 			list := ids[offsets[a]:offsets[a+1]]
 			res = grow(res, len(list)*d)
-			anchor := p.Anchors[a*d : (a+1)*d]
+			anchor := anchors[a*d : (a+1)*d]
 			for k, id := range list {
 				r := p.Rows.Row(int(id), res[k*d:(k+1)*d])
 				for j := range r {
@@ -95,9 +108,9 @@ func Build(p Plan) ([]format.Section, error) {
 	meta.Code, meta.Bits = uint32(p.Code.Kind()), uint32(p.Code.Bits())
 	return []format.Section{
 		{Kind: secMeta, Data: meta.marshal()},
-		{Kind: secAnchors, Data: f32Bytes(p.Anchors)},
+		{Kind: secAnchors, Data: u16Bytes(anchors16)},
 		{Kind: secLists, Data: u64Bytes(offsets)},
-		{Kind: secIDs, Data: u32Bytes(ids)},
+		{Kind: secIDs, Data: packRows(ids, rowBits(n))},
 		{Kind: secParams, Data: params},
 		{Kind: secCodes, Data: codes},
 	}, nil
@@ -120,18 +133,10 @@ func grow(b []float32, n int) []float32 {
 	return b[:n]
 }
 
-func f32Bytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
+func u16Bytes(v []uint16) []byte {
+	b := make([]byte, 2*len(v))
 	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-func u32Bytes(v []uint32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], x)
+		binary.LittleEndian.PutUint16(b[2*i:], x)
 	}
 	return b
 }

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/vec"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -28,12 +29,12 @@ type Index struct {
 	code   quant.Code
 	n, d   int
 	m      int
-	anch   []float32 // views into the mapping
-	lists  []uint64
-	ids    []uint32
+	anch   []float32 // decoded from float16 on open
+	norms  []float32 // |anchor|^2, computed on open
+	lists  []uint64  // views into the mapping
+	ids    rowIDs
 	params []byte
 	codes  []byte
-	norms  []float32 // |anchor|^2, computed on open
 	pool   sync.Pool // *scratch
 }
 
@@ -99,9 +100,9 @@ func load(f *format.File, path string) (*Index, error) {
 	}
 	n, d, m := int(meta.N), int(meta.Dim), int(meta.M)
 	want := map[format.Kind]int{
-		secAnchors: m * d * 4,
+		secAnchors: m * d * 2,
 		secLists:   (m + 1) * 8,
-		secIDs:     n * 4,
+		secIDs:     rowBytes(n, rowBits(n)),
 		secParams:  m * code.ParamBytes(),
 		secCodes:   n * code.CodeBytes(),
 	}
@@ -112,9 +113,9 @@ func load(f *format.File, path string) (*Index, error) {
 	}
 	ix := &Index{
 		file: f, path: path, meta: meta, code: code, n: n, d: d, m: m,
-		anch:   viewF32(sec[secAnchors]),
+		anch:   make([]float32, m*d),
 		lists:  viewU64(sec[secLists]),
-		ids:    viewU32(sec[secIDs]),
+		ids:    newRowIDs(sec[secIDs], rowBits(n)),
 		params: sec[secParams],
 		codes:  sec[secCodes],
 	}
@@ -126,10 +127,11 @@ func load(f *format.File, path string) (*Index, error) {
 			return nil, bad("list %d ends before it starts", a)
 		}
 	}
-	for _, v := range ix.anch {
-		if !finite(v) {
-			return nil, bad("an anchor holds %v", v)
+	for i, h := range viewU16(sec[secAnchors]) {
+		if !f16.IsFinite(h) {
+			return nil, bad("anchor %d is not finite", i/d)
 		}
+		ix.anch[i] = f16.ToFloat32(h)
 	}
 	ix.norms = make([]float32, m)
 	vec.Norms(ix.norms, ix.anch, d)
@@ -155,7 +157,7 @@ func (ix *Index) Close() error {
 	}
 	err := ix.file.Close()
 	ix.file = nil
-	ix.anch, ix.lists, ix.ids, ix.params, ix.codes = nil, nil, nil, nil, nil
+	ix.anch, ix.lists, ix.ids, ix.params, ix.codes = nil, nil, rowIDs{}, nil, nil
 	return err
 }
 
@@ -204,18 +206,11 @@ func littleEndian() bool {
 
 // The views below reinterpret 64-byte-aligned little-endian sections in
 // place; Open has checked the host's byte order.
-func viewF32(b []byte) []float32 {
+func viewU16(b []byte) []uint16 {
 	if len(b) == 0 {
 		return nil
 	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
-}
-
-func viewU32(b []byte) []uint32 {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
 }
 
 func viewU64(b []byte) []uint64 {

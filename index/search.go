@@ -99,11 +99,16 @@ func (ix *Index) Search(q []float32, opt SearchOptions) ([]Hit, error) {
 		for e := lo; e < hi; e++ {
 			dist := bias + s.scorer.Score(ix.codes[e*cb:(e+1)*cb])
 			if s.top.accepts(dist) {
-				s.top.push(Hit{ID: int(ix.ids[e]), Distance: dist})
+				s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
 			}
 		}
 	}
 	hits := s.top.sorted()
+	for _, h := range hits {
+		if h.ID >= ix.n {
+			return nil, fmt.Errorf("%s: %w: entry refers to row %d of %d", ix.path, ErrCorrupt, h.ID, ix.n)
+		}
+	}
 	if opt.Rerank != nil {
 		if err := ix.rerank(s, hits, opt.Rerank); err != nil {
 			return nil, err
