@@ -10,6 +10,7 @@ package vlc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -92,7 +93,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	}
 	defer mat.Close()
 	n, d := mat.Len(), mat.Dim()
-	code, err := quant.ForBits(opt.Bits, d)
+	code, err := quant.ForBits(opt.Bits, d, opt.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -143,9 +144,9 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	}
 
 	err = index.Write(output, index.Plan{
-		Rows: rows, Anchors: model.Anchors, Assign: model.Assign, Code: code,
+		Rows: rows, Anchors: model.Anchors, Assign: model.Assign,
 		Meta: index.Meta{
-			Metric: metric, Seed: opt.Seed,
+			Code: uint32(code.Kind()), Bits: uint32(code.Bits()), Metric: metric, Seed: opt.Seed,
 			Iterations: uint32(model.Iterations), Converged: b2u(model.Converged),
 			Merged: uint32(model.Merged), Split: uint32(model.Split),
 			Energy: model.Energy, InitEnergy: model.InitEnergy,
@@ -202,13 +203,21 @@ func points(mat *vecfile.Matrix, rows index.Rows, normalise bool) (anneal.Points
 			x := mat.Row(i, nil)
 			for j, v := range x {
 				if !f16.IsFinite(f16.FromFloat32(v)) {
-					return anneal.Points{}, fmt.Errorf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses: %w", mat.Path(), i, j, v, vecfile.ErrNonFinite)
+					return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses", mat.Path(), i, j, v)}
 				}
 			}
 		}
 	}
 	return anneal.Points{Data: data, N: n, Dim: d}, nil
 }
+
+// ErrRange is returned for input values beyond the float16 range.
+var ErrRange = errors.New("value outside the float16 range")
+
+type rangeError struct{ msg string }
+
+func (e *rangeError) Error() string { return e.msg }
+func (e *rangeError) Unwrap() error { return ErrRange }
 
 // normalized presents rows scaled to unit length (cosine metric).
 type normalized struct{ *vecfile.Matrix }

@@ -109,7 +109,7 @@ func TestCompressErrors(t *testing.T) {
 		opt  vlc.Options
 		want error
 	}{
-		{"float16 range", big, "f.vlc", vlc.Options{Anchors: 1}, vecfile.ErrNonFinite},
+		{"float16 range", big, "f.vlc", vlc.Options{Anchors: 1}, vlc.ErrRange},
 		{"bits", "", "a.vlc", vlc.Options{Dim: 96, Bits: 3}, quant.ErrBits},
 		{"anchors", "", "b.vlc", vlc.Options{Dim: 96, Anchors: 2001}, anneal.ErrTooFewPoints},
 		{"dim", "", "c.vlc", vlc.Options{Dim: 97}, vecfile.ErrSize},

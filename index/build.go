@@ -26,8 +26,10 @@ type Plan struct {
 	Rows    Rows      // the vectors as the index will see them (normalised for cosine)
 	Anchors []float32 // M*Dim
 	Assign  []int32   // anchor of each row, len Rows.Len()
-	Code    quant.Code
-	Meta    Meta // N, Dim, M, Code and Bits are filled in by Build
+	// Meta sets the code (Code, Bits), the metric and the seed, which
+	// also draws the code's randomness, and the training statistics; Build
+	// fills in N, Dim and M.
+	Meta Meta
 }
 
 // Build encodes every vector as its anchor's list entry plus a residual code
@@ -45,8 +47,10 @@ func Build(p Plan) ([]format.Section, error) {
 		return nil, fmt.Errorf("%w: %d assignments for %d rows", ErrArgument, len(p.Assign), n)
 	case n > math.MaxUint32:
 		return nil, fmt.Errorf("%w: %d rows: format v1 holds at most 2^32-1", ErrArgument, n)
-	case p.Code.Dim() != d:
-		return nil, fmt.Errorf("%w: code of dimension %d for rows of dimension %d", ErrArgument, p.Code.Dim(), d)
+	}
+	code, err := quant.New(quant.Kind(p.Meta.Code), d, int(p.Meta.Bits), p.Meta.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrArgument, err)
 	}
 
 	// Group the rows by anchor, ascending row order within a list.
@@ -79,7 +83,7 @@ func Build(p Plan) ([]format.Section, error) {
 		}
 	}
 
-	cb, pb := p.Code.CodeBytes(), p.Code.ParamBytes()
+	cb, pb := code.CodeBytes(), code.ParamBytes()
 	codes := make([]byte, n*cb)
 	params := make([]byte, m*pb)
 	par.For(m, 1, func(lo, hi int) {
@@ -95,17 +99,16 @@ func Build(p Plan) ([]format.Section, error) {
 				}
 			}
 			prm := params[a*pb : (a+1)*pb]
-			p.Code.Fit(prm, res, len(list))
+			code.Fit(prm, res, len(list))
 			for k := range list {
 				at := (int(offsets[a]) + k) * cb
-				p.Code.Encode(codes[at:at+cb], prm, res[k*d:(k+1)*d])
+				code.Encode(codes[at:at+cb], prm, res[k*d:(k+1)*d])
 			}
 		}
 	})
 
 	meta := p.Meta
 	meta.N, meta.Dim, meta.M = uint64(n), uint32(d), uint32(m)
-	meta.Code, meta.Bits = uint32(p.Code.Kind()), uint32(p.Code.Bits())
 	return []format.Section{
 		{Kind: secMeta, Data: meta.marshal()},
 		{Kind: secAnchors, Data: u16Bytes(anchors16)},

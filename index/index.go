@@ -91,12 +91,9 @@ func load(f *format.File, path string) (*Index, error) {
 	case meta.Metric > Cosine:
 		return nil, bad("META names unknown metric %d", meta.Metric)
 	}
-	code, err := quant.New(quant.Kind(meta.Code), int(meta.Dim))
+	code, err := quant.New(quant.Kind(meta.Code), int(meta.Dim), int(meta.Bits), meta.Seed)
 	if err != nil {
 		return nil, bad("%v", err)
-	}
-	if uint32(code.Bits()) != meta.Bits {
-		return nil, bad("META says %d bits for a %d-bit code", meta.Bits, code.Bits())
 	}
 	n, d, m := int(meta.N), int(meta.Dim), int(meta.M)
 	want := map[format.Kind]int{

@@ -68,7 +68,8 @@ func buildFrom(t testing.TB, basePath, queryPath string, d int, metric index.Met
 		rows = normRows{base}
 	}
 	path = filepath.Join(t.TempDir(), "deep.vlc")
-	err = index.Write(path, index.Plan{Rows: rows, Anchors: model.Anchors, Assign: model.Assign, Code: quant.NewSQ8(d), Meta: index.Meta{Metric: metric}})
+	meta := index.Meta{Code: uint32(quant.KindRotated), Bits: 8, Metric: metric, Seed: 1}
+	err = index.Write(path, index.Plan{Rows: rows, Anchors: model.Anchors, Assign: model.Assign, Meta: meta})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +353,7 @@ func BenchmarkEncode(b *testing.B) {
 	defer base.Close()
 	data, _ := base.Float16()
 	model, _ := anneal.Train(context.Background(), cpu.New(), anneal.Points{Data: data, N: base.Len(), Dim: 96}, anneal.Config{M: 45, Seed: 1})
-	plan := index.Plan{Rows: base, Anchors: model.Anchors, Assign: model.Assign, Code: quant.NewSQ8(96)}
+	plan := index.Plan{Rows: base, Anchors: model.Anchors, Assign: model.Assign, Meta: index.Meta{Code: uint32(quant.KindRotated), Bits: 8}}
 	b.SetBytes(int64(base.Len() * 96 * 2))
 	for b.Loop() {
 		if _, err := index.Build(plan); err != nil {

@@ -17,8 +17,11 @@ type Kind uint32
 
 const (
 	// KindSQ8 is 8-bit scalar quantization with a per-list, per-dimension
-	// affine range (format v1).
+	// affine range.
 	KindSQ8 Kind = 1
+	// KindRotated is the rotated code with per-vector scale and unbiased
+	// correction (type Rotated), 1, 2, 4 or 8 bits per dimension.
+	KindRotated Kind = 2
 )
 
 // Code is one kind of residual code, bound to a dimension.
@@ -54,20 +57,23 @@ type Scorer interface {
 	Score(code []byte) float32
 }
 
-// New returns the code of the given kind for dimension dim.
-func New(kind Kind, dim int) (Code, error) {
-	switch kind {
-	case KindSQ8:
+// New returns the code of the given kind, bits per dimension and dimension;
+// seed draws any randomness the code uses (the rotation).
+func New(kind Kind, dim, bits int, seed uint64) (Code, error) {
+	switch {
+	case kind == KindSQ8 && bits == 8:
 		return NewSQ8(dim), nil
+	case kind == KindRotated && (bits == 1 || bits == 2 || bits == 4 || bits == 8):
+		return NewRotated(dim, bits, seed), nil
 	}
-	return nil, fmt.Errorf("quant: unknown code kind %d", kind)
+	return nil, fmt.Errorf("quant: no code of kind %d with %d bits", kind, bits)
 }
 
-// ForBits returns the code used for a bits-per-dimension setting.
-func ForBits(bits, dim int) (Code, error) {
+// ForBits returns the code vlc uses for a bits-per-dimension setting.
+func ForBits(bits, dim int, seed uint64) (Code, error) {
 	switch bits {
-	case 8:
-		return NewSQ8(dim), nil
+	case 1, 2, 4, 8:
+		return NewRotated(dim, bits, seed), nil
 	}
-	return nil, fmt.Errorf("%w: %d (this version supports 8)", ErrBits, bits)
+	return nil, fmt.Errorf("%w: %d (supported: 1, 2, 4, 8)", ErrBits, bits)
 }

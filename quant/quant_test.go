@@ -75,16 +75,21 @@ func TestSQ8Constant(t *testing.T) {
 }
 
 func TestForBits(t *testing.T) {
-	if c, err := ForBits(8, 10); err != nil || c.Kind() != KindSQ8 || c.CodeBytes() != 10 {
-		t.Errorf("ForBits(8): %v, %v", c, err)
+	for _, b := range []int{1, 2, 4, 8} {
+		if c, err := ForBits(b, 10, 1); err != nil || c.Bits() != b || c.CodeBytes() != (10*b+7)/8+4 {
+			t.Errorf("ForBits(%d): %v, %v", b, c, err)
+		}
 	}
-	for _, b := range []int{0, 1, 3, 16} {
-		if _, err := ForBits(b, 10); !errors.Is(err, ErrBits) {
+	for _, b := range []int{0, 3, 16} {
+		if _, err := ForBits(b, 10, 1); !errors.Is(err, ErrBits) {
 			t.Errorf("ForBits(%d): %v, want ErrBits", b, err)
 		}
 	}
-	if _, err := New(Kind(99), 4); err == nil {
+	if _, err := New(Kind(99), 4, 8, 1); err == nil {
 		t.Error("New(99): no error")
+	}
+	if _, err := New(KindSQ8, 4, 4, 1); err == nil {
+		t.Error("New(SQ8, 4 bits): no error")
 	}
 }
 

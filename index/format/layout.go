@@ -158,7 +158,7 @@ func parseHeader(b []byte) ([]SectionInfo, error) {
 		return nil, fmt.Errorf("format version %d, this build reads version %d: %w", v, Version, ErrVersion)
 	}
 	if size%align != 0 {
-		return nil, corrupt("file size %d is not a multiple of %d", size, align)
+		return nil, corrupt("file size %d is not a multiple of %d (truncated?)", size, align)
 	}
 	n := le.Uint32(b[12:])
 	if n < 1 || n > maxSections {
@@ -172,7 +172,11 @@ func parseHeader(b []byte) ([]SectionInfo, error) {
 		return nil, corrupt("header checksum mismatch: stored 0x%08x, computed 0x%08x", stored, got)
 	}
 	if hs := le.Uint64(b[16:]); hs != size {
-		return nil, corrupt("header says the file is %d bytes, it is %d", hs, size)
+		what := "truncated"
+		if size > hs {
+			what = "extended"
+		}
+		return nil, corrupt("header says the file is %d bytes, it is %d (%s?)", hs, size, what)
 	}
 	if !allZero(b[28:headerSize]) {
 		return nil, corrupt("reserved header bytes are not zero")

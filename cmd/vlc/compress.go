@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/anneal"
+)
+
+func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compress", flag.ContinueOnError)
+	out := fs.String("o", "", "output index `file` (default: INPUT with the extension .vlc)")
+	dim := fs.Int("dim", 0, "dimension of a raw .f16 input (checked against .npy and .fvecs)")
+	bits := fs.Int("bits", 8, "bits per dimension of the residual codes")
+	anchors := fs.Int("anchors", 0, "anchors (inverted lists); 0 picks about sqrt(n)")
+	metric := fs.String("metric", "l2", "distance: l2, ip or cosine")
+	backend := fs.String("backend", "auto", "training backend: auto or "+strings.Join(anneal.Backends(), ", "))
+	seed := fs.Uint64("seed", 1, "random seed; the same seed gives a byte-identical index")
+	maxIter := fs.Int("max-iter", 0, "annealing iterations at most (0: default 60)")
+	quiet := fs.Bool("quiet", false, "no progress bar and no summary")
+	pos, err := parse(fs, args, []string{"INPUT"}, stderr)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *bits < 1:
+		return fmt.Errorf("-bits %d: must be 1, 2, 4 or 8", *bits)
+	case *maxIter < 0:
+		return fmt.Errorf("-max-iter %d: must be 0 (the default, 60) or more", *maxIter)
+	case *anchors < 0:
+		return fmt.Errorf("-anchors %d: must be 0 (about sqrt(n)) or more", *anchors)
+	}
+	input := pos[0]
+	if *out == "" {
+		*out = strings.TrimSuffix(input, filepath.Ext(input)) + ".vlc"
+	}
+
+	var bar *progressbar.ProgressBar
+	if !*quiet && isTerminal(stderr) {
+		bar = progressbar.NewOptions(*maxIter+60*btoi(*maxIter == 0),
+			progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("training"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionClearOnFinish())
+	}
+	sum, err := vlc.Compress(ctx, input, *out, vlc.Options{
+		Dim: *dim, Bits: *bits, Anchors: *anchors, Metric: *metric,
+		Backend: *backend, Seed: *seed, MaxIter: *maxIter,
+		Progress: func(it anneal.Iteration) {
+			if bar != nil {
+				bar.Describe(fmt.Sprintf("training (T=%.3f, energy %.5g)", it.Temperature, it.Energy))
+				bar.Set(it.Iter)
+			}
+		},
+	})
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	if *quiet {
+		return nil
+	}
+	conv := "stopped at -max-iter"
+	if sum.Converged {
+		conv = "converged"
+	}
+	fmt.Fprintf(stderr, "compressed %s -> %s\n", input, *out)
+	fmt.Fprintf(stderr, "  vectors       %d x %d\n", sum.N, sum.Dim)
+	fmt.Fprintf(stderr, "  anchors       %d\n", sum.Anchors)
+	fmt.Fprintf(stderr, "  codes         %d bits per dimension, metric %s\n", sum.Bits, sum.Metric)
+	fmt.Fprintf(stderr, "  backend       %s\n", sum.Backend)
+	fmt.Fprintf(stderr, "  iterations    %d (%s)\n", sum.Iterations, conv)
+	fmt.Fprintf(stderr, "  energy        %.6g (mean squared distance to anchors)\n", sum.Energy)
+	fmt.Fprintf(stderr, "  index         %d bytes, %.1f bytes/vector\n", sum.IndexBytes, sum.BytesPerVector)
+	fmt.Fprintf(stderr, "  size ratio    %.3f of float16 (%d bytes)\n", sum.SizeRatio, 2*sum.N*sum.Dim)
+	fmt.Fprintf(stderr, "  time          %s (training %s)\n", sum.Total.Round(time.Millisecond), sum.TrainTime.Round(time.Millisecond))
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,131 @@
+// Command vlc compresses embeddings into a searchable index and searches,
+// evaluates, describes and verifies such indexes.
+//
+//	vlc compress INPUT -o OUT [-dim D] [-bits 8] [-anchors M] [-metric l2|ip|cosine] [-backend auto|cpu] [-seed S]
+//	vlc search INDEX -query Q -k K [-nprobe P] [-rerank FILE]
+//	vlc eval INDEX -query Q (-gt GT.ivecs | -base FILE) [-k 10] [-nprobe P] [-rerank FILE] [-json]
+//	vlc info INDEX [-json]
+//	vlc verify INDEX
+//
+// Flags may come before or after the positional arguments. Output for people
+// (progress, summaries, logs) goes to stderr, output for programs (search
+// hits, -json) to stdout. Any error is one line on stderr and exit status 1.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+)
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{
+	"compress": {"compress a vector file into an index", runCompress},
+	"search":   {"search an index with a file of queries", runSearch},
+	"eval":     {"measure recall and speed against ground truth", runEval},
+	"info":     {"describe an index", runInfo},
+	"verify":   {"check every checksum of an index", runVerify},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns the exit status. It turns
+// every error, and any panic on this goroutine, into one line on stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (status int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "vlc: internal error: %v\n", r)
+			status = 1
+		}
+	}()
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 1
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "vlc: unknown command %q (try: %s)\n", args[0], strings.Join(names(), ", "))
+		return 1
+	}
+	if err := cmd.run(ctx, args[1:], stdout, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "vlc %s: %v\n", args[0], oneLine(err))
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "vlc: compress embeddings into a small searchable index")
+	fmt.Fprintln(w, "usage: vlc COMMAND [flags] ARGS   (vlc COMMAND -h for its flags)")
+	for _, n := range names() {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+	}
+}
+
+func names() []string {
+	var out []string
+	for n := range commands {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// parse parses flags that may stand before, between or after positional
+// arguments (the standard flag package stops at the first positional one),
+// and checks the positional arguments against their names.
+func parse(fs *flag.FlagSet, args []string, names []string, stderr io.Writer) ([]string, error) {
+	// Errors come back as one line; the flag list is printed only for -h.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintf(stderr, "usage of vlc %s:\n", fs.Name())
+				fs.SetOutput(stderr)
+				fs.PrintDefaults()
+			}
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if len(pos) < len(names) {
+		return nil, fmt.Errorf("missing %s argument; see vlc %s -h", strings.Join(names[len(pos):], ", "), fs.Name())
+	}
+	if len(pos) > len(names) {
+		return nil, fmt.Errorf("want %d argument(s) (%s), got %d: %s", len(names), strings.Join(names, ", "), len(pos), strings.Join(pos, " "))
+	}
+	return pos, nil
+}
+
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}

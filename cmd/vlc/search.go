@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/par"
+	"github.com/vlc-embed/vlc/vecfile"
+)
+
+// searchFlags are the flags search and eval share.
+type searchFlags struct {
+	query, rerank string
+	k, nprobe     int
+	rerankFactor  int
+}
+
+func (f *searchFlags) register(fs *flag.FlagSet, k int) {
+	fs.StringVar(&f.query, "query", "", "query vectors `file` (.f16, .npy or .fvecs)")
+	fs.IntVar(&f.k, "k", k, "hits per query")
+	fs.IntVar(&f.nprobe, "nprobe", 16, "lists to scan per query (clamped to the number of lists)")
+	fs.StringVar(&f.rerank, "rerank", "", "original vectors `file` to re-rank the best candidates exactly")
+	fs.IntVar(&f.rerankFactor, "rerank-factor", 10, "re-rank this many times k candidates")
+}
+
+// open opens the index (checksums verified), the queries and the re-rank file.
+func (f *searchFlags) open(path string) (ix *index.Index, q *vecfile.Matrix, rr *vecfile.Matrix, err error) {
+	if f.query == "" {
+		return nil, nil, nil, fmt.Errorf("-query is required")
+	}
+	if f.k < 1 {
+		return nil, nil, nil, fmt.Errorf("-k must be at least 1, got %d", f.k)
+	}
+	ix, err = index.Open(path, index.Options{Verify: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	q, err = openLike(f.query, ix.Dim())
+	if err == nil {
+		err = q.CheckFinite()
+	}
+	if err != nil {
+		ix.Close()
+		return nil, nil, nil, fmt.Errorf("queries: %w", err)
+	}
+	if f.rerank != "" {
+		rr, err = openLike(f.rerank, ix.Dim())
+		if err == nil && rr.Len() != ix.Len() {
+			rr.Close()
+			err = fmt.Errorf("%s has %d vectors, the index %d", f.rerank, rr.Len(), ix.Len())
+		}
+		if err != nil {
+			ix.Close()
+			q.Close()
+			return nil, nil, nil, fmt.Errorf("re-rank: %w", err)
+		}
+	}
+	return ix, q, rr, nil
+}
+
+func (f *searchFlags) options(rr *vecfile.Matrix, k int) index.SearchOptions {
+	opt := index.SearchOptions{K: k, NProbe: f.nprobe, RerankFactor: f.rerankFactor}
+	if rr != nil {
+		opt.Rerank = rr
+	}
+	return opt
+}
+
+// searchAll searches every query on all cores and returns the hits and the
+// wall time the searches took.
+func searchAll(ctx context.Context, ix *index.Index, q *vecfile.Matrix, opt index.SearchOptions) ([][]index.Hit, time.Duration, error) {
+	hits := make([][]index.Hit, q.Len())
+	var once sync.Once
+	var first error
+	start := time.Now()
+	par.For(q.Len(), 16, func(lo, hi int) {
+		x := make([]float32, q.Dim())
+		for i := lo; i < hi; i++ {
+			if ctx.Err() != nil {
+				once.Do(func() { first = ctx.Err() })
+				return
+			}
+			h, err := ix.Search(q.Row(i, x), opt)
+			if err != nil {
+				once.Do(func() { first = fmt.Errorf("query %d: %w", i, err) })
+				return
+			}
+			hits[i] = h
+		}
+	})
+	return hits, time.Since(start), first
+}
+
+func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("search", flag.ContinueOnError)
+	var sf searchFlags
+	sf.register(fs, 10)
+	pos, err := parse(fs, args, []string{"INDEX"}, stderr)
+	if err != nil {
+		return err
+	}
+	ix, q, rr, err := sf.open(pos[0])
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	defer q.Close()
+	if rr != nil {
+		defer rr.Close()
+	}
+	hits, _, err := searchAll(ctx, ix, q, sf.options(rr, sf.k))
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(stdout)
+	for i, hs := range hits {
+		for r, h := range hs {
+			fmt.Fprintf(w, "%d\t%d\t%d\t%g\n", i, r+1, h.ID, h.Distance)
+		}
+	}
+	return w.Flush()
+}
+
+// openLike opens a vector file that must have dimension dim (the index's);
+// a raw .f16 file, which does not record its dimension, is read at dim.
+func openLike(path string, dim int) (*vecfile.Matrix, error) {
+	m, err := vecfile.Open(path, vecfile.Options{Dim: dim})
+	if errors.Is(err, vecfile.ErrDim) {
+		if m2, err2 := vecfile.Open(path, vecfile.Options{}); err2 == nil {
+			m2.Close()
+			return nil, fmt.Errorf("%s has dimension %d, the index %d: %w", path, m2.Dim(), dim, index.ErrDim)
+		}
+	}
+	return m, err
+}
