@@ -35,13 +35,14 @@ type (
 
 // Options for Compress. Zero values mean the defaults.
 type Options struct {
-	Dim     int    // dimension of a raw .f16 input (required there; checked against .npy/.fvecs)
-	Bits    int    // bits per dimension of the residual codes (default 8)
-	Anchors int    // anchors (inverted lists); default about sqrt(n)
-	Metric  string // "l2" (default), "ip" or "cosine"
-	Backend string // "auto" (default), "cpu", or a GPU backend built in
-	Seed    uint64 // same input, options and seed: byte-identical index
-	MaxIter int    // annealing iterations at most (default 60)
+	Dim     int     // dimension of a raw .f16 input (required there; checked against .npy/.fvecs)
+	Bits    int     // bits per dimension of the residual codes: 1, 2, 4 or 8 (default 8)
+	Ratio   float64 // instead of Bits: the most bits whose index fits in Ratio x the float16 size
+	Anchors int     // anchors (inverted lists); default about sqrt(n)
+	Metric  string  // "l2" (default), "ip" or "cosine"
+	Backend string  // "auto" (default), "cpu", or a GPU backend built in
+	Seed    uint64  // same input, options and seed: byte-identical index
+	MaxIter int     // annealing iterations at most (default 60)
 
 	Logger *slog.Logger // nil: slog.Default()
 	// Progress, when set, is called after each training iteration.
@@ -74,7 +75,13 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	if log == nil {
 		log = slog.Default()
 	}
-	if opt.Bits == 0 {
+	if opt.Bits != 0 && opt.Ratio != 0 {
+		return nil, fmt.Errorf("set Bits or Ratio, not both")
+	}
+	if opt.Ratio < 0 {
+		return nil, fmt.Errorf("ratio %g: must be positive", opt.Ratio)
+	}
+	if opt.Bits == 0 && opt.Ratio == 0 {
 		opt.Bits = 8
 	}
 	if opt.Metric == "" {
@@ -93,10 +100,6 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	}
 	defer mat.Close()
 	n, d := mat.Len(), mat.Dim()
-	code, err := quant.ForBits(opt.Bits, d, opt.Seed)
-	if err != nil {
-		return nil, err
-	}
 	m := opt.Anchors
 	if m == 0 {
 		m = anneal.DefaultAnchors(n)
@@ -106,6 +109,15 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	}
 	if n < m {
 		return nil, fmt.Errorf("%s: %w: %d vectors, %d anchors", input, anneal.ErrTooFewPoints, n, m)
+	}
+	if opt.Ratio > 0 {
+		if opt.Bits, _, err = index.BitsForRatio(n, d, m, opt.Ratio); err != nil {
+			return nil, err
+		}
+	}
+	code, err := quant.ForBits(opt.Bits, d, opt.Seed)
+	if err != nil {
+		return nil, err
 	}
 	if err := mat.CheckFinite(); err != nil {
 		return nil, err

@@ -161,3 +161,28 @@ func Example() {
 	// 62
 	// 80
 }
+
+// Ratio picks the most bits whose index fits the budget, and the index
+// written does fit.
+func TestRatio(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		ratio float64
+		bits  int
+	}{{0.6, 8}, {0.32, 4}, {0.2, 2}, {0.12, 1}} {
+		out := filepath.Join(dir, fmt.Sprint(c.ratio, ".vlc"))
+		sum, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", out, vlc.Options{Dim: 96, Ratio: c.ratio})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Bits != c.bits || sum.SizeRatio > c.ratio {
+			t.Errorf("ratio %g: %d bits at ratio %.3f, want %d bits within the ratio", c.ratio, sum.Bits, sum.SizeRatio, c.bits)
+		}
+	}
+	if _, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "x.vlc"), vlc.Options{Dim: 96, Ratio: 0.05}); err == nil {
+		t.Error("ratio 0.05 (nothing fits): no error")
+	}
+	if _, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "y.vlc"), vlc.Options{Dim: 96, Ratio: 0.3, Bits: 2}); err == nil {
+		t.Error("Bits and Ratio: no error")
+	}
+}

@@ -130,6 +130,7 @@ func load(f *format.File, path string) (*Index, error) {
 		}
 		ix.anch[i] = f16.ToFloat32(h)
 	}
+	code.SetAnchors(ix.anch)
 	ix.norms = make([]float32, m)
 	vec.Norms(ix.norms, ix.anch, d)
 	return ix, nil

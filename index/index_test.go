@@ -362,3 +362,38 @@ func BenchmarkEncode(b *testing.B) {
 	}
 	b.ReportMetric(float64(base.Len()*b.N)/b.Elapsed().Seconds(), "vectors/s")
 }
+
+// PredictSize matches the bytes Build writes, for every code.
+func TestPredictSize(t *testing.T) {
+	base, err := vecfile.Open(deep+"base.f16", vecfile.Options{Dim: 96})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	const m = 7
+	anchors := make([]float32, m*96)
+	assign := make([]int32, base.Len())
+	for i := range assign {
+		assign[i] = int32(i % m)
+	}
+	for _, c := range []struct {
+		kind quant.Kind
+		bits int
+	}{{quant.KindSQ8, 8}, {quant.KindRotated, 1}, {quant.KindRotated, 2}, {quant.KindRotated, 4}, {quant.KindRotated, 8}} {
+		path := filepath.Join(t.TempDir(), "x.vlc")
+		err := index.Write(path, index.Plan{Rows: base, Anchors: anchors, Assign: assign, Meta: index.Meta{Code: uint32(c.kind), Bits: uint32(c.bits)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := os.Stat(path)
+		if want, _ := index.PredictSize(base.Len(), 96, m, c.kind, c.bits); st.Size() != want {
+			t.Errorf("kind %d, %d bits: file %d bytes, predicted %d", c.kind, c.bits, st.Size(), want)
+		}
+	}
+	if b, _, err := index.BitsForRatio(base.Len(), 96, m, 0.32); err != nil || b != 4 {
+		t.Errorf("ratio 0.32: %d bits, %v; want 4", b, err)
+	}
+	if _, _, err := index.BitsForRatio(base.Len(), 96, m, 0.01); !errors.Is(err, index.ErrArgument) {
+		t.Errorf("ratio 0.01: %v, want ErrArgument", err)
+	}
+}

@@ -31,10 +31,10 @@ type SearchOptions struct {
 func (ix *Index) EffectiveNProbe(nprobe int) int { return min(max(nprobe, 1), ix.m) }
 
 type scratch struct {
-	q, v, row []float32
-	probe     []Hit // candidate lists, ID = list number
-	top       topK
-	scorer    quant.Scorer
+	q, row []float32
+	probe  []Hit // candidate lists, ID = list number
+	top    topK
+	scorer quant.Scorer
 }
 
 // Search returns the K nearest vectors to q found in the NProbe nearest lists,
@@ -78,27 +78,25 @@ func (ix *Index) Search(q []float32, opt SearchOptions) ([]Hit, error) {
 	ix.probeLists(s, ix.EffectiveNProbe(opt.NProbe))
 	s.top.reset(keep)
 	cb, pb, d := ix.code.CodeBytes(), ix.code.ParamBytes(), ix.d
+	s.scorer.SetQuery(s.q)
 	for _, p := range s.probe {
 		a := p.ID
 		prm := ix.params[a*pb : (a+1)*pb]
-		var bias float32
-		if ix.meta.Metric == IP {
-			bias = -vec.Dot(s.q, ix.anch[a*d:(a+1)*d])
-			for j := range s.v {
-				s.v[j] = -s.q[j]
-			}
-			s.scorer.ForDot(prm, s.v) // -<q, r>
-		} else {
-			anchor := ix.anch[a*d : (a+1)*d]
-			for j := range s.v {
-				s.v[j] = s.q[j] - anchor[j]
-			}
-			s.scorer.ForL2(prm, s.v)
-		}
 		lo, hi := int(ix.lists[a]), int(ix.lists[a+1])
+		if ix.meta.Metric == IP {
+			// -<q, x> = -<q, anchor> - <q, r>
+			bias := -vec.Dot(s.q, ix.anch[a*d:(a+1)*d])
+			s.scorer.ForDot(a, prm)
+			for e := lo; e < hi; e++ {
+				if dist := bias - s.scorer.Score(ix.codes[e*cb:(e+1)*cb]); s.top.accepts(dist) {
+					s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
+				}
+			}
+			continue
+		}
+		s.scorer.ForL2(a, prm)
 		for e := lo; e < hi; e++ {
-			dist := bias + s.scorer.Score(ix.codes[e*cb:(e+1)*cb])
-			if s.top.accepts(dist) {
+			if dist := s.scorer.Score(ix.codes[e*cb : (e+1)*cb]); s.top.accepts(dist) {
 				s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
 			}
 		}
@@ -171,7 +169,6 @@ func (ix *Index) getScratch() *scratch {
 	}
 	return &scratch{
 		q:      make([]float32, ix.d),
-		v:      make([]float32, ix.d),
 		row:    make([]float32, ix.d),
 		scorer: ix.code.NewScorer(),
 	}

@@ -41,18 +41,25 @@ type Code interface {
 	Encode(code []byte, params []byte, residual []float32)
 	// Decode reconstructs a residual; for tests and tools, not for search.
 	Decode(dst []float32, params []byte, code []byte)
+	// SetAnchors gives the code the index's anchors (m rows of Dim),
+	// once, before any NewScorer; a code working in a transformed space
+	// transforms them here once rather than per query.
+	SetAnchors(anchors []float32)
 	// NewScorer returns scratch for one goroutine's queries.
 	NewScorer() Scorer
 }
 
-// Scorer estimates a query's distance or inner product to coded residuals
-// of one list at a time. Not safe for concurrent use.
+// Scorer estimates distances from one query to coded vectors, one list at a
+// time, without decoding the codes. Not safe for concurrent use.
 type Scorer interface {
-	// ForL2 prepares to estimate |v - r|^2 for the list's residuals r,
-	// v being the query minus the list's anchor.
-	ForL2(params []byte, v []float32)
-	// ForDot prepares to estimate <v, r>, v being the query.
-	ForDot(params []byte, v []float32)
+	// SetQuery sets the query (normalised already for cosine).
+	SetQuery(q []float32)
+	// ForL2 prepares to estimate |q - x|^2 for the entries x of list a,
+	// whose parameters are params.
+	ForL2(a int, params []byte)
+	// ForDot prepares to estimate <q, x - anchor_a> for the entries of
+	// list a.
+	ForDot(a int, params []byte)
 	// Score returns the estimate for one code, as the last For* set up.
 	Score(code []byte) float32
 }

@@ -31,6 +31,7 @@ func TestSQ8(t *testing.T) {
 			code := make([]byte, c.CodeBytes())
 			dec := make([]float32, d)
 			q := randomResiduals(1, d, 99)
+			c.SetAnchors(make([]float32, c.Dim())) // one list, anchored at the origin
 			sc := c.NewScorer()
 			for i := range n {
 				r := res[i*d : (i+1)*d]
@@ -45,11 +46,13 @@ func TestSQ8(t *testing.T) {
 					l2 += float64(q[j]-dec[j]) * float64(q[j]-dec[j])
 					dot += float64(q[j]) * float64(dec[j])
 				}
-				sc.ForL2(params, q)
+				sc.SetQuery(q)
+				sc.ForL2(0, params)
 				if got := sc.Score(code); math.Abs(float64(got)-l2) > 1e-4*(1+l2) {
 					t.Errorf("row %d: L2 estimate %g, decoded %g", i, got, l2)
 				}
-				sc.ForDot(params, q)
+				sc.SetQuery(q)
+				sc.ForDot(0, params)
 				if got := sc.Score(code); math.Abs(float64(got)-dot) > 1e-4*(1+math.Abs(dot)) {
 					t.Errorf("row %d: dot estimate %g, decoded %g", i, got, dot)
 				}
@@ -103,8 +106,10 @@ func BenchmarkScoreSQ8(b *testing.B) {
 	for i := range n {
 		c.Encode(codes[i*d:(i+1)*d], params, res[i*d:(i+1)*d])
 	}
+	c.SetAnchors(make([]float32, c.Dim())) // one list, anchored at the origin
 	sc := c.NewScorer()
-	sc.ForL2(params, res[:d])
+	sc.SetQuery(res[:d])
+	sc.ForL2(0, params)
 	b.SetBytes(int64(len(codes)))
 	var sink float32
 	for b.Loop() {

@@ -1,9 +1,12 @@
 package quant
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
+	"sync"
 
 	"github.com/vlc-embed/vlc/internal/f16"
 )
@@ -29,9 +32,17 @@ import (
 // being the list's largest |r|^2 (PARM: s as float32), which keeps both
 // scalars within float16 range whatever the data's scale.
 type Rotated struct {
-	dim, bits int
-	rot       *Rotation
-	packed    int // bytes of packed levels
+	dim, bits  int
+	rot        *Rotation
+	packed     int       // bytes of packed levels
+	scratch    sync.Pool // *encodeScratch, for concurrent Encode calls
+	rotAnchors []float32 // P anchor, set by SetAnchors
+}
+
+type encodeScratch struct {
+	r      []float32
+	levels []uint8
+	events []event
 }
 
 // NewRotated returns the b-bit rotated code for dimension dim, its rotation
@@ -64,11 +75,15 @@ func (c *Rotated) Fit(params []byte, residuals []float32, count int) {
 
 func (c *Rotated) Encode(code []byte, params []byte, residual []float32) {
 	d := c.dim
-	r := make([]float32, d)
+	sc, _ := c.scratch.Get().(*encodeScratch)
+	if sc == nil {
+		sc = &encodeScratch{r: make([]float32, d), levels: make([]uint8, d)}
+	}
+	defer c.scratch.Put(sc)
+	r, levels := sc.r, sc.levels
 	copy(r, residual[:d])
 	c.rot.Apply(r)
-	levels := make([]uint8, d)
-	ur := c.bestLevels(levels, r)
+	ur := c.bestLevels(levels, r, &sc.events)
 	clear(code[:c.packed])
 	for j, l := range levels {
 		bit := j * c.bits
@@ -88,56 +103,70 @@ func (c *Rotated) Encode(code []byte, params []byte, residual []float32) {
 }
 
 // bestLevels sets levels to the code of r (rotated) closest in angle and
-// returns <u, r>. One bit is the sign; more bits search the scale t on a
-// geometric grid around the scale at which the largest coordinate just
-// fits, then refine around the best.
-func (c *Rotated) bestLevels(levels []uint8, r []float32) float64 {
+// returns <u, r>. One bit is the sign. With more bits the magnitude
+// |u_j| = min(floor(t|r_j|) + 1/2, L/2) of every coordinate is a step
+// function of the scale t, so the best t is found exactly by sweeping the
+// steps (t = k/|r_j|, k = 1 .. (L-1)/2) in increasing order and keeping the
+// best cosine (extended RaBitQ's code search).
+func (c *Rotated) bestLevels(levels []uint8, r []float32, events *[]event) float64 {
 	L := 1<<c.bits - 1
-	half := float64(L) / 2
-	var big float64
+	steps := (L - 1) / 2
+	// At t -> 0 every |u_j| is 1/2: the sign code.
+	var ua, uu float64
 	for _, v := range r {
-		big = math.Max(big, math.Abs(float64(v)))
+		ua += 0.5 * math.Abs(float64(v))
+		uu += 0.25
 	}
-	if big == 0 {
-		for j := range levels {
-			levels[j] = uint8(L / 2)
-		}
-		return 0
-	}
-	level := func(t, v float64) int {
-		return min(max(int(math.Floor(t*v))+(L+1)/2, 0), L)
-	}
-	score := func(t float64) (cos, ur float64) {
-		var uu float64
+	bestT, bestCos := 0.0, ua/math.Sqrt(uu)
+	if c.bits == 8 {
+		// 127 steps per coordinate make the sweep costly, and at this
+		// resolution the best scale is where the largest coordinate
+		// just reaches the top level.
+		var big float64
 		for _, v := range r {
-			u := float64(level(t, float64(v))) - half
-			ur += u * float64(v)
-			uu += u * u
+			big = math.Max(big, math.Abs(float64(v)))
 		}
-		return ur / math.Sqrt(uu), ur
-	}
-	best := half / big
-	if c.bits > 1 {
-		t0 := best
-		bestCos, _ := score(t0)
-		try := func(t float64) {
-			if cos, _ := score(t); cos > bestCos {
-				bestCos, best = cos, t
+		if big > 0 {
+			bestT = (float64(steps) + 0.5) / big * (1 - 1e-9)
+		}
+	} else if ua > 0 {
+		ev := (*events)[:0]
+		for j, v := range r {
+			a := math.Abs(float64(v))
+			if a == 0 {
+				continue
+			}
+			for k := 1; k <= steps; k++ {
+				ev = append(ev, event{t: float64(k) / a, j: int32(j), k: int32(k)})
 			}
 		}
-		for i := range 40 {
-			try(t0 * math.Pow(4, float64(i)/39-0.5)) // t0/2 .. 2*t0
+		slices.SortFunc(ev, func(x, y event) int { return cmp.Compare(x.t, y.t) })
+		for _, e := range ev {
+			// Coordinate j steps from k-1/2 to k+1/2.
+			ua += math.Abs(float64(r[e.j]))
+			uu += float64(2 * e.k)
+			if cos := ua / math.Sqrt(uu); cos > bestCos {
+				bestCos, bestT = cos, e.t
+			}
 		}
-		centre := best
-		for i := range 17 {
-			try(centre * (0.96 + 0.08*float64(i)/16))
-		}
+		*events = ev
 	}
+	var ur float64
 	for j, v := range r {
-		levels[j] = uint8(level(best, float64(v)))
+		m := min(int(math.Floor(bestT*math.Abs(float64(v)))), steps) // |u_j| - 1/2
+		l := (L+1)/2 + m                                             // level for u_j = m + 1/2
+		if v < 0 {
+			l = (L-1)/2 - m // u_j = -(m + 1/2)
+		}
+		levels[j] = uint8(l)
+		ur += (float64(l) - float64(L)/2) * float64(v)
 	}
-	_, ur := score(best)
 	return ur
+}
+
+type event struct {
+	t    float64
+	j, k int32
 }
 
 func (c *Rotated) Decode(dst []float32, params []byte, code []byte) {
@@ -154,34 +183,63 @@ func (c *Rotated) Decode(dst []float32, params []byte, code []byte) {
 	c.rot.Invert(dst[:d])
 }
 
-func (c *Rotated) NewScorer() Scorer {
-	sc := &rotatedScorer{c: c, q: make([]float32, c.packed*8/c.bits)}
-	if c.bits < 4 {
-		sc.lut = make([]float32, c.packed*256)
+func (c *Rotated) SetAnchors(anchors []float32) {
+	d := c.dim
+	c.rotAnchors = make([]float32, len(anchors))
+	copy(c.rotAnchors, anchors)
+	for a := 0; a+d <= len(anchors); a += d {
+		c.rot.Apply(c.rotAnchors[a : a+d])
 	}
-	return sc
 }
 
-// rotatedScorer sums <c, q'> from a table per code byte: lut[k*256+v] is
-// the sum over the levels packed in byte value v at byte position k of
-// level times the matching coordinate of q'.
+func (c *Rotated) NewScorer() Scorer {
+	n := c.packed * 8 / c.bits // coordinates, padded with zeros to whole bytes
+	return &rotatedScorer{c: c, pq: make([]float32, n), q: make([]float32, n), lut: make([]float32, 2*c.packed*16)}
+}
+
+// rotatedScorer sums <q', c> with a table per half byte of code when
+// levels are narrower than 4 bits: lut[h*16+v] is the sum over the levels
+// packed in nibble value v at nibble position h of level times the matching
+// coordinate of q'. Nibble tables cost 16 entries per 4 bits to build per
+// list, so they pay off even for short lists.
 type rotatedScorer struct {
 	c        *Rotated
-	q        []float32 // rotated query (residual), zero past dim
+	pq       []float32 // P q, zero past dim
+	q        []float32 // q' for the current list: P(q - anchor) for L2, P q for dot
 	lut      []float32
-	qq, qsum float32 // |q'|^2 and sum of q' * L/2
+	qq, qsum float32 // |q'|^2 and L/2 * sum q'
 	sqrtS, s float32
 	dot      bool
 }
 
-func (sc *rotatedScorer) prepare(params []byte, v []float32) {
-	c := sc.c
-	d := c.dim
-	copy(sc.q, v[:d])
+func (sc *rotatedScorer) SetQuery(q []float32) {
+	d := sc.c.dim
+	copy(sc.pq, q[:d])
+	clear(sc.pq[d:])
+	sc.c.rot.Apply(sc.pq[:d])
+}
+
+func (sc *rotatedScorer) ForL2(a int, params []byte) {
+	d := sc.c.dim
+	anchor := sc.c.rotAnchors[a*d : (a+1)*d]
+	for j, v := range anchor {
+		sc.q[j] = sc.pq[j] - v
+	}
 	clear(sc.q[d:])
-	c.rot.Apply(sc.q[:d])
+	sc.prepare(params)
+	sc.dot = false
+}
+
+func (sc *rotatedScorer) ForDot(a int, params []byte) {
+	copy(sc.q, sc.pq)
+	sc.prepare(params)
+	sc.dot = true
+}
+
+func (sc *rotatedScorer) prepare(params []byte) {
+	c := sc.c
 	var qq, qs float32
-	for _, x := range sc.q[:d] {
+	for _, x := range sc.q {
 		qq += x * x
 		qs += x
 	}
@@ -190,31 +248,21 @@ func (sc *rotatedScorer) prepare(params []byte, v []float32) {
 	sc.s = getF32(params, 0)
 	sc.sqrtS = float32(math.Sqrt(float64(sc.s)))
 	if c.bits >= 4 {
-		return // scored by unpacking: a table per byte would cost more than it saves
+		return // scored by unpacking
 	}
-	// Tables: entry v equals entry v-1 with its lowest set bit cleared, plus
-	// one unit of the level that bit belongs to times its coordinate.
+	// Entry v equals entry v with its lowest set bit cleared plus one unit
+	// of the level that bit belongs to times its coordinate.
 	b := c.bits
-	per := 8 / b
-	for k := range c.packed {
-		t := sc.lut[k*256 : (k+1)*256]
-		q := sc.q[k*per : (k+1)*per]
+	per := 4 / b
+	for h := range 2 * c.packed {
+		t := sc.lut[h*16 : (h+1)*16]
+		q := sc.q[h*per : (h+1)*per]
 		t[0] = 0
-		for val := 1; val < 256; val++ {
+		for val := 1; val < 16; val++ {
 			low := bits.TrailingZeros8(uint8(val))
 			t[val] = t[val&(val-1)] + float32(int(1)<<(low%b))*q[low/b]
 		}
 	}
-}
-
-func (sc *rotatedScorer) ForL2(params []byte, v []float32) {
-	sc.prepare(params, v)
-	sc.dot = false
-}
-
-func (sc *rotatedScorer) ForDot(params []byte, v []float32) {
-	sc.prepare(params, v)
-	sc.dot = true
 }
 
 func (sc *rotatedScorer) Score(code []byte) float32 {
@@ -233,13 +281,10 @@ func (sc *rotatedScorer) Score(code []byte) float32 {
 			t1 += q[2*k+1] * float32(v>>4)
 		}
 	default:
-		k := 0
-		for ; k+2 <= p; k += 2 {
-			t0 += sc.lut[k*256+int(code[k])]
-			t1 += sc.lut[(k+1)*256+int(code[k+1])]
-		}
-		if k < p {
-			t0 += sc.lut[k*256+int(code[k])]
+		lut := sc.lut[:32*p]
+		for k, v := range code[:p] {
+			t0 += lut[32*k+int(v&15)]
+			t1 += lut[32*k+16+int(v>>4)]
 		}
 	}
 	qu := t0 + t1 - sc.qsum // <q', u>

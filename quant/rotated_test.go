@@ -19,6 +19,7 @@ func TestRotatedScorerMatchesDecode(t *testing.T) {
 				params := make([]byte, c.ParamBytes())
 				c.Fit(params, res, n)
 				q := randomResiduals(1, d, 77)
+				c.SetAnchors(make([]float32, c.Dim())) // one list, anchored at the origin
 				sc := c.NewScorer()
 				code := make([]byte, c.CodeBytes())
 				dec := make([]float32, d)
@@ -28,13 +29,15 @@ func TestRotatedScorerMatchesDecode(t *testing.T) {
 					c.Decode(dec, params, code)
 					// Decode gives B*u rotated back: <q, dec> is the dot estimate.
 					want := dot64(q, dec)
-					sc.ForDot(params, q)
+					sc.SetQuery(q)
+					sc.ForDot(0, params)
 					if got := float64(sc.Score(code)); math.Abs(got-want) > 1e-3*(1+math.Abs(want)) {
 						t.Fatalf("row %d: dot estimate %g, from decode %g", i, got, want)
 					}
 					// |r|^2 is stored as float16 relative to the list's largest.
 					wantL2 := dot64(q, q) + dot64(r, r) - 2*want
-					sc.ForL2(params, q)
+					sc.SetQuery(q)
+					sc.ForL2(0, params)
 					tol := 1e-3 * (1 + dot64(q, q) + float64(getF32(params, 0)))
 					if got := float64(sc.Score(code)); math.Abs(got-wantL2) > tol {
 						t.Fatalf("row %d: L2 estimate %g, want %g", i, got, wantL2)
@@ -61,11 +64,13 @@ func TestRotatedUnbiased(t *testing.T) {
 		for i := range n {
 			c.Encode(codes[i*cb:(i+1)*cb], params, res[i*d:(i+1)*d])
 		}
+		c.SetAnchors(make([]float32, c.Dim())) // one list, anchored at the origin
 		sc := c.NewScorer()
 		var sum, sq, scale float64
 		for k := range nq {
 			q := qs[k*d : (k+1)*d]
-			sc.ForDot(params, q)
+			sc.SetQuery(q)
+			sc.ForDot(0, params)
 			for i := range n {
 				r := res[i*d : (i+1)*d]
 				e := float64(sc.Score(codes[i*cb:(i+1)*cb])) - dot64(q, r)
@@ -95,9 +100,11 @@ func TestRotatedZero(t *testing.T) {
 	c.Fit(params, res, 1)
 	code := make([]byte, c.CodeBytes())
 	c.Encode(code, params, res)
+	c.SetAnchors(make([]float32, c.Dim())) // one list, anchored at the origin
 	sc := c.NewScorer()
 	q := []float32{1, 2, 3, 4, 5, 6, 7, 8}
-	sc.ForL2(params, q)
+	sc.SetQuery(q)
+	sc.ForL2(0, params)
 	if got := sc.Score(code); math.Abs(float64(got)-204) > 1e-3 {
 		t.Errorf("zero residual: L2 %v, want |q|^2 = 204", got)
 	}

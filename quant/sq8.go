@@ -9,7 +9,10 @@ import (
 // fitted per list: code c in 0..255 stands for lo_j + step_j*c, where lo_j and
 // hi_j = lo_j + 255*step_j are the list's smallest and largest residual in
 // dimension j. Parameters: lo then step, Dim float32 each, little-endian.
-type SQ8 struct{ dim int }
+type SQ8 struct {
+	dim     int
+	anchors []float32
+}
 
 // NewSQ8 returns the 8-bit code for dimension dim.
 func NewSQ8(dim int) *SQ8 { return &SQ8{dim: dim} }
@@ -20,8 +23,10 @@ func (c *SQ8) Dim() int        { return c.dim }
 func (c *SQ8) CodeBytes() int  { return c.dim }
 func (c *SQ8) ParamBytes() int { return 8 * c.dim }
 func (c *SQ8) NewScorer() Scorer {
-	return &sq8Scorer{d: c.dim, u: make([]float32, c.dim), s: make([]float32, c.dim)}
+	return &sq8Scorer{c: c, d: c.dim, q: make([]float32, c.dim), u: make([]float32, c.dim), s: make([]float32, c.dim)}
 }
+
+func (c *SQ8) SetAnchors(anchors []float32) { c.anchors = anchors }
 
 func (c *SQ8) Fit(params []byte, residuals []float32, count int) {
 	d := c.dim
@@ -61,27 +66,31 @@ func (c *SQ8) Decode(dst []float32, params []byte, code []byte) {
 }
 
 type sq8Scorer struct {
-	d    int
-	u, s []float32 // per dimension: offset and step, as For* prepared them
-	bias float32
-	dot  bool
+	c       *SQ8
+	d       int
+	q, u, s []float32 // the query; per dimension: offset and step, as For* prepared them
+	bias    float32
+	dot     bool
 }
 
-// ForL2: |v - lo - step*c|^2 = sum_j (u_j - s_j*c_j)^2 with u = v - lo.
-func (sc *sq8Scorer) ForL2(params []byte, v []float32) {
+func (sc *sq8Scorer) SetQuery(q []float32) { copy(sc.q, q) }
+
+// ForL2: |q - a - lo - step*c|^2 = sum_j (u_j - s_j*c_j)^2, u = q - a - lo.
+func (sc *sq8Scorer) ForL2(a int, params []byte) {
+	anchor := sc.c.anchors[a*sc.d : (a+1)*sc.d]
 	for j := range sc.d {
-		sc.u[j] = v[j] - getF32(params, j)
+		sc.u[j] = sc.q[j] - anchor[j] - getF32(params, j)
 		sc.s[j] = getF32(params, sc.d+j)
 	}
 	sc.dot = false
 }
 
-// ForDot: <v, lo + step*c> = <v, lo> + sum_j (v_j*step_j)*c_j.
-func (sc *sq8Scorer) ForDot(params []byte, v []float32) {
+// ForDot: <q, lo + step*c> = <q, lo> + sum_j (q_j*step_j)*c_j.
+func (sc *sq8Scorer) ForDot(a int, params []byte) {
 	var b float32
 	for j := range sc.d {
-		b += v[j] * getF32(params, j)
-		sc.s[j] = v[j] * getF32(params, sc.d+j)
+		b += sc.q[j] * getF32(params, j)
+		sc.s[j] = sc.q[j] * getF32(params, sc.d+j)
 	}
 	sc.bias = b
 	sc.dot = true

@@ -21,7 +21,8 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := flag.NewFlagSet("compress", flag.ContinueOnError)
 	out := fs.String("o", "", "output index `file` (default: INPUT with the extension .vlc)")
 	dim := fs.Int("dim", 0, "dimension of a raw .f16 input (checked against .npy and .fvecs)")
-	bits := fs.Int("bits", 8, "bits per dimension of the residual codes")
+	bits := fs.Int("bits", 8, "bits per dimension of the residual codes: 1, 2, 4 or 8")
+	ratio := fs.Float64("ratio", 0, "pick the most bits whose index fits in this `fraction` of the float16 size (instead of -bits)")
 	anchors := fs.Int("anchors", 0, "anchors (inverted lists); 0 picks about sqrt(n)")
 	metric := fs.String("metric", "l2", "distance: l2, ip or cosine")
 	backend := fs.String("backend", "auto", "training backend: auto or "+strings.Join(anneal.Backends(), ", "))
@@ -32,7 +33,15 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	bitsSet := false
+	fs.Visit(func(f *flag.Flag) { bitsSet = bitsSet || f.Name == "bits" })
 	switch {
+	case bitsSet && *ratio != 0:
+		return fmt.Errorf("give -bits or -ratio, not both")
+	case *ratio < 0:
+		return fmt.Errorf("-ratio %g: must be positive", *ratio)
+	case *ratio > 0:
+		*bits = 0
 	case *bits < 1:
 		return fmt.Errorf("-bits %d: must be 1, 2, 4 or 8", *bits)
 	case *maxIter < 0:
@@ -54,7 +63,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			progressbar.OptionClearOnFinish())
 	}
 	sum, err := vlc.Compress(ctx, input, *out, vlc.Options{
-		Dim: *dim, Bits: *bits, Anchors: *anchors, Metric: *metric,
+		Dim: *dim, Bits: *bits, Ratio: *ratio, Anchors: *anchors, Metric: *metric,
 		Backend: *backend, Seed: *seed, MaxIter: *maxIter,
 		Progress: func(it anneal.Iteration) {
 			if bar != nil {

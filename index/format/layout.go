@@ -228,3 +228,13 @@ func firstNonZero(b []byte) int {
 	}
 	return -1
 }
+
+// FileSize is the size of the file Encode writes for sections of these
+// lengths, so callers can predict an index's size before building it.
+func FileSize(lengths ...int64) int64 {
+	off := alignUp(headerSize + entrySize*int64(len(lengths)))
+	for _, n := range lengths {
+		off = alignUp(off + n)
+	}
+	return off
+}
