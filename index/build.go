@@ -83,6 +83,15 @@ func Build(p Plan) ([]format.Section, error) {
 		}
 	}
 
+	code.SetAnchors(anchors)
+	var global []byte
+	if tr, ok := code.(quant.Trainer); ok {
+		global = tr.Train(trainingResiduals(p.Rows, anchors, p.Assign, d))
+		if err := tr.SetGlobal(global); err != nil {
+			return nil, err
+		}
+	}
+
 	cb, pb := code.CodeBytes(), code.ParamBytes()
 	codes := make([]byte, n*cb)
 	params := make([]byte, m*pb)
@@ -102,21 +111,47 @@ func Build(p Plan) ([]format.Section, error) {
 			code.Fit(prm, res, len(list))
 			for k := range list {
 				at := (int(offsets[a]) + k) * cb
-				code.Encode(codes[at:at+cb], prm, res[k*d:(k+1)*d])
+				code.Encode(codes[at:at+cb], a, prm, res[k*d:(k+1)*d])
 			}
 		}
 	})
 
 	meta := p.Meta
 	meta.N, meta.Dim, meta.M = uint64(n), uint32(d), uint32(m)
-	return []format.Section{
+	secs := []format.Section{
 		{Kind: secMeta, Data: meta.marshal()},
 		{Kind: secAnchors, Data: u16Bytes(anchors16)},
 		{Kind: secLists, Data: u64Bytes(offsets)},
 		{Kind: secIDs, Data: packRows(ids, rowBits(n))},
 		{Kind: secParams, Data: params},
 		{Kind: secCodes, Data: codes},
-	}, nil
+	}
+	if global != nil {
+		secs = append(secs, format.Section{Kind: secGlobal, Data: global})
+	}
+	return secs, nil
+}
+
+// trainSample caps the residuals a Trainer code learns from.
+const trainSample = 1 << 16
+
+// trainingResiduals returns the residuals of an evenly spaced sample of at
+// most trainSample rows (all rows when there are fewer), in row order.
+func trainingResiduals(rows Rows, anchors []float32, assign []int32, d int) ([]float32, int) {
+	n := rows.Len()
+	count := min(n, trainSample)
+	res := make([]float32, count*d)
+	par.For(count, 256, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			i := int(int64(k) * int64(n) / int64(count))
+			r := rows.Row(i, res[k*d:(k+1)*d])
+			a := anchors[int(assign[i])*d:]
+			for j := range r {
+				r[j] -= a[j]
+			}
+		}
+	})
+	return res, count
 }
 
 // Write builds the index and writes it to path atomically (temp file, fsync,

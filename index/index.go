@@ -130,6 +130,15 @@ func load(f *format.File, path string) (*Index, error) {
 		}
 		ix.anch[i] = f16.ToFloat32(h)
 	}
+	if tr, ok := code.(quant.Trainer); ok {
+		g, found := f.Section(secGlobal)
+		if !found || len(g) != tr.GlobalBytes() {
+			return nil, bad("section %q is missing or %d bytes, want %d", secGlobal, len(g), tr.GlobalBytes())
+		}
+		if err := tr.SetGlobal(g); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
 	code.SetAnchors(ix.anch)
 	ix.norms = make([]float32, m)
 	vec.Norms(ix.norms, ix.anch, d)

@@ -52,6 +52,7 @@ var (
 	secIDs     = format.KindOf("ROWS")
 	secParams  = format.KindOf("PARM")
 	secCodes   = format.KindOf("CODE")
+	secGlobal  = format.KindOf("QGLB") // only for codes with shared parameters (quant.Trainer)
 )
 
 // Meta is the META section: what the index holds and how it was trained.

@@ -15,14 +15,18 @@ func PredictSize(n, d, m int, kind quant.Kind, bits int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return format.FileSize(
+	lengths := []int64{
 		metaSize,
-		int64(m*d*2),
-		int64((m+1)*8),
+		int64(m * d * 2),
+		int64((m + 1) * 8),
 		int64(rowBytes(n, rowBits(n))),
-		int64(m*code.ParamBytes()),
-		int64(n)*int64(code.CodeBytes()),
-	), nil
+		int64(m * code.ParamBytes()),
+		int64(n) * int64(code.CodeBytes()),
+	}
+	if tr, ok := code.(quant.Trainer); ok {
+		lengths = append(lengths, int64(tr.GlobalBytes()))
+	}
+	return format.FileSize(lengths...), nil
 }
 
 // BitsForRatio returns the most bits per dimension (8, 4, 2 or 1) of the

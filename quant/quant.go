@@ -37,16 +37,33 @@ type Code interface {
 	// Fit sets params (ParamBytes long) from the residuals of one list,
 	// count rows of Dim values, row-major. count may be zero.
 	Fit(params []byte, residuals []float32, count int)
-	// Encode writes the code of one residual under params.
-	Encode(code []byte, params []byte, residual []float32)
+	// Encode writes the code of one residual of list a under params.
+	// Safe for concurrent use once SetAnchors (and, for a Trainer, SetGlobal)
+	// has been called.
+	Encode(code []byte, a int, params []byte, residual []float32)
 	// Decode reconstructs a residual; for tests and tools, not for search.
 	Decode(dst []float32, params []byte, code []byte)
 	// SetAnchors gives the code the index's anchors (m rows of Dim),
-	// once, before any NewScorer; a code working in a transformed space
-	// transforms them here once rather than per query.
+	// once, before any Encode or NewScorer; a code working in a
+	// transformed space transforms them here once rather than per query.
 	SetAnchors(anchors []float32)
 	// NewScorer returns scratch for one goroutine's queries.
 	NewScorer() Scorer
+}
+
+// Trainer is implemented by codes that learn parameters shared by all
+// lists (codebooks) from a sample of residuals before encoding. The index
+// stores them in a section of their own.
+type Trainer interface {
+	// GlobalBytes is the size of the shared parameters, known before
+	// training so that index sizes can be predicted.
+	GlobalBytes() int
+	// Train learns the shared parameters from count residuals (rows of
+	// Dim), deterministically, and returns them; SetGlobal is still needed.
+	Train(residuals []float32, count int) []byte
+	// SetGlobal installs shared parameters, from Train or from a file;
+	// it validates them, since a file may be damaged.
+	SetGlobal(params []byte) error
 }
 
 // Scorer estimates distances from one query to coded vectors, one list at a

@@ -35,7 +35,7 @@ func TestSQ8(t *testing.T) {
 			sc := c.NewScorer()
 			for i := range n {
 				r := res[i*d : (i+1)*d]
-				c.Encode(code, params, r)
+				c.Encode(code, 0, params, r)
 				c.Decode(dec, params, code)
 				var l2, dot float64
 				for j := range d {
@@ -69,7 +69,7 @@ func TestSQ8Constant(t *testing.T) {
 	c.Fit(params, res, 3)
 	code := make([]byte, 2)
 	dec := make([]float32, 2)
-	c.Encode(code, params, res[2:4])
+	c.Encode(code, 0, params, res[2:4])
 	c.Decode(dec, params, code)
 	if dec[0] != 3 {
 		t.Errorf("constant dimension decodes to %v, want 3", dec[0])
@@ -104,7 +104,7 @@ func BenchmarkScoreSQ8(b *testing.B) {
 	c.Fit(params, res, n)
 	codes := make([]byte, n*d)
 	for i := range n {
-		c.Encode(codes[i*d:(i+1)*d], params, res[i*d:(i+1)*d])
+		c.Encode(codes[i*d:(i+1)*d], 0, params, res[i*d:(i+1)*d])
 	}
 	c.SetAnchors(make([]float32, c.Dim())) // one list, anchored at the origin
 	sc := c.NewScorer()
@@ -131,7 +131,7 @@ func BenchmarkEncodeSQ8(b *testing.B) {
 	for b.Loop() {
 		c.Fit(params, res, n)
 		for i := range n {
-			c.Encode(code, params, res[i*d:(i+1)*d])
+			c.Encode(code, 0, params, res[i*d:(i+1)*d])
 		}
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "vectors/s")

@@ -73,7 +73,7 @@ func (c *Rotated) Fit(params []byte, residuals []float32, count int) {
 	putF32(params, 0, float32(s))
 }
 
-func (c *Rotated) Encode(code []byte, params []byte, residual []float32) {
+func (c *Rotated) Encode(code []byte, _ int, params []byte, residual []float32) {
 	d := c.dim
 	sc, _ := c.scratch.Get().(*encodeScratch)
 	if sc == nil {

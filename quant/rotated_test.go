@@ -25,7 +25,7 @@ func TestRotatedScorerMatchesDecode(t *testing.T) {
 				dec := make([]float32, d)
 				for i := range n {
 					r := res[i*d : (i+1)*d]
-					c.Encode(code, params, r)
+					c.Encode(code, 0, params, r)
 					c.Decode(dec, params, code)
 					// Decode gives B*u rotated back: <q, dec> is the dot estimate.
 					want := dot64(q, dec)
@@ -62,7 +62,7 @@ func TestRotatedUnbiased(t *testing.T) {
 		codes := make([]byte, n*c.CodeBytes())
 		cb := c.CodeBytes()
 		for i := range n {
-			c.Encode(codes[i*cb:(i+1)*cb], params, res[i*d:(i+1)*d])
+			c.Encode(codes[i*cb:(i+1)*cb], 0, params, res[i*d:(i+1)*d])
 		}
 		c.SetAnchors(make([]float32, c.Dim())) // one list, anchored at the origin
 		sc := c.NewScorer()
@@ -99,7 +99,7 @@ func TestRotatedZero(t *testing.T) {
 	res := make([]float32, 8)
 	c.Fit(params, res, 1)
 	code := make([]byte, c.CodeBytes())
-	c.Encode(code, params, res)
+	c.Encode(code, 0, params, res)
 	c.SetAnchors(make([]float32, c.Dim())) // one list, anchored at the origin
 	sc := c.NewScorer()
 	q := []float32{1, 2, 3, 4, 5, 6, 7, 8}

@@ -46,7 +46,7 @@ func (c *SQ8) Fit(params []byte, residuals []float32, count int) {
 	}
 }
 
-func (c *SQ8) Encode(code []byte, params []byte, residual []float32) {
+func (c *SQ8) Encode(code []byte, _ int, params []byte, residual []float32) {
 	d := c.dim
 	for j, v := range residual[:d] {
 		lo, step := getF32(params, j), getF32(params, d+j)
