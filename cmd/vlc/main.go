@@ -4,6 +4,7 @@
 //	vlc compress INPUT -o OUT [-dim D] [-bits 8] [-anchors M] [-metric l2|ip|cosine] [-backend auto|cpu] [-seed S]
 //	vlc search INDEX -query Q -k K [-nprobe P] [-rerank FILE]
 //	vlc eval INDEX -query Q (-gt GT.ivecs | -base FILE) [-k 10] [-nprobe P] [-rerank FILE] [-json]
+//	vlc eval INDEX... -query Q (-gt GT.ivecs | -base FILE) -sweep [-sweep-nprobe 1,4,16] [-plot OUT.png|.svg] [-json]
 //	vlc info INDEX [-json]
 //	vlc verify INDEX
 //
@@ -21,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -36,6 +38,8 @@ var commands = map[string]command{
 	"eval":     {"measure recall and speed against ground truth", runEval},
 	"info":     {"describe an index", runInfo},
 	"verify":   {"check every checksum of an index", runVerify},
+
+	"test-cuda": {"check the CUDA backend against the CPU and time both", runTestCUDA},
 }
 
 func main() {
@@ -95,7 +99,8 @@ func names() []string {
 
 // parse parses flags that may stand before, between or after positional
 // arguments (the standard flag package stops at the first positional one),
-// and checks the positional arguments against their names.
+// and checks the positional arguments against their names. A last name
+// ending in "..." (as "INDEX...") takes one or more arguments.
 func parse(fs *flag.FlagSet, args []string, names []string, stderr io.Writer) ([]string, error) {
 	// Errors come back as one line; the flag list is printed only for -h.
 	fs.SetOutput(io.Discard)
@@ -117,10 +122,13 @@ func parse(fs *flag.FlagSet, args []string, names []string, stderr io.Writer) ([
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+	variadic := len(names) > 0 && strings.HasSuffix(names[len(names)-1], "...")
 	if len(pos) < len(names) {
-		return nil, fmt.Errorf("missing %s argument; see vlc %s -h", strings.Join(names[len(pos):], ", "), fs.Name())
+		missing := slices.Clone(names[len(pos):])
+		missing[len(missing)-1] = strings.TrimSuffix(missing[len(missing)-1], "...")
+		return nil, fmt.Errorf("missing %s argument; see vlc %s -h", strings.Join(missing, ", "), fs.Name())
 	}
-	if len(pos) > len(names) {
+	if len(pos) > len(names) && !variadic {
 		return nil, fmt.Errorf("want %d argument(s) (%s), got %d: %s", len(names), strings.Join(names, ", "), len(pos), strings.Join(pos, " "))
 	}
 	return pos, nil

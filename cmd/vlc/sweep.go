@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vlc-embed/vlc/index"
+)
+
+// sweepFlags are eval's flags for measuring at several nprobe values.
+type sweepFlags struct {
+	sweep   bool
+	nprobes string // -sweep-nprobe as given
+	plot    string
+
+	list []int // -sweep-nprobe parsed: ascending, distinct, >= 1; nil for the default
+}
+
+func (f *sweepFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.sweep, "sweep", false, "evaluate at nprobe 1, 2, 4, ... up to the number of lists (every list) and print one row each; takes several INDEX arguments to compare")
+	fs.StringVar(&f.nprobes, "sweep-nprobe", "", "comma-separated nprobe `values` to sweep instead of the default powers of two (implies -sweep)")
+	fs.StringVar(&f.plot, "plot", "", "draw recall@10 against QPS into `file` (.png or .svg; implies -sweep)")
+}
+
+// on reports whether eval sweeps: -sweep, -sweep-nprobe or -plot.
+func (f *sweepFlags) on() bool { return f.sweep || f.nprobes != "" || f.plot != "" }
+
+// check validates the sweep flags before any work is done.
+func (f *sweepFlags) check(fs *flag.FlagSet) error {
+	if !f.on() {
+		return nil
+	}
+	nprobeSet := false
+	fs.Visit(func(fl *flag.Flag) { nprobeSet = nprobeSet || fl.Name == "nprobe" })
+	if nprobeSet {
+		return fmt.Errorf("-nprobe sets a single value; with -sweep give the values as -sweep-nprobe 1,4,16")
+	}
+	if f.plot != "" {
+		if _, err := plotFormat(f.plot); err != nil {
+			return err
+		}
+		dir := filepath.Dir(f.plot)
+		if st, err := os.Stat(dir); err != nil {
+			return fmt.Errorf("-plot %s: %w", f.plot, err)
+		} else if !st.IsDir() {
+			return fmt.Errorf("-plot %s: %s is not a folder", f.plot, dir)
+		}
+	}
+	if f.nprobes != "" {
+		for _, s := range strings.Split(f.nprobes, ",") {
+			p, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || p < 1 {
+				return fmt.Errorf("-sweep-nprobe %q: %q is not a whole number of at least 1", f.nprobes, s)
+			}
+			f.list = append(f.list, p)
+		}
+		slices.Sort(f.list)
+		f.list = slices.Compact(f.list)
+	}
+	return nil
+}
+
+// values returns the nprobe values to sweep on an index with lists lists:
+// -sweep-nprobe clamped to lists, or 1, 2, 4, ... below lists, then lists.
+func (f *sweepFlags) values(lists int) []int {
+	var out []int
+	if f.list == nil {
+		for p := 1; p < lists; p *= 2 {
+			out = append(out, p)
+		}
+		return append(out, lists)
+	}
+	for _, p := range f.list {
+		out = append(out, min(p, lists))
+	}
+	return slices.Compact(out)
+}
+
+// sweepMinTime is how long each row of a sweep searches at least: short
+// passes over few queries are repeated, so that the speeds of the rows are
+// measured, not the noise of starting a pass on all cores.
+var sweepMinTime = 100 * time.Millisecond
+
+// sweepRow is one row of a sweep; Index is set (and printed in -json)
+// only when several indexes are compared.
+type sweepRow struct {
+	Index string `json:"index,omitempty"`
+	evalResult
+}
+
+// sweepIndex is one index of a sweep and the name it is shown under.
+type sweepIndex struct {
+	path, name string
+	ix         *index.Index
+}
+
+// runSweep evaluates every index at every nprobe of the sweep. The
+// queries, the re-rank file and the ground truth are opened, read or
+// computed once; the rows go to stdout as a table (or a JSON array) and,
+// with -plot, into a chart.
+func runSweep(ctx context.Context, paths []string, sf *searchFlags, sw *sweepFlags, gtPath, basePath string, asJSON bool, stdout, stderr io.Writer) error {
+	first, q, rr, err := sf.open(paths[0])
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	if rr != nil {
+		defer rr.Close()
+	}
+	idxs := []sweepIndex{{path: paths[0], ix: first}}
+	defer func() {
+		for _, s := range idxs {
+			s.ix.Close()
+		}
+	}()
+	for _, p := range paths[1:] {
+		ix, err := index.Open(p, index.Options{Verify: true})
+		if err != nil {
+			return err
+		}
+		idxs = append(idxs, sweepIndex{path: p, ix: ix})
+		if ix.Len() != first.Len() || ix.Dim() != first.Dim() {
+			return fmt.Errorf("%s holds %d vectors of dimension %d, %s %d of dimension %d: indexes compared in one sweep must hold the same vectors",
+				paths[0], first.Len(), first.Dim(), p, ix.Len(), ix.Dim())
+		}
+	}
+	names := sweepNames(paths)
+	for i := range idxs {
+		idxs[i].name = names[i]
+	}
+	multi := len(idxs) > 1
+
+	// Ground truth: read once, or computed once per metric from -base.
+	gts := map[index.Metric][][]int{}
+	groundTruth := func(ix *index.Index) ([][]int, error) {
+		m := index.Metric(ix.Meta().Metric)
+		if gtPath != "" {
+			m = 0 // the file serves every metric
+		}
+		if gt, ok := gts[m]; ok {
+			return gt, nil
+		}
+		gt, err := loadGroundTruth(gtPath, basePath, q, ix)
+		gts[m] = gt
+		return gt, err
+	}
+
+	tw := newSweepTable(stdout, idxs, sw, multi)
+	if !asJSON {
+		if err := tw.header(); err != nil {
+			return err
+		}
+	}
+	var rows []sweepRow
+	var curves []plotCurve
+	for _, s := range idxs {
+		gt, err := groundTruth(s.ix)
+		if err != nil {
+			return err
+		}
+		c := plotCurve{name: s.name}
+		if rr != nil {
+			c.name += " +rerank"
+		}
+		for _, np := range sw.values(s.ix.EffectiveNProbe(math.MaxInt)) {
+			res, _, err := evalAt(ctx, s.ix, q, gt, sf, rr, np, sweepMinTime)
+			if err != nil {
+				return err
+			}
+			row := sweepRow{evalResult: res}
+			if multi {
+				row.Index = s.name
+			}
+			rows = append(rows, row)
+			c.points = append(c.points, res)
+			if !asJSON {
+				if err := tw.row(row); err != nil {
+					return err
+				}
+			}
+		}
+		curves = append(curves, c)
+	}
+	if asJSON {
+		if err := writeJSONRows(stdout, rows); err != nil {
+			return err
+		}
+	}
+	if sw.plot != "" {
+		if err := writePlot(sw.plot, first.Len(), first.Dim(), curves); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", sw.plot)
+	}
+	return nil
+}
+
+// sweepNames names each index by its file's base name, or by its path as
+// given where two base names are the same.
+func sweepNames(paths []string) []string {
+	count := map[string]int{}
+	for _, p := range paths {
+		count[filepath.Base(p)]++
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = filepath.Base(p)
+		if count[out[i]] > 1 {
+			out[i] = p
+		}
+	}
+	return out
+}
+
+// sweepTable prints the rows of a sweep in aligned columns as they come.
+type sweepTable struct {
+	w                 io.Writer
+	multi             bool
+	nameW, nprobeW    int
+	recall1W, recallW int
+	qpsW, bytesW      int
+}
+
+func newSweepTable(w io.Writer, idxs []sweepIndex, sw *sweepFlags, multi bool) *sweepTable {
+	t := &sweepTable{w: w, multi: multi, nameW: len("index"), nprobeW: len("nprobe"),
+		recall1W: len("recall@1"), recallW: len("recall@10"), qpsW: 9, bytesW: len("bytes/vector")}
+	for _, s := range idxs {
+		t.nameW = max(t.nameW, len(s.name))
+		t.nprobeW = max(t.nprobeW, len(strconv.Itoa(s.ix.EffectiveNProbe(math.MaxInt))))
+	}
+	return t
+}
+
+func (t *sweepTable) header() error {
+	var b strings.Builder
+	if t.multi {
+		fmt.Fprintf(&b, "%-*s  ", t.nameW, "index")
+	}
+	fmt.Fprintf(&b, "%*s  %*s  %*s  %*s", t.nprobeW, "nprobe", t.recall1W, "recall@1", t.recallW, "recall@10", t.qpsW, "qps")
+	if t.multi {
+		fmt.Fprintf(&b, "  %*s", t.bytesW, "bytes/vector")
+	}
+	_, err := fmt.Fprintln(t.w, b.String())
+	return err
+}
+
+func (t *sweepTable) row(r sweepRow) error {
+	var b strings.Builder
+	if t.multi {
+		fmt.Fprintf(&b, "%-*s  ", t.nameW, r.Index)
+	}
+	fmt.Fprintf(&b, "%*d  %*.4f  %*.4f  %*.0f", t.nprobeW, r.NProbe, t.recall1W, r.Recall1, t.recallW, r.Recall10, t.qpsW, r.QPS)
+	if t.multi {
+		fmt.Fprintf(&b, "  %*.1f", t.bytesW, r.BytesPerVector)
+	}
+	_, err := fmt.Fprintln(t.w, b.String())
+	return err
+}
+
+// writeJSONRows prints the rows as one JSON array, one object a line.
+func writeJSONRows(w io.Writer, rows []sweepRow) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("[\n")
+	for i, r := range rows {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		bw.WriteString("  ")
+		bw.Write(b)
+		if i < len(rows)-1 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n")
+	}
+	bw.WriteString("]\n")
+	return bw.Flush()
+}
