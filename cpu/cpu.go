@@ -2,9 +2,9 @@
 // the oracle every GPU backend is tested against.
 //
 // Semantics, per element: points are float16 decoded exactly to float32;
-// a point's distance to anchor a is |a|^2 - 2 x.a + |x|^2 in float32 with the
-// accumulation order of package vec, clamped at 0; ties go to the lowest
-// anchor index. Reductions run per anchor over its points in ascending point
+// a point's distance to anchor a is |a|^2 - 2 x.a + |x|^2 in float32, x.a
+// summed in one float32 accumulator in order of j (vec.Dot2x4), |a|^2 and
+// |x|^2 as vec.Dot, clamped at 0; ties go to the lowest anchor index. Reductions run per anchor over its points in ascending point
 // order with float64 sums, so results do not depend on the core count.
 package cpu
 
@@ -119,16 +119,26 @@ func (s *dataset) assignAll() anneal.StepStats {
 	d := s.d
 	changed := make([]int, (s.n+assignBlock-1)/assignBlock)
 	par.For(s.n, assignBlock, func(lo, hi int) {
-		x := make([]float32, d)
+		x := make([]float32, 2*d)
 		c := 0
-		for i := lo; i < hi; i++ {
-			f16.DecodeRow(x, s.pts[i*d:(i+1)*d])
-			best, v := vec.Nearest(x, s.anc, s.norms)
-			v += vec.Dot(x, x)
-			s.dist[i] = max(v, 0)
-			if s.assign[i] != int32(best) {
-				c++
-				s.assign[i] = int32(best)
+		for i := lo; i < hi; i += 2 {
+			// Two points at a time (the second a copy of the first at an
+			// odd end), against four anchors at a time.
+			x0, x1 := x[:d], x[d:]
+			f16.DecodeRow(x0, s.pts[i*d:(i+1)*d])
+			if i+1 < hi {
+				f16.DecodeRow(x1, s.pts[(i+1)*d:(i+2)*d])
+			} else {
+				copy(x1, x0)
+			}
+			best, dist := s.nearest2(x0, x1)
+			for k := range min(2, hi-i) {
+				p := i + k
+				s.dist[p] = max(dist[k]+vec.Dot(x[k*d:(k+1)*d], x[k*d:(k+1)*d]), 0)
+				if s.assign[p] != best[k] {
+					c++
+					s.assign[p] = best[k]
+				}
 			}
 		}
 		changed[lo/assignBlock] = c
@@ -143,6 +153,34 @@ func (s *dataset) assignAll() anneal.StepStats {
 		st.Changed += c
 	}
 	return st
+}
+
+// nearest2 returns the nearest anchor of x0 and of x1 and the partial
+// distances |a|^2 - 2 x.a (ties to the lowest index).
+func (s *dataset) nearest2(x0, x1 []float32) (best [2]int32, dist [2]float32) {
+	d, m := s.d, s.m
+	dist = [2]float32{float32(math.Inf(1)), float32(math.Inf(1))}
+	consider := func(a int, r0, r1 float32) {
+		if v := s.norms[a] - 2*r0; v < dist[0] {
+			best[0], dist[0] = int32(a), v
+		}
+		if v := s.norms[a] - 2*r1; v < dist[1] {
+			best[1], dist[1] = int32(a), v
+		}
+	}
+	a := 0
+	for ; a+4 <= m; a += 4 {
+		r := vec.Dot2x4(x0, x1, s.anc[a*d:(a+1)*d], s.anc[(a+1)*d:(a+2)*d], s.anc[(a+2)*d:(a+3)*d], s.anc[(a+3)*d:(a+4)*d])
+		for k := range 4 {
+			consider(a+k, r[k], r[4+k])
+		}
+	}
+	for ; a < m; a++ {
+		an := s.anc[a*d : (a+1)*d]
+		r := vec.Dot2x4(x0, x1, an, an, an, an)
+		consider(a, r[0], r[4])
+	}
+	return best, dist
 }
 
 // reduce gathers counts and variances and, when p is not nil, moves each

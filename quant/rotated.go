@@ -130,26 +130,39 @@ func (c *Rotated) bestLevels(levels []uint8, r []float32, events *[]event) float
 			bestT = (float64(steps) + 0.5) / big * (1 - 1e-9)
 		}
 	} else if ua > 0 {
-		ev := (*events)[:0]
+		// The steps of coordinate j come at t = k/|r_j|; with the
+		// coordinates in decreasing |r_j| each k gives an increasing
+		// sequence, and the sweep merges the (L-1)/2 sequences.
+		order := (*events)[:0]
 		for j, v := range r {
-			a := math.Abs(float64(v))
-			if a == 0 {
-				continue
-			}
-			for k := 1; k <= steps; k++ {
-				ev = append(ev, event{t: float64(k) / a, j: int32(j), k: int32(k)})
+			if v != 0 {
+				order = append(order, event{a: math.Abs(float64(v)), j: int32(j)})
 			}
 		}
-		slices.SortFunc(ev, func(x, y event) int { return cmp.Compare(x.t, y.t) })
-		for _, e := range ev {
-			// Coordinate j steps from k-1/2 to k+1/2.
-			ua += math.Abs(float64(r[e.j]))
-			uu += float64(2 * e.k)
+		slices.SortFunc(order, func(x, y event) int { return cmp.Or(cmp.Compare(y.a, x.a), cmp.Compare(x.j, y.j)) })
+		*events = order
+		var next [64]int // next coordinate of each sequence k (steps <= 7 here)
+		for {
+			k := -1
+			var t float64
+			for kk := 1; kk <= steps; kk++ {
+				if i := next[kk]; i < len(order) {
+					if tt := float64(kk) / order[i].a; k < 0 || tt < t {
+						k, t = kk, tt
+					}
+				}
+			}
+			if k < 0 {
+				break
+			}
+			// Coordinate order[next[k]] steps from k-1/2 to k+1/2.
+			ua += order[next[k]].a
+			uu += float64(2 * k)
+			next[k]++
 			if cos := ua / math.Sqrt(uu); cos > bestCos {
-				bestCos, bestT = cos, e.t
+				bestCos, bestT = cos, t
 			}
 		}
-		*events = ev
 	}
 	var ur float64
 	for j, v := range r {
@@ -164,9 +177,10 @@ func (c *Rotated) bestLevels(levels []uint8, r []float32, events *[]event) float
 	return ur
 }
 
+// event is a coordinate's magnitude and index, for the scale sweep.
 type event struct {
-	t    float64
-	j, k int32
+	a float64
+	j int32
 }
 
 func (c *Rotated) Decode(dst []float32, params []byte, code []byte) {
