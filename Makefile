@@ -4,7 +4,7 @@ BIN     := bin/vlc
 DEEP    := testdata/deep2k
 DEMO    := demo-out
 
-.PHONY: all build demo test vet bench fuzz clean
+.PHONY: all build demo test vet bench bench-quality fuzz clean
 
 all: build
 
@@ -31,5 +31,18 @@ test: vet
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
+# Recall, size and speed of every code on the shared datasets (minutes;
+# fashion-mnist needs .data/fashion-mnist, see docs/BENCHMARKS.md).
+bench-quality: build
+	scripts/bench_quality.py $(DATASETS) | tee bench-out/vlc-tables.md
+
 clean:
 	rm -rf bin $(DEMO)
+
+# PTX of the CUDA kernels (gpu/cuda), committed beside their source: run on a
+# machine with nvcc (CUDA 13.0 made the committed one) after changing
+# kernels.cu. TestPTXFresh fails while the recorded hash is stale.
+.PHONY: ptx
+ptx:
+	nvcc -ptx -arch=compute_80 -O3 -o gpu/cuda/kernels.ptx gpu/cuda/kernels.cu
+	cd gpu/cuda && sha256sum kernels.cu > kernels.cu.sha256

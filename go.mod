@@ -3,6 +3,7 @@ module github.com/vlc-embed/vlc
 go 1.26.8
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	github.com/edsrzf/mmap-go v1.2.0
 	github.com/schollz/progressbar/v3 v3.18.0
 	github.com/x448/float16 v0.8.4
@@ -17,7 +18,6 @@ require (
 	git.sr.ht/~sbinet/gg v0.6.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/campoy/embedmd v1.0.0 // indirect
-	github.com/ebitengine/purego v0.11.3 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect

@@ -1,0 +1,317 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/vlc-embed/vlc/anneal"
+)
+
+// Device is one CUDA GPU (device 0) with its primary context and the
+// kernels' module loaded. Every driver call runs on the Device's worker
+// thread; a Device and its Datasets may be used from any goroutine, one
+// call at a time.
+type Device struct {
+	drv     *driver
+	w       *worker
+	dev     int32
+	ctx     uintptr
+	mod     uintptr
+	fn      map[string]uintptr
+	info    Info
+	variant assignVariant // the one Steps use
+	la      *launchArgs
+	jitLog  []byte
+	name    [256]byte
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ anneal.Device = (*Device)(nil)
+
+// launchArgs holds kernel parameters for cuLaunchKernel, which takes an
+// array of pointers to the values. It lives on the heap for the Device's
+// life (the Go heap does not move), and only the worker touches it.
+type launchArgs struct {
+	vals [16]uint64
+	ptrs [16]uintptr
+}
+
+// Open starts the CUDA backend on device 0. Without a driver the error
+// starts with "no CUDA driver:", and anneal's "auto" moves on to the next
+// backend.
+func Open() (anneal.Device, error) {
+	d, err := open()
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// defaultVariant is the assign tile shape Steps use unless VLC_CUDA_ASSIGN
+// names another: the fastest on 1M x 768 x 4096 in docs/CUDA.md.
+const defaultVariant = "bn256k64s4"
+
+func variantNamed(name string) (assignVariant, bool) {
+	for _, v := range assignVariants {
+		if v.name == name {
+			return v, true
+		}
+	}
+	return assignVariant{}, false
+}
+
+func open() (*Device, error) {
+	dr, err := loadDriver()
+	if err != nil {
+		return nil, err
+	}
+	var count int32
+	if err := dr.call("cuDeviceGetCount", dr.cuDeviceGetCount, uintptr(unsafe.Pointer(&count))); err != nil {
+		return nil, fmt.Errorf("no CUDA device: %w", err)
+	}
+	if count < 1 {
+		return nil, errors.New("no CUDA device: the driver sees none")
+	}
+	ptx, src := kernelsPTX, "embedded"
+	if p := os.Getenv("VLC_CUDA_PTX"); p != "" {
+		if ptx, err = os.ReadFile(p); err != nil {
+			return nil, fmt.Errorf("cuda: VLC_CUDA_PTX: %w", err)
+		}
+		src = p
+	}
+	d := &Device{drv: dr, w: startWorker(), la: &launchArgs{}, jitLog: make([]byte, 1<<14), fn: map[string]uintptr{}}
+	for i := range d.la.ptrs {
+		d.la.ptrs[i] = uintptr(unsafe.Pointer(&d.la.vals[i]))
+	}
+	name := defaultVariant
+	if v := os.Getenv("VLC_CUDA_ASSIGN"); v != "" {
+		name = v
+	}
+	var ok bool
+	if d.variant, ok = variantNamed(name); !ok {
+		d.w.stop()
+		return nil, fmt.Errorf("cuda: VLC_CUDA_ASSIGN=%q: want one of %s", name, strings.Join(AssignVariants(), ", "))
+	}
+	err = d.w.do(func() error { return d.init(ptx, src) })
+	if err != nil {
+		d.w.stop()
+		return nil, err
+	}
+	return d, nil
+}
+
+// init runs on the worker: context, device facts, module, functions.
+func (d *Device) init(ptx []byte, src string) error {
+	dr := d.drv
+	if err := dr.call("cuDeviceGet", dr.cuDeviceGet, uintptr(unsafe.Pointer(&d.dev)), 0); err != nil {
+		return err
+	}
+	if err := dr.call("cuDevicePrimaryCtxRetain", dr.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&d.ctx)), uintptr(d.dev)); err != nil {
+		return err
+	}
+	if err := dr.call("cuCtxSetCurrent", dr.cuCtxSetCurrent, d.ctx); err != nil {
+		d.releaseCtx()
+		return err
+	}
+	if err := dr.call("cuDeviceGetName", dr.cuDeviceGetName, uintptr(unsafe.Pointer(&d.name[0])), uintptr(len(d.name)-1), uintptr(d.dev)); err != nil {
+		d.releaseCtx()
+		return err
+	}
+	d.info.Name = cString(&d.name[0])
+	var total, free uint64
+	if err := dr.call("cuDeviceTotalMem", dr.cuDeviceTotalMem, uintptr(unsafe.Pointer(&total)), uintptr(d.dev)); err != nil {
+		d.releaseCtx()
+		return err
+	}
+	if err := dr.call("cuMemGetInfo", dr.cuMemGetInfo, uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total))); err != nil {
+		d.releaseCtx()
+		return err
+	}
+	d.info.TotalMem, d.info.FreeMem = int64(total), int64(free)
+	attr := func(a int) (int, error) {
+		var v int32
+		err := dr.call("cuDeviceGetAttribute", dr.cuDeviceGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(a), uintptr(d.dev))
+		return int(v), err
+	}
+	var err error
+	var smemOptin int
+	for _, a := range []struct {
+		p    *int
+		attr int
+	}{{&d.info.SMs, cuAttrSMCount}, {&d.info.CCMajor, cuAttrCCMajor}, {&d.info.CCMinor, cuAttrCCMinor}, {&smemOptin, cuAttrSmemOptin}} {
+		if *a.p, err = attr(a.attr); err != nil {
+			d.releaseCtx()
+			return err
+		}
+	}
+	d.info.PTXSource = src
+	if d.info.CCMajor < 8 {
+		d.releaseCtx()
+		return fmt.Errorf("cuda: %s has compute capability %d.%d; the kernels need 8.0 (Ampere) or newer", d.info.Name, d.info.CCMajor, d.info.CCMinor)
+	}
+
+	// The PTX is compiled for this GPU here (the driver caches the result).
+	image := append(append([]byte(nil), ptx...), 0)
+	opts := []int32{cuJitErrorLogBuffer, cuJitErrorLogBufSize}
+	vals := []uintptr{uintptr(unsafe.Pointer(&d.jitLog[0])), uintptr(len(d.jitLog))}
+	if err := dr.call("cuModuleLoadDataEx", dr.cuModuleLoadDataEx, uintptr(unsafe.Pointer(&d.mod)), uintptr(unsafe.Pointer(&image[0])),
+		uintptr(len(opts)), uintptr(unsafe.Pointer(&opts[0])), uintptr(unsafe.Pointer(&vals[0]))); err != nil {
+		d.releaseCtx()
+		if log := strings.TrimSpace(cString(&d.jitLog[0])); log != "" {
+			return fmt.Errorf("%w; JIT log: %s", err, log)
+		}
+		return err
+	}
+	for _, name := range kernelNames {
+		var f uintptr
+		cname := append([]byte(name), 0)
+		if err := dr.call("cuModuleGetFunction", dr.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), d.mod, uintptr(unsafe.Pointer(&cname[0]))); err != nil {
+			d.unload()
+			return fmt.Errorf("%w (kernel %s: is the PTX stale? run make ptx)", err, name)
+		}
+		d.fn[name] = f
+	}
+	for _, v := range assignVariants {
+		// Static shared memory (1 KiB of row keys) comes on top.
+		if v.smem()+1024 > smemOptin {
+			d.unload()
+			return fmt.Errorf("cuda: assign variant %s needs %d bytes of shared memory, %s allows %d", v.name, v.smem()+1024, d.info.Name, smemOptin)
+		}
+		if err := dr.call("cuFuncSetAttribute", dr.cuFuncSetAttribute, d.fn["vlc_assign_"+v.name], cuFuncMaxDynSmem, uintptr(v.smem())); err != nil {
+			d.unload()
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Device) unload() {
+	if d.mod != 0 {
+		d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, d.mod)
+		d.mod = 0
+	}
+	d.releaseCtx()
+}
+
+func (d *Device) releaseCtx() {
+	if d.ctx != 0 {
+		d.drv.call("cuDevicePrimaryCtxRelease", d.drv.cuDevicePrimaryCtxRelease, uintptr(d.dev))
+		d.ctx = 0
+	}
+}
+
+// Name reports the backend and the GPU.
+func (d *Device) Name() string {
+	return fmt.Sprintf("cuda (%s, %d SMs, %.0f GiB)", d.info.Name, d.info.SMs, float64(d.info.TotalMem)/(1<<30))
+}
+
+// Info describes the GPU.
+func (d *Device) Info() Info { return d.info }
+
+// Close unloads the kernels and releases the primary context. Datasets
+// must be closed first.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	d.w.do(func() error { d.unload(); return nil })
+	d.w.stop()
+	return nil
+}
+
+// run executes f on the worker unless the Device is closed.
+func (d *Device) run(f func() error) error {
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return errors.New("cuda: device closed")
+	}
+	return d.w.do(f)
+}
+
+// The helpers below run on the worker.
+
+func (d *Device) alloc(bytes int64) (uint64, error) {
+	var p uint64
+	if bytes < 1 {
+		bytes = 1
+	}
+	if err := d.drv.call("cuMemAlloc", d.drv.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes)); err != nil {
+		if errors.Is(err, errOutOfMemory) {
+			return 0, fmt.Errorf("cuda: allocating %.1f MiB on %s: %w", float64(bytes)/(1<<20), d.info.Name, err)
+		}
+		return 0, err
+	}
+	return p, nil
+}
+
+func (d *Device) free(p uint64) {
+	if p != 0 {
+		d.drv.call("cuMemFree", d.drv.cuMemFree, uintptr(p))
+	}
+}
+
+func (d *Device) htod(dst uint64, src unsafe.Pointer, bytes int64) error {
+	if bytes == 0 {
+		return nil
+	}
+	return d.drv.call("cuMemcpyHtoD", d.drv.cuMemcpyHtoD, uintptr(dst), uintptr(src), uintptr(bytes))
+}
+
+func (d *Device) dtoh(dst unsafe.Pointer, src uint64, bytes int64) error {
+	if bytes == 0 {
+		return nil
+	}
+	return d.drv.call("cuMemcpyDtoH", d.drv.cuMemcpyDtoH, uintptr(dst), uintptr(src), uintptr(bytes))
+}
+
+func (d *Device) memset8(dst uint64, v byte, bytes int64) error {
+	if bytes == 0 {
+		return nil
+	}
+	return d.drv.call("cuMemsetD8", d.drv.cuMemsetD8, uintptr(dst), uintptr(v), uintptr(bytes))
+}
+
+func (d *Device) memInfo() (free, total int64, err error) {
+	var f, t uint64
+	err = d.drv.call("cuMemGetInfo", d.drv.cuMemGetInfo, uintptr(unsafe.Pointer(&f)), uintptr(unsafe.Pointer(&t)))
+	return int64(f), int64(t), err
+}
+
+// launch starts kernel name on the default stream with 32- and 64-bit
+// arguments packed by the helpers i32, i64, f32 and device pointers as they
+// are.
+func (d *Device) launch(name string, gx, gy, block, smem int, args ...uint64) error {
+	for i, a := range args {
+		d.la.vals[i] = a
+	}
+	return d.drv.call(name, d.drv.cuLaunchKernel, d.fn[name], uintptr(gx), uintptr(gy), 1, uintptr(block), 1, 1,
+		uintptr(smem), 0, uintptr(unsafe.Pointer(&d.la.ptrs[0])), 0)
+}
+
+func i32(v int) uint64     { return uint64(uint32(int32(v))) }
+func i64(v int64) uint64   { return uint64(v) }
+func f32(v float32) uint64 { return uint64(math.Float32bits(v)) }
+func b32(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func init() {
+	anneal.Register("cuda", 0, func() (anneal.Device, error) { return Open() })
+}

@@ -1,0 +1,447 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/testutil"
+)
+
+var (
+	devOnce sync.Once
+	testDev *Device
+	devErr  error
+)
+
+// device opens the GPU once for the whole test binary, or skips the test
+// when this machine has no CUDA driver or device.
+func device(t *testing.T) *Device {
+	t.Helper()
+	devOnce.Do(func() {
+		testDev, devErr = open()
+		if devErr == nil {
+			t.Logf("device: %s, PTX %s", testDev.Name(), testDev.info.PTXSource)
+		}
+	})
+	if devErr != nil {
+		if strings.HasPrefix(devErr.Error(), "no CUDA") {
+			t.Skip(devErr)
+		}
+		t.Fatal(devErr)
+	}
+	return testDev
+}
+
+// anchorsNear returns m anchors: random points moved by Gaussian noise of
+// standard deviation noise, so that some points sit near two anchors.
+func anchorsNear(pts anneal.Points, m int, noise float64, seed uint64) []float32 {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	d := pts.Dim
+	a := make([]float32, m*d)
+	for k := range m {
+		i := rng.IntN(pts.N)
+		f16.DecodeRow(a[k*d:(k+1)*d], pts.Data[i*d:(i+1)*d])
+		for j := range d {
+			a[k*d+j] += float32(rng.NormFloat64() * noise)
+		}
+	}
+	return a
+}
+
+type result struct {
+	st       anneal.StepStats
+	assign   []int32
+	anchors  []float32
+	counts   []int64
+	variance []float32
+}
+
+// runBackend loads pts on dev, sets the anchors and runs step (Assign when
+// p is nil), returning everything the Dataset reports.
+func runBackend(t *testing.T, dev anneal.Device, variant string, pts anneal.Points, anchors []float32, m int, p *anneal.StepParams) result {
+	t.Helper()
+	ds, err := dev.Load(pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	if variant != "" {
+		v, ok := variantNamed(variant)
+		if !ok {
+			t.Fatalf("no variant %q", variant)
+		}
+		ds.(*dataset).variant = v
+	}
+	if err := ds.SetAnchors(anchors, m); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	if p == nil {
+		r.st, err = ds.Assign()
+	} else {
+		r.st, err = ds.Step(*p)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.assign = make([]int32, pts.N)
+	r.anchors = make([]float32, m*pts.Dim)
+	r.counts = make([]int64, m)
+	r.variance = make([]float32, m*pts.Dim)
+	for _, err := range []error{ds.Assignments(r.assign), ds.Anchors(r.anchors), ds.Stats(r.counts, r.variance)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+// checkOptimal checks, in float64, that every GPU assignment is a nearest
+// float16-rounded anchor up to float32 accumulation: the kernel's own
+// contract, independent of the CPU.
+func checkOptimal(t *testing.T, pts anneal.Points, anchors []float32, m int, got []int32) {
+	t.Helper()
+	d := pts.Dim
+	a16 := make([]float64, m*d)
+	for i, v := range anchors[:m*d] {
+		a16[i] = float64(f16.ToFloat32(f16.FromFloat32(v)))
+	}
+	x := make([]float64, d)
+	bad := 0
+	for i := range pts.N {
+		var xx float64
+		for j := range d {
+			x[j] = float64(f16.ToFloat32(pts.Data[i*d+j]))
+			xx += x[j] * x[j]
+		}
+		best, bestA, gotD, aa := math.Inf(1), 0, 0.0, 0.0
+		for a := range m {
+			var s, n2 float64
+			for j := range d {
+				r := x[j] - a16[a*d+j]
+				s += r * r
+				n2 += a16[a*d+j] * a16[a*d+j]
+			}
+			if s < best {
+				best, bestA = s, a
+			}
+			if a == int(got[i]) {
+				gotD, aa = s, n2
+			}
+		}
+		if gotD-best > 1e-5*(xx+aa) {
+			if bad++; bad <= 5 {
+				t.Errorf("point %d: anchor %d at %.6g (float16 anchors), nearest is %d at %.6g", i, got[i], gotD, bestA, best)
+			}
+		}
+	}
+	if bad > 5 {
+		t.Errorf("%d points in all not at a nearest float16 anchor", bad)
+	}
+}
+
+func relDiff(a, b float64) float64 { return math.Abs(a-b) / max(math.Abs(b), 1e-30) }
+
+// checkEnergy compares the energies of an assign: the GPU's against the
+// float64 energy of its own assignment (it sums (x-a)^2 directly, so within
+// 1e-5), and against the CPU's within 1e-3 relative, plus the absolute
+// error of the CPU's expanded float32 form |a|^2 - 2x.a + |x|^2, about
+// 1e-6 of |x|^2 + |a|^2 (which is what counts when points sit on anchors).
+func checkEnergy(t *testing.T, pts anneal.Points, anchors []float32, g, c result) {
+	t.Helper()
+	d := pts.Dim
+	var e64, norms float64
+	for i, a := range g.assign {
+		for j := range d {
+			x, v := float64(f16.ToFloat32(pts.Data[i*d+j])), float64(anchors[int(a)*d+j])
+			e64 += (x - v) * (x - v)
+			norms += x*x + v*v
+		}
+	}
+	e64 /= float64(pts.N)
+	norms /= float64(pts.N)
+	if math.Abs(g.st.Energy-e64) > 1e-5*e64+1e-7*norms {
+		t.Errorf("energy %.8g, float64 energy of the same assignment %.8g", g.st.Energy, e64)
+	}
+	if math.Abs(g.st.Energy-c.st.Energy) > 1e-3*c.st.Energy+1e-6*norms {
+		t.Errorf("energy %.8g, cpu %.8g (rel %.2g; |x|^2+|a|^2 %.3g)", g.st.Energy, c.st.Energy, relDiff(g.st.Energy, c.st.Energy), norms)
+	}
+}
+
+// Assignments equal the CPU's except near-ties, energies agree within 1e-3,
+// counts are exact, at sizes straddling the tiles (128 points, 128/256
+// anchors, 32 dimensions), for every assign variant.
+func TestAssignParity(t *testing.T) {
+	dev := device(t)
+	ref := cpu.New()
+	for _, variant := range AssignVariants() {
+		for _, n := range []int{1, 127, 128, 129, 1000, 4099} {
+			for _, m := range []int{1, 7, 64, 65, 300} {
+				for _, d := range []int{1, 8, 15, 16, 17, 96, 130} {
+					t.Run(fmt.Sprintf("%s/n=%d/m=%d/d=%d", variant, n, m, d), func(t *testing.T) {
+						pts, _ := testutil.Clusters(n, d, 5, uint64(n*1000+m*10+d))
+						anchors := anchorsNear(pts, m, 0.5, uint64(m*d))
+						g := runBackend(t, dev, variant, pts, anchors, m, nil)
+						c := runBackend(t, ref, "", pts, anchors, m, nil)
+						agr := Compare(pts.Data, d, anchors, g.assign, c.assign)
+						if agr.Mismatches > 0 {
+							t.Errorf("assignments: %+v", agr)
+						}
+						checkOptimal(t, pts, anchors, m, g.assign)
+						checkEnergy(t, pts, anchors, g, c)
+						if g.st.Changed != n {
+							t.Errorf("first assign changed %d, want %d", g.st.Changed, n)
+						}
+						hist := make([]int64, m)
+						for _, a := range g.assign {
+							hist[a]++
+						}
+						for a := range m {
+							if g.counts[a] != hist[a] {
+								t.Errorf("anchor %d: count %d, assignments give %d", a, g.counts[a], hist[a])
+							}
+						}
+						if agr.Equal == n {
+							for a := range m {
+								if g.counts[a] != c.counts[a] {
+									t.Errorf("anchor %d: count %d, cpu %d", a, g.counts[a], c.counts[a])
+								}
+								for j := range d {
+									gv, cv := float64(g.variance[a*d+j]), float64(c.variance[a*d+j])
+									if math.Abs(gv-cv) > 1e-4*(1+math.Abs(cv)) {
+										t.Errorf("anchor %d dim %d: variance %v, cpu %v", a, j, gv, cv)
+									}
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// meanOracle computes in float64 what a Step with p makes of anchors given
+// the assignment assign: the CPU backend's formula, on the GPU's own
+// assignment, so that near-ties cannot blur the comparison.
+func meanOracle(pts anneal.Points, anchors []float32, m int, assign []int32, p anneal.StepParams) []float64 {
+	d := pts.Dim
+	sum := make([]float64, m*d)
+	wsum := make([]float64, m)
+	x := make([]float64, d)
+	for i, a := range assign {
+		var dist float64
+		for j := range d {
+			x[j] = float64(f16.ToFloat32(pts.Data[i*d+j])) - float64(anchors[int(a)*d+j])
+			dist += x[j] * x[j]
+		}
+		w := 1.0
+		if r := math.Sqrt(dist); !math.IsInf(float64(p.Tau), 1) && r > float64(p.Tau) {
+			w = float64(p.Tau) / r
+		}
+		wsum[a] += w
+		for j := range d {
+			sum[int(a)*d+j] += w * x[j]
+		}
+	}
+	out := make([]float64, m*d)
+	for a := range m {
+		var norm float64
+		for j := range d {
+			if wsum[a] > 0 {
+				sum[a*d+j] = float64(p.Rate) * sum[a*d+j] / wsum[a]
+			}
+			norm += sum[a*d+j] * sum[a*d+j]
+		}
+		scale := 1.0
+		if norm = math.Sqrt(norm); norm > float64(p.MaxMove) {
+			scale = float64(p.MaxMove) / norm
+		}
+		for j := range d {
+			out[a*d+j] = float64(anchors[a*d+j]) + scale*sum[a*d+j]
+		}
+	}
+	return out
+}
+
+// A Step puts each anchor where the float64 oracle does (within 1e-4
+// relative), for a Lloyd step and a robust one (Huber weights, Rate,
+// MaxMove), and matches the CPU where the assignments agree.
+func TestStepParity(t *testing.T) {
+	dev := device(t)
+	ref := cpu.New()
+	inf := float32(math.Inf(1))
+	for _, c := range []struct{ n, m, d int }{{129, 7, 96}, {1000, 64, 17}, {4099, 65, 130}, {4099, 300, 16}, {128, 1, 1}} {
+		for _, p := range []anneal.StepParams{{Tau: inf, Rate: 1, MaxMove: inf}, {Tau: 3, Rate: 0.5, MaxMove: 1}} {
+			t.Run(fmt.Sprintf("n=%d/m=%d/d=%d/tau=%g", c.n, c.m, c.d, p.Tau), func(t *testing.T) {
+				pts, _ := testutil.Clusters(c.n, c.d, 5, uint64(c.n+c.m+c.d))
+				anchors := anchorsNear(pts, c.m, 1, uint64(c.m))
+				g := runBackend(t, dev, "", pts, anchors, c.m, &p)
+				want := meanOracle(pts, anchors, c.m, g.assign, p)
+				scale := 0.0
+				for _, v := range want {
+					scale = max(scale, math.Abs(v))
+				}
+				bad := 0
+				for i, w := range want {
+					if math.Abs(float64(g.anchors[i])-w) > 1e-4*(1+scale) {
+						if bad++; bad <= 5 {
+							t.Errorf("anchor %d dim %d: %v, oracle %v", i/c.d, i%c.d, g.anchors[i], w)
+						}
+					}
+				}
+				cp := runBackend(t, ref, "", pts, anchors, c.m, &p)
+				if agr := Compare(pts.Data, c.d, anchors, g.assign, cp.assign); agr.Mismatches > 0 {
+					t.Errorf("assignments: %+v", agr)
+				} else if agr.Equal == c.n {
+					for i := range cp.anchors {
+						if math.Abs(float64(g.anchors[i]-cp.anchors[i])) > 1e-4*(1+scale) {
+							if bad++; bad <= 10 {
+								t.Errorf("anchor %d dim %d: %v, cpu %v", i/c.d, i%c.d, g.anchors[i], cp.anchors[i])
+							}
+						}
+					}
+				}
+				checkEnergy(t, pts, anchors, g, cp)
+				hist := make([]int64, c.m)
+				for _, a := range g.assign {
+					hist[a]++
+				}
+				for a := range c.m {
+					if g.counts[a] != hist[a] {
+						t.Errorf("anchor %d: count %d, assignments give %d", a, g.counts[a], hist[a])
+					}
+				}
+			})
+		}
+	}
+}
+
+// The CPU backend's hand-checked robust step: nine points at (1,0), one at
+// (100,0), one anchor at the origin.
+func TestRobustStep(t *testing.T) {
+	dev := device(t)
+	data := make([]uint16, 0, 20)
+	for range 9 {
+		data = append(data, f16.FromFloat32(1), 0)
+	}
+	data = append(data, f16.FromFloat32(100), 0)
+	pts := anneal.Points{Data: data, N: 10, Dim: 2}
+	inf := float32(math.Inf(1))
+	for _, c := range []struct {
+		p    anneal.StepParams
+		want float64
+	}{
+		{anneal.StepParams{Tau: inf, Rate: 1, MaxMove: inf}, 10.9},
+		{anneal.StepParams{Tau: 2, Rate: 1, MaxMove: inf}, (9 + 2.0) / 9.02},
+		{anneal.StepParams{Tau: inf, Rate: 0.5, MaxMove: inf}, 5.45},
+		{anneal.StepParams{Tau: inf, Rate: 1, MaxMove: 3}, 3},
+	} {
+		r := runBackend(t, dev, "", pts, []float32{0, 0}, 1, &c.p)
+		if math.Abs(float64(r.anchors[0])-c.want) > 1e-4 || r.anchors[1] != 0 {
+			t.Errorf("%+v: anchor %v, want (%v, 0)", c.p, r.anchors, c.want)
+		}
+	}
+}
+
+// Anchors that get no points stay where they are, with zero counts and
+// variance; the second assign changes nothing.
+func TestEmptyAnchorAndChanged(t *testing.T) {
+	dev := device(t)
+	pts, _ := testutil.Clusters(500, 24, 3, 5)
+	anchors := anchorsNear(pts, 4, 0.1, 9)
+	for j := range 24 {
+		anchors[3*24+j] = 1e4 // far from every point
+	}
+	ds, err := dev.Load(pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	ds.SetAnchors(anchors, 4)
+	inf := float32(math.Inf(1))
+	st, err := ds.Step(anneal.StepParams{Tau: inf, Rate: 1, MaxMove: inf})
+	if err != nil || st.Changed != 500 {
+		t.Fatalf("first step: %+v, %v", st, err)
+	}
+	got := make([]float32, 4*24)
+	counts := make([]int64, 4)
+	variance := make([]float32, 4*24)
+	ds.Anchors(got)
+	ds.Stats(counts, variance)
+	if counts[3] != 0 {
+		t.Errorf("far anchor has %d points", counts[3])
+	}
+	for j := range 24 {
+		if got[3*24+j] != 1e4 || variance[3*24+j] != 0 {
+			t.Fatalf("far anchor moved or has variance: %v %v", got[3*24+j], variance[3*24+j])
+		}
+	}
+	ds.SetAnchors(got, 4)
+	st1, _ := ds.Assign()
+	st2, _ := ds.Assign()
+	if st2.Changed != 0 || st1.Energy != st2.Energy {
+		t.Errorf("repeated assign: %+v then %+v", st1, st2)
+	}
+}
+
+// A steady-state Step moves 16 bytes to the host (energy, changed) and
+// none to the device; loading moves the padded points once.
+func TestTransferBytes(t *testing.T) {
+	dev := device(t)
+	const n, d, m = 1000, 128, 64 // d a multiple of 64: no column padding
+	pts, _ := testutil.Clusters(n, d, 8, 3)
+	ds, err := dev.Load(pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	if up, down := ds.Transfer(); up != n*d*2 || down != 0 {
+		t.Errorf("after Load: %d bytes up, %d down; want %d, 0", up, down, n*d*2)
+	}
+	if err := ds.SetAnchors(anchorsNear(pts, m, 0.5, 1), m); err != nil {
+		t.Fatal(err)
+	}
+	up0, down0 := ds.Transfer()
+	if up0 != n*d*2+m*d*4 {
+		t.Errorf("after SetAnchors: %d bytes up, want %d", up0, n*d*2+m*d*4)
+	}
+	inf := float32(math.Inf(1))
+	const steps = 7
+	for i := range steps {
+		var err error
+		if i%3 == 2 {
+			_, err = ds.Assign()
+		} else {
+			_, err = ds.Step(anneal.StepParams{Tau: 10, Rate: 0.5, MaxMove: inf})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	up, down := ds.Transfer()
+	if up != up0 || down-down0 != steps*scalarSize {
+		t.Errorf("%d steps moved %d bytes up and %d down; want 0 and %d", steps, up-up0, down-down0, steps*scalarSize)
+	}
+}
+
+// A point set larger than the device's free memory is refused with a
+// clear error before anything is allocated.
+func TestTooLarge(t *testing.T) {
+	dev := device(t)
+	n, d := int(dev.info.TotalMem/2048+1024), 1024
+	err := dev.run(func() error { return dev.checkFits(n, d) })
+	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
+		t.Fatalf("%d x %d points: %v", n, d, err)
+	}
+	t.Log(err)
+}

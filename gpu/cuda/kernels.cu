@@ -1,0 +1,413 @@
+// Kernels of the CUDA backend (Go package github.com/vlc-embed/vlc/gpu/cuda).
+//
+// PTX for compute_80 (Ampere, Ada, Hopper) is generated from this file with
+//
+//	nvcc -ptx -arch=compute_80 -O3 -o kernels.ptx kernels.cu
+//
+// (`make ptx` at the repository root), committed, and embedded in the Go
+// binary; the driver compiles it for the GPU at hand when the module loads.
+// kernels.cu.sha256 records the hash of this file: a Go test fails when the
+// committed PTX is older than the source.
+//
+// No CUDA header is included beyond what nvcc always provides: float16
+// values are raw uint16 bit patterns converted with cvt, and the tensor-core
+// work is inline PTX (cp.async, ldmatrix, mma.sync m16n8k16).
+//
+// Buffers (all device-resident; layouts fixed by the Go side):
+//   X      np x dp  float16  points, rows padded to a multiple of BM with
+//                            zero rows, columns to a multiple of 64 with zeros
+//   A32    m x d    float32  anchors, the master copy
+//   A16    mp x dp  float16  anchors rounded to float16 for the tensor cores,
+//                            zero beyond m rows and d columns
+//   anorm  mp       float32  |A16 row|^2, +Inf beyond m (padded anchors lose)
+//   keys   np       uint64   per point (orderable distance << 32 | anchor),
+//                            ~0 between steps
+//   assign n        int32    anchor of each point, -1 before the first assign
+//   dist   n        float32  |x - A32[assign]|^2 of the last reduce
+//   stats  sum (m x d f32), sq (m x d f32), wsum (m f32), cnt (m u32)
+//   sc     Scalars  energy (double sum of dist) and changed count
+
+#define BM 128      // points per assign block
+#define ATHREADS 256
+
+struct Scalars {
+    double energy;
+    unsigned int changed;
+    unsigned int pad;
+};
+
+__device__ __forceinline__ float h2f(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+__device__ __forceinline__ unsigned short f2h(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+    unsigned a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+
+// c += a (16x16, row-major) * b (16x8, column-major), float32 accumulate.
+__device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Byte offset of 16-byte chunk c of row r in a stage tile whose rows hold
+// BK float16 values. The chunk index is XOR-swizzled with the row so that
+// the 8 row addresses of one ldmatrix phase hit 8 different 16-byte bank
+// groups: 64-byte rows (BK = 32) with bits 1-2 of the row, 128-byte rows
+// (BK = 64) with bits 0-2.
+template <int BK>
+__device__ __forceinline__ unsigned swz(int r, int c) {
+    if (BK == 32) return (unsigned)(r * 64 + ((c ^ ((r >> 1) & 3)) << 4));
+    return (unsigned)(r * 128 + ((c ^ (r & 7)) << 4));
+}
+
+// Orderable key: smaller distance first, then the lower anchor index.
+__device__ __forceinline__ unsigned long long pack_key(float v, int idx) {
+    unsigned u = __float_as_uint(v);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ((unsigned long long)u << 32) | (unsigned)idx;
+}
+
+template <int BN, int BK>
+__device__ __forceinline__ void assign_load(const unsigned short* __restrict__ X, const unsigned short* __restrict__ A,
+                                            unsigned xs, int rowBase, int tile, int kc, int dp, int tid) {
+    constexpr int CPR = BK / 8;  // 16-byte chunks per row
+    const unsigned as = xs + BM * BK * 2;
+    const unsigned short* xg = X + (size_t)rowBase * dp + kc * BK;
+#pragma unroll
+    for (int q = 0; q < (BM * CPR) / ATHREADS; q++) {
+        int idx = tid + q * ATHREADS;
+        int r = idx / CPR, c = idx % CPR;
+        cp_async16(xs + swz<BK>(r, c), xg + (size_t)r * dp + c * 8);
+    }
+    const unsigned short* ag = A + (size_t)tile * BN * dp + kc * BK;
+#pragma unroll
+    for (int q = 0; q < (BN * CPR) / ATHREADS; q++) {
+        int idx = tid + q * ATHREADS;
+        int r = idx / CPR, c = idx % CPR;
+        cp_async16(as + swz<BK>(r, c), ag + (size_t)r * dp + c * 8);
+    }
+}
+
+// Fused assign. Block (bx, by) takes points [bx*BM, bx*BM+BM) and anchor
+// tiles [by*tilesPerSplit, ...) of BN anchors each. For every pair it
+// computes x.a with tensor cores (float16 in, float32 accumulate), turns it
+// into the partial distance |a|^2 - 2 x.a (|x|^2 is the same for every
+// anchor of a point and left out) and keeps a running minimum per point in
+// registers; the n x m matrix is never stored. Per point, the block's best
+// (distance, anchor) goes into keys with a 64-bit atomicMin, so splits over
+// the anchors combine exactly, ties to the lowest anchor index.
+//
+// 8 warps as 2 (points) x 4 (anchors); warp tile 64 x BN/4; K in stages of
+// BK through a STAGES-deep cp.async pipeline that runs across anchor tiles.
+// dp must be a multiple of BK.
+template <int BN, int STAGES, int BK>
+__device__ __forceinline__ void assign_body(const unsigned short* __restrict__ X, const unsigned short* __restrict__ A,
+                                            const float* __restrict__ anorm, unsigned long long* __restrict__ keys,
+                                            int dp, int ntiles, int tilesPerSplit) {
+    constexpr int WN = BN / 4;
+    constexpr int MT = 4;  // 64 rows per warp / 16
+    constexpr int NT = WN / 8;
+    constexpr int STAGE = (BM + BN) * BK * 2;
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ unsigned long long rowkey[BM];
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp >> 2, wn = warp & 3;
+    const int rowBase = blockIdx.x * BM;
+    const int t0 = blockIdx.y * tilesPerSplit;
+    const int t1 = min(t0 + tilesPerSplit, ntiles);
+    if (t0 >= t1) return;
+    const int KT = dp / BK;
+    const int T = (t1 - t0) * KT;
+
+    for (int i = tid; i < BM; i += ATHREADS) rowkey[i] = ~0ull;
+
+    const unsigned sbase = smem_u32(smem);
+
+    float acc[MT][NT][4];
+    float best[MT][2];
+    int bidx[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.f;
+        }
+        best[mt][0] = best[mt][1] = __int_as_float(0x7f800000);
+        bidx[mt][0] = bidx[mt][1] = 0x7fffffff;
+    }
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < T) assign_load<BN, BK>(X, A, sbase + s * STAGE, rowBase, t0 + s / KT, s % KT, dp, tid);
+        cp_async_commit();
+    }
+
+    int tile = t0, kc = 0;
+    for (int it = 0; it < T; it++) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        {
+            int nx = it + STAGES - 1;
+            if (nx < T) assign_load<BN, BK>(X, A, sbase + (nx % STAGES) * STAGE, rowBase, t0 + nx / KT, nx % KT, dp, tid);
+            cp_async_commit();
+        }
+        const unsigned xs = sbase + (it % STAGES) * STAGE;
+        const unsigned as = xs + BM * BK * 2;
+#pragma unroll
+        for (int ks = 0; ks < BK / 16; ks++) {
+            unsigned a[MT][4], b[NT][2];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                int r = wm * 64 + mt * 16 + (lane & 15);
+                int c = ks * 2 + (lane >> 4);
+                ldsm_x4(xs + swz<BK>(r, c), a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
+            }
+#pragma unroll
+            for (int np = 0; np < NT / 2; np++) {
+                int r = wn * WN + np * 16 + (lane & 7) + ((lane >> 4) << 3);
+                int c = ks * 2 + ((lane >> 3) & 1);
+                ldsm_x4(as + swz<BK>(r, c), b[2 * np][0], b[2 * np][1], b[2 * np + 1][0], b[2 * np + 1][1]);
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) mma16816(acc[mt][nt], a[mt], b[nt][0], b[nt][1]);
+            }
+        }
+        if (++kc == KT) {
+            // Epilogue of one anchor tile: partial distances, running argmin.
+            // Each thread sees its columns in increasing order, so a strict <
+            // keeps the lowest index among equals.
+            const int cb = tile * BN + wn * WN + 2 * (lane & 3);
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                const float n0 = anorm[cb + nt * 8], n1 = anorm[cb + nt * 8 + 1];
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        float v0 = n0 - 2.f * acc[mt][nt][2 * h];
+                        float v1 = n1 - 2.f * acc[mt][nt][2 * h + 1];
+                        if (v0 < best[mt][h]) {
+                            best[mt][h] = v0;
+                            bidx[mt][h] = cb + nt * 8;
+                        }
+                        if (v1 < best[mt][h]) {
+                            best[mt][h] = v1;
+                            bidx[mt][h] = cb + nt * 8 + 1;
+                        }
+                    }
+#pragma unroll
+                    for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.f;
+                }
+            }
+            kc = 0;
+            tile++;
+        }
+    }
+    cp_async_wait<0>();
+
+    // The four lanes of a quad hold the same rows: combine them, then the
+    // four warps along the anchors through shared memory.
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float v = best[mt][h];
+            int i = bidx[mt][h];
+#pragma unroll
+            for (int o = 1; o <= 2; o <<= 1) {
+                float ov = __shfl_xor_sync(0xffffffffu, v, o);
+                int oi = __shfl_xor_sync(0xffffffffu, i, o);
+                if (ov < v || (ov == v && oi < i)) {
+                    v = ov;
+                    i = oi;
+                }
+            }
+            if ((lane & 3) == 0) atomicMin(&rowkey[wm * 64 + mt * 16 + (lane >> 2) + 8 * h], pack_key(v, i));
+        }
+    }
+    __syncthreads();
+    for (int i = tid; i < BM; i += ATHREADS) atomicMin(&keys[rowBase + i], rowkey[i]);
+}
+
+// The variants: BN anchors per tile, pipeline stages, BK. Dynamic shared
+// memory = STAGES * (BM + BN) * BK * 2 bytes (the Go side sets it).
+#define ASSIGN_VARIANT(NAME, BN, STAGES, BK)                                                                   \
+    extern "C" __global__ void __launch_bounds__(ATHREADS)                                                     \
+        NAME(const unsigned short* __restrict__ X, const unsigned short* __restrict__ A,                       \
+             const float* __restrict__ anorm, unsigned long long* __restrict__ keys, int dp, int ntiles,       \
+             int tilesPerSplit) {                                                                              \
+        assign_body<BN, STAGES, BK>(X, A, anorm, keys, dp, ntiles, tilesPerSplit);                             \
+    }
+
+ASSIGN_VARIANT(vlc_assign_bn128, 128, 4, 32)
+ASSIGN_VARIANT(vlc_assign_bn256, 256, 3, 32)
+ASSIGN_VARIANT(vlc_assign_bn128k64, 128, 3, 64)
+ASSIGN_VARIANT(vlc_assign_bn256k64, 256, 3, 64)
+ASSIGN_VARIANT(vlc_assign_bn256k64s4, 256, 4, 64)
+
+// Finalize: one thread per point. assign[i] = anchor of keys[i] (an index
+// beyond m, possible only when every distance was NaN, becomes 0), keys[i]
+// back to ~0 for the next assign, and the number of points whose anchor
+// changed added to sc->changed. The threads of the grid also zero the
+// statsWords 32-bit words of the statistics for the reduce that follows.
+extern "C" __global__ void vlc_finalize(unsigned long long* __restrict__ keys, int* __restrict__ assign,
+                                        unsigned* __restrict__ stats, long long statsWords, Scalars* sc, int n,
+                                        int m) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int ch = 0;
+    if (i < n) {
+        unsigned long long k = keys[i];
+        keys[i] = ~0ull;
+        int a = (int)(unsigned)(k & 0xffffffffu);
+        if ((unsigned)a >= (unsigned)m) a = 0;
+        ch = assign[i] != a;
+        assign[i] = a;
+    }
+    int c = __syncthreads_count(ch);
+    if (threadIdx.x == 0 && c) atomicAdd(&sc->changed, (unsigned)c);
+    for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < statsWords;
+         j += (long long)gridDim.x * blockDim.x)
+        stats[j] = 0;
+}
+
+// Reduce: one warp per point (grid-stride). r = x - A32[assign] in float32;
+// dist = sum r^2 (summed directly, not expanded); the Huber weight
+// w = min(1, tau/sqrt(dist)) when huber != 0; then, per dimension,
+// sum += w*r (when move != 0) and sq += r^2, with float32 atomics; per
+// anchor wsum += w and cnt += 1; sc->energy += dist (double).
+extern "C" __global__ void vlc_reduce(const unsigned short* __restrict__ X, const int* __restrict__ assign,
+                                      const float* __restrict__ A32, float* __restrict__ dist, float* sum, float* sq,
+                                      float* wsum, unsigned* cnt, Scalars* sc, int n, int d, int dp, float tau,
+                                      int huber, int move) {
+    __shared__ double part[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    double e = 0;
+    for (int i = blockIdx.x * nw + warp; i < n; i += gridDim.x * nw) {
+        const int a = assign[i];
+        const unsigned short* x = X + (size_t)i * dp;
+        const float* c = A32 + (size_t)a * d;
+        float s = 0.f;
+        for (int j = lane; j < d; j += 32) {
+            float r = h2f(x[j]) - c[j];
+            s += r * r;
+        }
+#pragma unroll
+        for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        s = __shfl_sync(0xffffffffu, s, 0);
+        float w = 1.f;
+        if (huber) {
+            float rr = sqrtf(s);
+            if (rr > tau) w = tau / rr;
+        }
+        float* su = sum + (size_t)a * d;
+        float* q = sq + (size_t)a * d;
+        for (int j = lane; j < d; j += 32) {
+            float r = h2f(x[j]) - c[j];
+            if (move) atomicAdd(su + j, w * r);
+            atomicAdd(q + j, r * r);
+        }
+        if (lane == 0) {
+            dist[i] = s;
+            e += s;
+            if (move) atomicAdd(wsum + a, w);
+            atomicAdd(cnt + a, 1u);
+        }
+    }
+    if (lane == 0) part[warp] = e;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int w = 0; w < nw; w++) t += part[w];
+        atomicAdd(&sc->energy, t);
+    }
+}
+
+// Sum of v over the block, the same value in every thread. Every thread
+// must call it.
+__device__ float block_sum(float v, float* red) {
+#pragma unroll
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float t = 0.f;
+    for (int w = 0; w < (int)(blockDim.x >> 5); w++) t += red[w];
+    return t;
+}
+
+// Update: one block per anchor row a < mp. With move != 0 and cnt[a] > 0,
+// the anchor moves by s * rate * sum/wsum, s = min(1, maxmove/|rate *
+// sum/wsum|) when capped != 0; empty anchors stay. Then (always) A16 row =
+// float16(A32 row) rounded to nearest even and anorm[a] = |A16 row|^2.
+// Rows a >= m only get anorm[a] = +Inf. SetAnchors runs it with move = 0.
+extern "C" __global__ void vlc_update(float* A32, unsigned short* A16, float* anorm, const float* __restrict__ sum,
+                                      const float* __restrict__ wsum, const unsigned* __restrict__ cnt, int m, int d,
+                                      int dp, float rate, float maxmove, int capped, int move) {
+    __shared__ float red[32];
+    const int a = blockIdx.x;
+    if (a >= m) {
+        if (threadIdx.x == 0) anorm[a] = __int_as_float(0x7f800000);
+        return;
+    }
+    float* c = A32 + (size_t)a * d;
+    if (move && cnt[a] > 0) {
+        const float inv = rate / wsum[a];
+        const float* su = sum + (size_t)a * d;
+        float scale = 1.f;
+        if (capped) {
+            float nn = 0.f;
+            for (int j = threadIdx.x; j < d; j += blockDim.x) {
+                float mv = su[j] * inv;
+                nn += mv * mv;
+            }
+            float len = sqrtf(block_sum(nn, red));
+            if (len > maxmove) scale = maxmove / len;
+        }
+        for (int j = threadIdx.x; j < d; j += blockDim.x) c[j] += scale * (su[j] * inv);
+    }
+    unsigned short* h = A16 + (size_t)a * dp;
+    float nn = 0.f;
+    for (int j = threadIdx.x; j < d; j += blockDim.x) {
+        unsigned short v = f2h(c[j]);
+        h[j] = v;
+        float f = h2f(v);
+        nn += f * f;
+    }
+    nn = block_sum(nn, red);
+    if (threadIdx.x == 0) anorm[a] = nn;
+}
