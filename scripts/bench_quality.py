@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Regenerates the vlc tables of docs/BENCHMARKS.md (make bench-quality).
+
+For each dataset and each bits setting: compress (timed), then `vlc eval
+-sweep -json` without and with exact re-rank (factor 10); reports the
+plateau nprobe (the smallest whose recall@10 is within 0.002 of the
+sweep's best), a fast setting (the smallest nprobe reaching 90% of that
+recall), and nprobe 64; the re-ranked sweep gets its own plateau. Standard library only. Datasets are read from
+DATA (default ../shared/data); fashion-mnist's vectors from
+.data/fashion-mnist (see ../shared/data/README.md: go run tofvecs.go).
+
+usage: scripts/bench_quality.py [dataset ...] > docs/bench/vlc-tables.md
+"""
+import json, os, struct, subprocess, sys, time
+
+VLC = os.environ.get("VLC", "bin/vlc")
+DATA = os.environ.get("DATA", "../shared/data")
+OUT = os.environ.get("OUT", "bench-out")
+BITS = [int(b) for b in os.environ.get("BITS", "8,4,2,1").split(",")]
+
+
+def fvecs_head(src, dst, n):
+    """Writes the first n records of an .fvecs/.ivecs file."""
+    with open(src, "rb") as f:
+        d = struct.unpack("<i", f.read(4))[0]
+        f.seek(0)
+        data = f.read(n * 4 * (d + 1))
+    with open(dst, "wb") as f:
+        f.write(data)
+
+
+def datasets():
+    fm = ".data/fashion-mnist"
+    os.makedirs(OUT, exist_ok=True)
+    if os.path.exists(fm + "/query.fvecs") and not os.path.exists(OUT + "/fm-query2k.fvecs"):
+        fvecs_head(fm + "/query.fvecs", OUT + "/fm-query2k.fvecs", 2000)
+        fvecs_head(DATA + "/fashion-mnist/groundtruth.ivecs", OUT + "/fm-gt2k.ivecs", 2000)
+    return {
+        "deep10k": (DATA + "/deep10k/base.fvecs", DATA + "/deep10k/query.fvecs", DATA + "/deep10k/groundtruth.ivecs"),
+        "sift5k-ngt": (DATA + "/sift5k-ngt/base.fvecs", DATA + "/sift5k-ngt/query.fvecs", DATA + "/sift5k-ngt/groundtruth.ivecs"),
+        "fashion-mnist": (fm + "/base.fvecs", OUT + "/fm-query2k.fvecs", OUT + "/fm-gt2k.ivecs"),
+    }
+
+
+def run(*args):
+    return subprocess.run([VLC, *args], check=True, capture_output=True, text=True).stdout
+
+
+def sweep(index, query, gt, rerank=None):
+    args = ["eval", index, "-query", query, "-gt", gt, "-sweep", "-json"]
+    if rerank:
+        args += ["-rerank", rerank, "-rerank-factor", "10"]
+    return json.loads(run(*args))
+
+
+def pick(rows):
+    best = max(r["recall@10"] for r in rows)
+    plateau = next(r for r in rows if r["recall@10"] >= best - 0.002)
+    fast = next(r for r in rows if r["recall@10"] >= 0.9 * plateau["recall@10"])
+    at64 = next((r for r in rows if r["nprobe"] == 64), rows[-1])
+    return plateau, fast, at64
+
+
+def main():
+    sets = datasets()
+    names = sys.argv[1:] or list(sets)
+    print("| dataset | bits | B/vector | size ratio | compress s | plateau nprobe | R@1 | R@10 | QPS | fast nprobe | R@10 | QPS | R@10 at nprobe 64 | +rerank 10x: nprobe | R@10 | QPS |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name in names:
+        base, query, gt = sets[name]
+        for bits in BITS:
+            index = f"{OUT}/{name}-{bits}.vlc"
+            t = time.time()
+            run("compress", base, "-o", index, "-bits", str(bits), "-seed", "1", "-quiet")
+            secs = time.time() - t
+            plain = sweep(index, query, gt)
+            p, f, s64 = pick(plain)
+            rp, _, _ = pick(sweep(index, query, gt, rerank=base))
+            print(f"| {name} | {bits} | {p['bytes_per_vector']:.1f} | {p['size_ratio']:.3f} | {secs:.1f} | "
+                  f"{p['nprobe']} | {p['recall@1']:.3f} | {p['recall@10']:.3f} | {p['qps']:.0f} | "
+                  f"{f['nprobe']} | {f['recall@10']:.3f} | {f['qps']:.0f} | {s64['recall@10']:.3f} | "
+                  f"{rp['nprobe']} | {rp['recall@10']:.3f} | {rp['qps']:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
