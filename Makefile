@@ -23,10 +23,38 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
-# Every test, with the race detector. GPU backends are not built yet, so
-# nothing is skipped for want of hardware.
+# Every test, with the race detector; then the WebGPU backend's tests (cgo,
+# build tag webgpu; -race works with its static wgpu-native library) on a
+# Vulkan device. Where Mesa's lavapipe (Vulkan on the CPU) is missing and
+# this runs as root with apt-get, it is installed first; when that fails
+# the WebGPU tests skip, each saying why. With lavapipe present they must
+# run (VLC_WEBGPU_REQUIRE=1 turns a missing adapter into a failure). The
+# CLI package runs only its WebGPU tests with the tag: with a GPU backend
+# built in, -backend auto takes it, and GPU reductions are not bit-for-bit
+# reproducible, which TestFlagOrder demands of the CPU path. The CUDA
+# backend's tests skip here: CI has no NVIDIA GPU.
 test: vet
 	$(GO) test -race -count=1 ./...
+	@lvp() { ls /usr/share/vulkan/icd.d/lvp_icd*.json /usr/lib/*/libvulkan.so.1 /usr/lib64/libvulkan.so.1 2>/dev/null | grep -q libvulkan; }; \
+	pkgs="mesa-vulkan-drivers libvulkan1"; \
+	if lvp; then echo "make test: lavapipe found"; \
+	elif [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+		echo "make test: NOT installing lavapipe (needs root and apt-get): the WebGPU tests skip unless a Vulkan driver is present"; \
+	else \
+		echo "make test: installing Mesa's lavapipe ($$pkgs) for the WebGPU tests"; \
+		log=$$(mktemp); \
+		{ apt-get install -y -q $$pkgs \
+			|| { apt-get -y -q --fix-broken install && apt-get install -y -q $$pkgs; } \
+			|| { apt-get update -q && apt-get install -y -q $$pkgs; }; } >$$log 2>&1 \
+		&& echo "make test: lavapipe installed" \
+		|| { tail -n 20 $$log; echo "make test: installing lavapipe FAILED (apt's last lines above): the WebGPU tests will skip"; }; \
+		rm -f $$log; \
+	fi; \
+	req=; if lvp; then req=1; fi; \
+	set -x; \
+	CGO_ENABLED=1 $(GO) vet -tags webgpu ./gpu/... ./cmd/vlc/ . && \
+	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 ./gpu/webgpu/ && \
+	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 -run WebGPU ./cmd/vlc/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...

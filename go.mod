@@ -3,6 +3,7 @@ module github.com/vlc-embed/vlc
 go 1.26.8
 
 require (
+	github.com/cogentcore/webgpu v0.23.0
 	github.com/ebitengine/purego v0.11.3
 	github.com/edsrzf/mmap-go v1.2.0
 	github.com/schollz/progressbar/v3 v3.18.0

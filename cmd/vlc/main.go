@@ -25,6 +25,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 type command struct {
@@ -39,12 +40,20 @@ var commands = map[string]command{
 	"info":     {"describe an index", runInfo},
 	"verify":   {"check every checksum of an index", runVerify},
 
-	"test-cuda": {"check the CUDA backend against the CPU and time both", runTestCUDA},
+	"test-cuda":   {"check the CUDA backend against the CPU and time both", runTestCUDA},
+	"test-webgpu": {"check the WebGPU backend against the CPU and time both", runTestWebGPU},
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	// The first Ctrl-C (or SIGTERM) cancels ctx: the command stops at its
+	// next check, removes its temporary files and exits with status 1. The
+	// default handling is then restored, so a second one kills the process
+	// at once (a temporary file it leaves is removed by the next compress).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -73,6 +82,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (status i
 	if err := cmd.run(ctx, args[1:], stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
+		}
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// Stopped by Ctrl-C or SIGTERM: say so rather than
+			// "context canceled" from wherever the work stopped.
+			fmt.Fprintf(stderr, "vlc %s: interrupted (%v)\n", args[0], context.Cause(ctx))
+			return 1
 		}
 		fmt.Fprintf(stderr, "vlc %s: %v\n", args[0], oneLine(err))
 		return 1
