@@ -22,6 +22,12 @@ const (
 	// KindRotated is the rotated code with per-vector scale and unbiased
 	// correction (type Rotated), 1, 2, 4 or 8 bits per dimension.
 	KindRotated Kind = 2
+	// KindPQ is rotated product quantization (type PQ): one byte per
+	// subspace of 8/bits rotated dimensions, codebooks shared by all lists;
+	// 1, 2 or 4 bits per dimension. Codes are the size of the rotated
+	// code's, but the codebooks add 256*dim bytes to the index, so ForBits
+	// does not choose it.
+	KindPQ Kind = 3
 )
 
 // Code is one kind of residual code, bound to a dimension.
@@ -89,6 +95,8 @@ func New(kind Kind, dim, bits int, seed uint64) (Code, error) {
 		return NewSQ8(dim), nil
 	case kind == KindRotated && (bits == 1 || bits == 2 || bits == 4 || bits == 8):
 		return NewRotated(dim, bits, seed), nil
+	case kind == KindPQ && (bits == 1 || bits == 2 || bits == 4):
+		return NewPQ(dim, bits, seed), nil
 	}
 	return nil, fmt.Errorf("quant: no code of kind %d with %d bits", kind, bits)
 }

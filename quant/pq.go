@@ -1,0 +1,666 @@
+package quant
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/par"
+)
+
+// PQ is rotated product quantization: the residual r is rotated (r' = P r,
+// the seeded Rotation of the rotated code), cut into subspaces of 8/b
+// consecutive dimensions (the last may be shorter), and each subspace is
+// coded by one byte, the index of a centroid in that subspace's codebook of
+// 256. The codebooks are shared by all lists and learned by k-means from a
+// sample of residuals (Trainer).
+//
+// The code's reconstruction x̂ of r' gets the unbiased correction of the
+// rotated code (RaBitQ's estimator, which is exact when q' is parallel to
+// r'):
+//
+//	<q', r'> ~ B <q', x̂>,  B = |r|^2 / <x̂, r'>
+//	|q - x|^2 ~ |q'|^2 + |r|^2 - 2 B <q', x̂>
+//
+// for q' = P(q - a). Since only the direction of x̂ matters to this
+// estimate, the codebooks are learned from residuals scaled to a common
+// norm, and a residual is coded by trying a few scales of it and keeping
+// the code closest to it in angle.
+//
+// Scoring builds one table per query, of <P q - P mu, centroid> for every
+// centroid of every subspace (mu is the mean of the anchors), rather than
+// one per list: the anchor's part of the estimate is folded into a stored
+// scalar,
+//
+//	|q'|^2 + |r|^2 - 2B<q', x̂> = |q'|^2 + C - 2B<Pq - P mu, x̂>,
+//	C = |r|^2 + 2B<P(a - mu), x̂>,
+//
+// and |q'|^2 takes d subtractions per list. Subtracting mu keeps C of the
+// order of |r| times the anchors' spread rather than their distance from
+// the origin, which float16 could not hold precisely for data far from the
+// origin; measured, C in float32 instead gains no recall.
+//
+// Layout of one code: one byte per subspace, then float16 C/s (s being the
+// list's largest |r|^2, PARM: s as float32) and float16 B. Shared
+// parameters (QGLB): float32 rho, the norm the training residuals were
+// scaled to; one float32 step per subspace; then the centroids as int8
+// multiples of their subspace's step, subspace s (dimensions lo..hi) at
+// byte 256*lo, 256 rows of hi-lo. int8 centroids cost half of float16 and
+// measure the same recall: their rounding error is a hundredth of the
+// code's.
+type PQ struct {
+	dim, bits  int
+	width      int // subspace width, 8/bits
+	nsub       int // subspaces: bytes of code
+	seed       uint64
+	rot        *Rotation
+	rho        float32   // training norm, set by SetGlobal
+	cb         []float32 // centroids, laid out as in QGLB
+	cbNorm     []float32 // |centroid|^2, 256 per subspace
+	rotAnchors []float32 // P a, set by SetAnchors
+	rotMean    []float32 // P mu
+	scratch    sync.Pool // *pqScratch, for concurrent Encode calls
+}
+
+const (
+	pqCentroids = 256 // centroids per subspace: one byte of code
+	pqIters     = 16  // Lloyd iterations at most
+	pqScales    = 8   // scales tried when encoding
+	pqScaleLo   = 0.6 // smallest and largest scale, relative to rho/|r|
+	pqScaleHi   = 1.6
+)
+
+// NewPQ returns the rotated product code for dimension dim at 1, 2 or 4
+// bits per dimension, its rotation and training drawn from seed.
+func NewPQ(dim, bits int, seed uint64) *PQ {
+	w := 8 / bits
+	return &PQ{dim: dim, bits: bits, width: w, nsub: (dim + w - 1) / w, seed: seed, rot: NewRotation(dim, seed)}
+}
+
+func (*PQ) Kind() Kind               { return KindPQ }
+func (c *PQ) Bits() int              { return c.bits }
+func (c *PQ) Dim() int               { return c.dim }
+func (c *PQ) CodeBytes() int         { return c.nsub + 4 }
+func (c *PQ) ParamBytes() int        { return 4 }
+func (c *PQ) GlobalBytes() int       { return 4 + 4*c.nsub + pqCentroids*c.dim }
+func (c *PQ) sub(s int) (lo, hi int) { return s * c.width, min((s+1)*c.width, c.dim) }
+
+// Fit stores the list's largest |r|^2, the scale of C.
+func (c *PQ) Fit(params []byte, residuals []float32, count int) {
+	var s float64
+	for i := range count {
+		s = math.Max(s, norm2(residuals[i*c.dim:(i+1)*c.dim]))
+	}
+	if s == 0 || math.IsInf(s, 0) {
+		s = 1
+	}
+	putF32(params, 0, float32(s))
+}
+
+func norm2(x []float32) float64 {
+	var s float64
+	for _, v := range x {
+		s += float64(v) * float64(v)
+	}
+	return s
+}
+
+// Train learns the codebooks from count residuals: it rotates them, scales
+// each to their mean norm rho, and runs seeded k-means in every subspace,
+// the subspaces in parallel. Each subspace's k-means is sequential and
+// seeded by its own number, so the result does not depend on the core count.
+func (c *PQ) Train(residuals []float32, count int) []byte {
+	d := c.dim
+	x := make([]float32, count*d)
+	copy(x, residuals[:count*d])
+	norms := make([]float64, count)
+	par.For(count, 256, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			c.rot.Apply(x[i*d : (i+1)*d])
+			norms[i] = math.Sqrt(norm2(x[i*d : (i+1)*d]))
+		}
+	})
+	var rho float64
+	for _, n := range norms {
+		rho += n
+	}
+	rho /= float64(max(count, 1))
+	if !(rho > 0) || rho > math.MaxFloat32 {
+		rho = 1
+	}
+	par.For(count, 256, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if n := norms[i]; n > 0 {
+				f := rho / n
+				for j := i * d; j < (i+1)*d; j++ {
+					x[j] = float32(float64(x[j]) * f)
+				}
+			}
+		}
+	})
+
+	out := make([]byte, c.GlobalBytes())
+	putF32(out, 0, float32(rho))
+	par.For(c.nsub, 1, func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			a, b := c.sub(s)
+			w := b - a
+			sx := make([]float32, count*w)
+			for i := range count {
+				copy(sx[i*w:(i+1)*w], x[i*d+a:i*d+b])
+			}
+			cent := make([]float32, pqCentroids*w)
+			rng := rand.New(rand.NewPCG(c.seed, 0x7071_0000+uint64(s))) // "pq"
+			kmeans(cent, sx, count, w, pqIters, rng)
+			var m float64
+			for _, v := range cent {
+				m = math.Max(m, math.Abs(float64(v)))
+			}
+			step := float32(m / 127)
+			putF32(out[4:], s, step)
+			q := out[4+4*c.nsub+pqCentroids*a : 4+4*c.nsub+pqCentroids*b]
+			for i, v := range cent {
+				if step > 0 {
+					q[i] = byte(int8(math.Round(float64(v / step))))
+				}
+			}
+		}
+	})
+	return out
+}
+
+// SetGlobal installs codebooks from Train or a file, checking their length
+// and that rho and the steps are finite, rho positive.
+func (c *PQ) SetGlobal(params []byte) error {
+	if len(params) != c.GlobalBytes() {
+		return fmt.Errorf("quant: product codebooks of %d bytes, want %d", len(params), c.GlobalBytes())
+	}
+	rho := getF32(params, 0)
+	if !(rho > 0) || math.IsInf(float64(rho), 0) {
+		return fmt.Errorf("quant: product codebooks: training norm %v", rho)
+	}
+	cb := make([]float32, pqCentroids*c.dim)
+	norms := make([]float32, pqCentroids*c.nsub)
+	cents := params[4+4*c.nsub:]
+	for s := range c.nsub {
+		step := getF32(params[4:], s)
+		if !(step >= 0) || math.IsInf(float64(step), 0) {
+			return fmt.Errorf("quant: product codebook %d: step %v", s, step)
+		}
+		a, b := c.sub(s)
+		w := b - a
+		for i := pqCentroids * a; i < pqCentroids*b; i++ {
+			cb[i] = float32(int8(cents[i])) * step
+		}
+		for k := range pqCentroids {
+			var n float32
+			for _, v := range cb[pqCentroids*a+k*w : pqCentroids*a+(k+1)*w] {
+				n += v * v
+			}
+			norms[s*pqCentroids+k] = n
+		}
+	}
+	c.rho, c.cb, c.cbNorm = rho, cb, norms
+	return nil
+}
+
+// kmeans fills cent (pqCentroids rows of w) with centroids of the n rows of
+// x: k-means++ seeding from rng, then up to iters Lloyd iterations, an
+// empty cluster taking half of the largest. With fewer distinct rows than
+// centroids some centroids repeat.
+func kmeans(cent, x []float32, n, w, iters int, rng *rand.Rand) {
+	k := len(cent) / w
+	clear(cent)
+	if n == 0 {
+		return
+	}
+	d2 := make([]float64, n)
+	first := rng.IntN(n)
+	copy(cent[:w], x[first*w:(first+1)*w])
+	var total float64
+	for i := range n {
+		d2[i] = float64(sqDist32(x[i*w:(i+1)*w], cent[:w]))
+		total += d2[i]
+	}
+	for c := 1; c < k; c++ {
+		pick := rng.IntN(n)
+		if total > 0 {
+			t := rng.Float64() * total
+			pick = n - 1
+			for i, v := range d2 {
+				if t -= v; t < 0 {
+					pick = i
+					break
+				}
+			}
+		}
+		cc := cent[c*w : (c+1)*w]
+		copy(cc, x[pick*w:(pick+1)*w])
+		total = 0
+		for i := range n {
+			d2[i] = min(d2[i], float64(sqDist32(x[i*w:(i+1)*w], cc)))
+			total += d2[i]
+		}
+	}
+
+	// Lloyd iterations; Hamerly's bounds (an upper bound on the distance
+	// to the own centroid, a lower bound on the distance to any other)
+	// skip the points that cannot have changed cluster.
+	assign := make([]int32, n)
+	upper := make([]float64, n)
+	lower := make([]float64, n)
+	norms := make([]float32, k)
+	half := make([]float64, k) // half the distance to the nearest other centroid
+	old := make([]float32, k*w)
+	sums := make([]float64, k*w)
+	counts := make([]int, k)
+	for it := range iters {
+		for c := range k {
+			var s float32
+			for _, v := range cent[c*w : (c+1)*w] {
+				s += v * v
+			}
+			norms[c] = s
+		}
+		for c := range k {
+			m := float32(math.Inf(1))
+			for o := range k {
+				if o != c {
+					m = min(m, sqDist32(cent[c*w:(c+1)*w], cent[o*w:(o+1)*w]))
+				}
+			}
+			half[c] = math.Sqrt(float64(m)) / 2
+		}
+		changed := 0
+		for i := range n {
+			xi := x[i*w : (i+1)*w]
+			if it > 0 {
+				a := assign[i]
+				m := math.Max(half[a], lower[i])
+				if upper[i] <= m {
+					continue
+				}
+				upper[i] = math.Sqrt(sqDist64(xi, cent[int(a)*w:(int(a)+1)*w]))
+				if upper[i] <= m {
+					continue
+				}
+			}
+			b, d1, d2 := nearest2(xi, cent, norms, w)
+			xx := norm2(xi)
+			if it == 0 || int32(b) != assign[i] {
+				changed++
+			}
+			assign[i] = int32(b)
+			upper[i] = math.Sqrt(math.Max(xx+float64(d1), 0))
+			lower[i] = math.Sqrt(math.Max(xx+float64(d2), 0))
+		}
+		if changed <= n/1000 && it > 0 {
+			break // converged, to a thousandth of the points
+		}
+		copy(old, cent)
+		clear(sums)
+		clear(counts)
+		for i, a := range assign {
+			counts[a]++
+			for j, v := range x[i*w : (i+1)*w] {
+				sums[int(a)*w+j] += float64(v)
+			}
+		}
+		for c := range k {
+			if counts[c] > 0 {
+				for j := range w {
+					cent[c*w+j] = float32(sums[c*w+j] / float64(counts[c]))
+				}
+			}
+		}
+		for c := range k {
+			if counts[c] != 0 {
+				continue
+			}
+			big := 0
+			for j := range k {
+				if counts[j] > counts[big] {
+					big = j
+				}
+			}
+			if counts[big] < 2 {
+				break
+			}
+			// Two copies of the largest centroid, nudged apart; the next
+			// assignment splits its cluster between them.
+			const eps = 1.0 / 1024
+			for j := range w {
+				v, e := cent[big*w+j], float32(eps)
+				if j%2 == 1 {
+					e = -e
+				}
+				cent[c*w+j], cent[big*w+j] = v*(1+e), v*(1-e)
+			}
+			counts[c] = counts[big] / 2
+			counts[big] -= counts[c]
+		}
+		// Move the bounds by how far the centroids moved.
+		max1, max2, arg := 0.0, 0.0, -1
+		drift := half // reused: half is recomputed next iteration
+		for c := range k {
+			drift[c] = math.Sqrt(sqDist64(old[c*w:(c+1)*w], cent[c*w:(c+1)*w]))
+			if drift[c] > max1 {
+				max1, max2, arg = drift[c], max1, c
+			} else if drift[c] > max2 {
+				max2 = drift[c]
+			}
+		}
+		for i, a := range assign {
+			upper[i] += drift[a]
+			if int(a) == arg {
+				lower[i] -= max2
+			} else {
+				lower[i] -= max1
+			}
+		}
+	}
+}
+
+func sqDist32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s float32
+	for j, v := range a {
+		d := v - b[j]
+		s += d * d
+	}
+	return s
+}
+
+func sqDist64(a, b []float32) float64 {
+	var s float64
+	for j, v := range a {
+		d := float64(v) - float64(b[j])
+		s += d * d
+	}
+	return s
+}
+
+// nearest2 returns the row of cent (rows of w, norms their squared norms)
+// nearest to x, the first on ties, and the squared distances from x to it
+// and to the second nearest, less |x|^2.
+func nearest2(x, cent, norms []float32, w int) (best int, d1, d2 float32) {
+	d1, d2 = float32(math.Inf(1)), float32(math.Inf(1))
+	keep := func(c int, d float32) {
+		if d < d1 {
+			best, d1, d2 = c, d, d1
+		} else if d < d2 {
+			d2 = d
+		}
+	}
+	switch w {
+	case 8:
+		x0, x1, x2, x3, x4, x5, x6, x7 := x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
+		for c, n := range norms {
+			r := cent[c*8 : c*8+8]
+			d := n - 2*((x0*r[0]+x1*r[1])+(x2*r[2]+x3*r[3])+(x4*r[4]+x5*r[5])+(x6*r[6]+x7*r[7]))
+			if d < d2 {
+				keep(c, d)
+			}
+		}
+	case 4:
+		x0, x1, x2, x3 := x[0], x[1], x[2], x[3]
+		for c, n := range norms {
+			r := cent[c*4 : c*4+4]
+			if d := n - 2*((x0*r[0]+x1*r[1])+(x2*r[2]+x3*r[3])); d < d2 {
+				keep(c, d)
+			}
+		}
+	case 2:
+		x0, x1 := x[0], x[1]
+		for c, n := range norms {
+			r := cent[c*2 : c*2+2]
+			if d := n - 2*(x0*r[0]+x1*r[1]); d < d2 {
+				keep(c, d)
+			}
+		}
+	default:
+		for c, n := range norms {
+			r := cent[c*w : (c+1)*w]
+			var p float32
+			for j, v := range x[:w] {
+				p += v * r[j]
+			}
+			if d := n - 2*p; d < d2 {
+				keep(c, d)
+			}
+		}
+	}
+	return best, d1, d2
+}
+
+type pqScratch struct {
+	r    []float32 // P r
+	dots []float32 // <r'_s, centroid k> at s*256+k
+	try  []byte
+}
+
+// Encode codes P r as the code closest to it in angle among the codes of
+// its scalings t P r, t*|r|/rho in [0.6, 1.6] (8 steps), each subspace
+// taking its nearest centroid, and stores C and B.
+func (c *PQ) Encode(code []byte, a int, params []byte, residual []float32) {
+	d := c.dim
+	sc, _ := c.scratch.Get().(*pqScratch)
+	if sc == nil {
+		sc = &pqScratch{r: make([]float32, d), dots: make([]float32, pqCentroids*c.nsub), try: make([]byte, c.nsub)}
+	}
+	defer c.scratch.Put(sc)
+	r := sc.r
+	copy(r, residual[:d])
+	c.rot.Apply(r)
+	rr := norm2(r)
+
+	// <r'_s, centroid>, once; the distance from t r'_s to centroid k is then
+	// t^2|r'_s|^2 - 2t dots[k] + |centroid k|^2.
+	for s := range c.nsub {
+		lo, hi := c.sub(s)
+		w := hi - lo
+		x := r[lo:hi]
+		cb := c.cb[pqCentroids*lo : pqCentroids*hi]
+		dots := sc.dots[s*pqCentroids : (s+1)*pqCentroids]
+		for k := range dots {
+			var p float32
+			for j, v := range cb[k*w : (k+1)*w] {
+				p += v * x[j]
+			}
+			dots[k] = p
+		}
+	}
+	bestCos := math.Inf(-1)
+	var xr float64 // <x̂, r'> of the best code
+	for g := range pqScales {
+		t := float32(0)
+		if rr > 0 {
+			f := pqScaleLo * math.Pow(pqScaleHi/pqScaleLo, float64(g)/(pqScales-1))
+			t = float32(f * float64(c.rho) / math.Sqrt(rr))
+		}
+		var gxr, gxx float64
+		for s := range c.nsub {
+			dots := sc.dots[s*pqCentroids : (s+1)*pqCentroids]
+			norms := c.cbNorm[s*pqCentroids : (s+1)*pqCentroids]
+			best, bestD := 0, float32(math.Inf(1))
+			for k, n := range norms {
+				if dd := n - 2*t*dots[k]; dd < bestD {
+					best, bestD = k, dd
+				}
+			}
+			sc.try[s] = byte(best)
+			gxr += float64(dots[best])
+			gxx += float64(norms[best])
+		}
+		cos := math.Inf(-1)
+		if gxx > 0 {
+			cos = gxr / math.Sqrt(gxx)
+		}
+		if cos > bestCos || g == 0 {
+			bestCos, xr = cos, gxr
+			copy(code[:c.nsub], sc.try)
+		}
+		if rr == 0 {
+			break // every scale gives the same code
+		}
+	}
+
+	var ax float64 // <P(a - mu), x̂>
+	pa := c.rotAnchors[a*d : (a+1)*d]
+	for s := range c.nsub {
+		lo, hi := c.sub(s)
+		w := hi - lo
+		k := int(code[s])
+		for j, v := range c.cb[pqCentroids*lo+k*w : pqCentroids*lo+(k+1)*w] {
+			ax += float64(v) * (float64(pa[lo+j]) - float64(c.rotMean[lo+j]))
+		}
+	}
+	var beta float64
+	if xr > 0 {
+		beta = min(rr/xr, maxF16)
+	}
+	// C with B as stored, so that the estimate is the formula's for that B.
+	b16 := f16.FromFloat32(float32(beta))
+	beta = float64(f16.ToFloat32(b16))
+	s := float64(getF32(params, 0))
+	cc := min(max((rr+2*beta*ax)/s, -maxF16), maxF16)
+	binary.LittleEndian.PutUint16(code[c.nsub:], f16.FromFloat32(float32(cc)))
+	binary.LittleEndian.PutUint16(code[c.nsub+2:], b16)
+}
+
+const maxF16 = 65504
+
+func (c *PQ) beta(code []byte) float32 {
+	return f16.ToFloat32(binary.LittleEndian.Uint16(code[c.nsub+2:]))
+}
+
+// Decode returns B x̂ rotated back, whose inner product with q is the
+// code's estimate of <q, r>.
+func (c *PQ) Decode(dst []float32, _ []byte, code []byte) {
+	beta := c.beta(code)
+	for s := range c.nsub {
+		lo, hi := c.sub(s)
+		w := hi - lo
+		k := int(code[s])
+		for j, v := range c.cb[pqCentroids*lo+k*w : pqCentroids*lo+(k+1)*w] {
+			dst[lo+j] = beta * v
+		}
+	}
+	c.rot.Invert(dst[:c.dim])
+}
+
+// SetAnchors rotates the anchors and their mean once.
+func (c *PQ) SetAnchors(anchors []float32) {
+	d := c.dim
+	m := len(anchors) / d
+	c.rotAnchors = make([]float32, m*d)
+	copy(c.rotAnchors, anchors[:m*d])
+	mean := make([]float64, d)
+	for a := range m {
+		for j, v := range anchors[a*d : (a+1)*d] {
+			mean[j] += float64(v)
+		}
+	}
+	c.rotMean = make([]float32, d)
+	for j := range mean {
+		c.rotMean[j] = float32(mean[j] / float64(max(m, 1)))
+	}
+	c.rot.Apply(c.rotMean)
+	for a := range m {
+		c.rot.Apply(c.rotAnchors[a*d : (a+1)*d])
+	}
+}
+
+func (c *PQ) NewScorer() Scorer {
+	return &pqScorer{
+		c: c, pq: make([]float32, c.dim), x: make([]float32, c.dim),
+		l2: make([][pqCentroids]float32, c.nsub), dotT: make([][pqCentroids]float32, c.nsub),
+	}
+}
+
+// pqScorer sums a table entry per subspace. Tables are built per query:
+// l2 from P q - P mu at SetQuery, dotT from P q at the first ForDot.
+type pqScorer struct {
+	c        *PQ
+	pq, x    []float32 // P q; scratch
+	l2, dotT [][pqCentroids]float32
+	lut      [][pqCentroids]float32 // the table For* chose
+	dotReady bool
+	qq, s    float32
+	dot      bool
+}
+
+func (sc *pqScorer) SetQuery(q []float32) {
+	c := sc.c
+	copy(sc.pq, q[:c.dim])
+	c.rot.Apply(sc.pq)
+	for j, v := range sc.pq {
+		sc.x[j] = v - c.rotMean[j]
+	}
+	sc.table(sc.l2, sc.x)
+	sc.dotReady = false
+}
+
+// table sets t[s][k] = <x_s, centroid k of subspace s>.
+func (sc *pqScorer) table(t [][pqCentroids]float32, x []float32) {
+	c := sc.c
+	for s := range c.nsub {
+		lo, hi := c.sub(s)
+		w := hi - lo
+		xs := x[lo:hi]
+		cb := c.cb[pqCentroids*lo : pqCentroids*hi]
+		row := &t[s]
+		for k := range row {
+			var p float32
+			for j, v := range cb[k*w : (k+1)*w] {
+				p += v * xs[j]
+			}
+			row[k] = p
+		}
+	}
+}
+
+func (sc *pqScorer) ForL2(a int, params []byte) {
+	d := sc.c.dim
+	var qq float32
+	for j, v := range sc.c.rotAnchors[a*d : (a+1)*d] {
+		x := sc.pq[j] - v
+		qq += x * x
+	}
+	sc.qq, sc.s, sc.dot, sc.lut = qq, getF32(params, 0), false, sc.l2
+}
+
+func (sc *pqScorer) ForDot(int, []byte) {
+	if !sc.dotReady {
+		sc.table(sc.dotT, sc.pq)
+		sc.dotReady = true
+	}
+	sc.dot, sc.lut = true, sc.dotT
+}
+
+func (sc *pqScorer) Score(code []byte) float32 {
+	n := sc.c.nsub
+	lut := sc.lut[:n]
+	idx := code[:n]
+	var t0, t1, t2, t3 float32
+	s := 0
+	for ; s+4 <= n; s += 4 {
+		t0 += lut[s][idx[s]]
+		t1 += lut[s+1][idx[s+1]]
+		t2 += lut[s+2][idx[s+2]]
+		t3 += lut[s+3][idx[s+3]]
+	}
+	for ; s < n; s++ {
+		t0 += lut[s][idx[s]]
+	}
+	ip := (t0 + t1) + (t2 + t3)
+	beta := f16.ToFloat32(binary.LittleEndian.Uint16(code[n+2:]))
+	if sc.dot {
+		return beta * ip
+	}
+	cc := f16.ToFloat32(binary.LittleEndian.Uint16(code[n:])) * sc.s
+	return sc.qq + cc - 2*beta*ip
+}
