@@ -6,6 +6,13 @@ DEMO    := demo-out
 
 .PHONY: all build demo test vet bench bench-quality fuzz clean
 
+# Fuzz targets (package:Target). make fuzz FUZZTIME=10m runs each in turn;
+# make test replays the corpus in testdata/fuzz and fuzzes each briefly.
+FUZZTIME ?= 10s
+FUZZTMP  ?= $(shell test -d /dev/shm && echo /dev/shm || echo /tmp)
+FUZZ_TARGETS := index/format:FuzzOpen index:FuzzIndex vecfile:FuzzOpenNpy \
+	vecfile:FuzzOpenFvecs vecfile:FuzzOpenF16 vecfile:FuzzReadIvecs
+
 all: build
 
 build:
@@ -35,6 +42,7 @@ vet:
 # backend's tests skip here: CI has no NVIDIA GPU.
 test: vet
 	$(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 	@lvp() { ls /usr/share/vulkan/icd.d/lvp_icd*.json /usr/lib/*/libvulkan.so.1 /usr/lib64/libvulkan.so.1 2>/dev/null | grep -q libvulkan; }; \
 	pkgs="mesa-vulkan-drivers libvulkan1"; \
 	if lvp; then echo "make test: lavapipe found"; \
@@ -55,6 +63,12 @@ test: vet
 	CGO_ENABLED=1 $(GO) vet -tags webgpu ./gpu/... ./cmd/vlc/ . && \
 	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 ./gpu/webgpu/ && \
 	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 -run WebGPU ./cmd/vlc/
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($(FUZZTIME))"; \
+		TMPDIR=$(FUZZTMP) $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./$${t%%:*}; \
+	done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...

@@ -12,13 +12,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
@@ -38,6 +42,7 @@ type Options struct {
 	Dim     int     // dimension of a raw .f16 input (required there; checked against .npy/.fvecs)
 	Bits    int     // bits per dimension of the residual codes: 1, 2, 4 or 8 (default 8)
 	Ratio   float64 // instead of Bits: the most bits whose index fits in Ratio x the float16 size
+	Code    string  // residual code: "rotated" (default) or "pq" (docs/QUANTIZATION.md)
 	Anchors int     // anchors (inverted lists); default about sqrt(n)
 	Metric  string  // "l2" (default), "ip" or "cosine"
 	Backend string  // "auto" (default), "cpu", or a GPU backend built in
@@ -53,6 +58,7 @@ type Options struct {
 type Summary struct {
 	N, Dim, Anchors int
 	Bits            int
+	Code            string // the residual code's name
 	Metric          string
 	Backend         string
 	Iterations      int
@@ -91,8 +97,16 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	if err != nil {
 		return nil, err
 	}
-	if err := checkOutputDir(output); err != nil {
+	if err := checkOutput(output); err != nil {
 		return nil, err
+	}
+	if in, err := os.Stat(input); err == nil {
+		if out, err := os.Stat(output); err == nil && os.SameFile(in, out) {
+			return nil, fmt.Errorf("output %s is the input file: writing the index would destroy the vectors", output)
+		}
+	}
+	for _, name := range format.RemoveStaleTemps(output) {
+		log.Info("removed a temporary file left by an interrupted compress", "file", name)
 	}
 	mat, err := vecfile.Open(input, vecfile.Options{Dim: opt.Dim})
 	if err != nil {
@@ -110,12 +124,16 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	if n < m {
 		return nil, fmt.Errorf("%s: %w: %d vectors, %d anchors", input, anneal.ErrTooFewPoints, n, m)
 	}
+	kind, err := quant.ParseKind(opt.Code)
+	if err != nil {
+		return nil, err
+	}
 	if opt.Ratio > 0 {
-		if opt.Bits, _, err = index.BitsForRatio(n, d, m, opt.Ratio); err != nil {
+		if opt.Bits, _, err = index.BitsForRatio(n, d, m, kind, opt.Ratio); err != nil {
 			return nil, err
 		}
 	}
-	code, err := quant.ForBits(opt.Bits, d, opt.Seed)
+	code, err := quant.ForBits(kind, opt.Bits, d, opt.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +173,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 		return nil, err
 	}
 
-	err = index.Write(output, index.Plan{
+	err = index.WriteContext(ctx, output, index.Plan{
 		Rows: rows, Anchors: model.Anchors, Assign: model.Assign,
 		Meta: index.Meta{
 			Code: uint32(code.Kind()), Bits: uint32(code.Bits()), Metric: metric, Seed: opt.Seed,
@@ -172,7 +190,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 		return nil, err
 	}
 	return &Summary{
-		N: n, Dim: d, Anchors: m, Bits: opt.Bits, Metric: metric.String(), Backend: dev.Name(),
+		N: n, Dim: d, Anchors: m, Bits: opt.Bits, Code: kind.String(), Metric: metric.String(), Backend: dev.Name(),
 		Iterations: model.Iterations, Converged: model.Converged, Energy: model.Energy,
 		IndexBytes: st.Size(), BytesPerVector: float64(st.Size()) / float64(n),
 		SizeRatio: float64(st.Size()) / float64(2*n*d),
@@ -236,11 +254,28 @@ type normalized struct{ *vecfile.Matrix }
 
 func (r normalized) Row(i int, dst []float32) []float32 {
 	x := r.Matrix.Row(i, dst)
+	if s := vec.Dot(x, x); math.IsInf(float64(s), 1) {
+		// |x|^2 overflows float32 (|x| beyond about 1.8e19): vec.Normalize
+		// would scale by 1/Inf and make x zero. Scale in float64 instead.
+		var s64 float64
+		for _, v := range x {
+			s64 += float64(v) * float64(v)
+		}
+		inv := 1 / math.Sqrt(s64)
+		for j, v := range x {
+			x[j] = float32(float64(v) * inv)
+		}
+		return x
+	}
 	vec.Normalize(x)
 	return x
 }
 
-func checkOutputDir(output string) error {
+// checkOutput fails early, before any training, when the index could not
+// be written: the folder is missing or not a folder, is not writable (a
+// temporary file is created and removed to find out), or output is a
+// folder itself.
+func checkOutput(output string) error {
 	dir := filepath.Dir(output)
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -249,6 +284,21 @@ func checkOutputDir(output string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("output %s: %s is not a folder", output, dir)
 	}
+	if st, err := os.Stat(output); err == nil && st.IsDir() {
+		return fmt.Errorf("output %s is a folder", output)
+	}
+	// The name has the form format.WriteFile gives its temporary files,
+	// so that RemoveStaleTemps would find it had this process died here.
+	probe, err := os.CreateTemp(dir, "."+filepath.Base(output)+".tmp-"+strconv.Itoa(os.Getpid())+"-probe*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("output %s: cannot write in %s: %w", output, dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
 	return nil
 }
 

@@ -256,3 +256,49 @@ func TestRecallByBits(t *testing.T) {
 		ix.Close()
 	}
 }
+
+// The PQ code (opt-in) beats the default at 2 bits on deep2k, and refuses
+// 8 bits with ErrBits.
+func TestCodePQ(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "pq.vlc")
+	sum, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", out, vlc.Options{Dim: 96, Bits: 2, Code: "pq", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Code != "pq" {
+		t.Errorf("summary code %q", sum.Code)
+	}
+	ix, err := vlc.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	gtRows, _ := vecfile.ReadIvecs("testdata/deep2k/groundtruth.ivecs")
+	q, _ := vecfile.Open("testdata/deep2k/query.fvecs", vecfile.Options{})
+	defer q.Close()
+	var found int
+	for i := range q.Len() {
+		hits, err := ix.Search(q.Row(i, nil), vlc.SearchOptions{K: 10, NProbe: 45})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hits {
+			for _, id := range gtRows[i][:10] {
+				if int(id) == h.ID {
+					found++
+				}
+			}
+		}
+	}
+	// Measured when written: 0.865 (the rotated code: 0.829).
+	if r := float64(found) / float64(10*q.Len()); r < 0.85 {
+		t.Errorf("pq 2 bits: recall@10 %.4f, want >= 0.85", r)
+	}
+	if _, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "x.vlc"), vlc.Options{Dim: 96, Bits: 8, Code: "pq"}); !errors.Is(err, quant.ErrBits) {
+		t.Errorf("pq 8 bits: %v, want ErrBits", err)
+	}
+	if _, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "y.vlc"), vlc.Options{Dim: 96, Code: "zip"}); err == nil {
+		t.Error("unknown code: no error")
+	}
+}

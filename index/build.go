@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -36,6 +37,12 @@ type Plan struct {
 // and returns the sections of a format v1 index, in file order. Lists are
 // encoded in parallel; the bytes do not depend on the core count.
 func Build(p Plan) ([]format.Section, error) {
+	return BuildContext(context.Background(), p)
+}
+
+// BuildContext is Build that stops early, returning ctx's error, once ctx
+// is done (checked before each list is encoded).
+func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	n, d := p.Rows.Len(), p.Rows.Dim()
 	m := len(p.Anchors) / max(d, 1)
 	switch {
@@ -83,6 +90,9 @@ func Build(p Plan) ([]format.Section, error) {
 		}
 	}
 
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	code.SetAnchors(anchors)
 	var global []byte
 	if tr, ok := code.(quant.Trainer); ok {
@@ -98,6 +108,9 @@ func Build(p Plan) ([]format.Section, error) {
 	par.For(m, 1, func(lo, hi int) {
 		var res []float32
 		for a := lo; a < hi; a++ {
+			if ctx.Err() != nil {
+				return
+			}
 			list := ids[offsets[a]:offsets[a+1]]
 			res = grow(res, len(list)*d)
 			anchor := anchors[a*d : (a+1)*d]
@@ -116,6 +129,9 @@ func Build(p Plan) ([]format.Section, error) {
 		}
 	})
 
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	meta := p.Meta
 	meta.N, meta.Dim, meta.M = uint64(n), uint32(d), uint32(m)
 	secs := []format.Section{
@@ -157,11 +173,18 @@ func trainingResiduals(rows Rows, anchors []float32, assign []int32, d int) ([]f
 // Write builds the index and writes it to path atomically (temp file, fsync,
 // rename): an existing file at path is replaced only by a complete index.
 func Write(path string, p Plan) error {
-	secs, err := Build(p)
+	return WriteContext(context.Background(), path, p)
+}
+
+// WriteContext is Write that gives up once ctx is done, while encoding or
+// while writing (format.WriteFileContext): the temporary file is removed,
+// an existing file at path is left as it was, and the error wraps ctx's.
+func WriteContext(ctx context.Context, path string, p Plan) error {
+	secs, err := BuildContext(ctx, p)
 	if err != nil {
 		return err
 	}
-	return format.WriteFile(path, secs)
+	return format.WriteFileContext(ctx, path, secs)
 }
 
 func grow(b []float32, n int) []float32 {

@@ -57,6 +57,9 @@ func Open(path string, opt Options) (*Index, error) {
 		return nil, err
 	}
 	ix, err := load(f, path)
+	if err == nil && opt.Verify {
+		err = ix.checkRowIDs()
+	}
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -64,7 +67,8 @@ func Open(path string, opt Options) (*Index, error) {
 	return ix, nil
 }
 
-func load(f *format.File, path string) (*Index, error) {
+func load(f *format.File, path string) (ix *Index, err error) {
+	defer format.CatchFault(path, &err)()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %w: %s", path, ErrCorrupt, fmt.Sprintf(format, args...))
 	}
@@ -96,19 +100,21 @@ func load(f *format.File, path string) (*Index, error) {
 		return nil, bad("%v", err)
 	}
 	n, d, m := int(meta.N), int(meta.Dim), int(meta.M)
-	want := map[format.Kind]int{
-		secAnchors: m * d * 2,
-		secLists:   (m + 1) * 8,
-		secIDs:     rowBytes(n, rowBits(n)),
-		secParams:  m * code.ParamBytes(),
-		secCodes:   n * code.CodeBytes(),
-	}
-	for k, w := range want {
-		if len(sec[k]) != w {
-			return nil, bad("section %q is %d bytes, want %d", k, len(sec[k]), w)
+	for _, w := range []struct {
+		k     format.Kind
+		bytes int
+	}{ // in file order, so that the error names the first bad section
+		{secAnchors, m * d * 2},
+		{secLists, (m + 1) * 8},
+		{secIDs, rowBytes(n, rowBits(n))},
+		{secParams, m * code.ParamBytes()},
+		{secCodes, n * code.CodeBytes()},
+	} {
+		if len(sec[w.k]) != w.bytes {
+			return nil, bad("section %q is %d bytes, want %d", w.k, len(sec[w.k]), w.bytes)
 		}
 	}
-	ix := &Index{
+	ix = &Index{
 		file: f, path: path, meta: meta, code: code, n: n, d: d, m: m,
 		anch:   make([]float32, m*d),
 		lists:  viewU64(sec[secLists]),
@@ -145,14 +151,38 @@ func load(f *format.File, path string) (*Index, error) {
 	return ix, nil
 }
 
-// Verify checks every checksum of the file.
+// Verify checks every checksum of the file, and that the row ids are a
+// permutation of 0..N-1 (each input row indexed exactly once).
 func (ix *Index) Verify() error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.file == nil {
 		return ErrClosed
 	}
-	return ix.file.Verify()
+	if err := ix.file.Verify(); err != nil {
+		return err
+	}
+	return ix.checkRowIDs()
+}
+
+// checkRowIDs reports, as corrupt, a row id out of range or repeated: the
+// checksums prove that the file is what was written, this that the writer
+// indexed every row once (a search would otherwise return duplicates or
+// miss rows). It costs one pass over ROWS and N/8 bytes.
+func (ix *Index) checkRowIDs() (err error) {
+	defer format.CatchFault(ix.path, &err)()
+	seen := make([]uint64, (ix.n+63)/64)
+	for e := range ix.n {
+		id := ix.ids.at(e)
+		if id >= ix.n {
+			return fmt.Errorf("%s: %w: entry %d refers to row %d of %d", ix.path, ErrCorrupt, e, id, ix.n)
+		}
+		if seen[id/64]&(1<<(id%64)) != 0 {
+			return fmt.Errorf("%s: %w: row %d is indexed twice (entry %d)", ix.path, ErrCorrupt, id, e)
+		}
+		seen[id/64] |= 1 << (id % 64)
+	}
+	return nil
 }
 
 // Close unmaps the file once searches in flight have finished.
@@ -195,10 +225,13 @@ func (ix *Index) Sections() []format.SectionInfo {
 	return ix.file.Sections()
 }
 
-// ListSizes returns the number of vectors in each list.
+// ListSizes returns the number of vectors in each list (nil after Close).
 func (ix *Index) ListSizes() []int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return nil
+	}
 	out := make([]int, len(ix.lists)-1)
 	for a := range out {
 		out[a] = int(ix.lists[a+1] - ix.lists[a])

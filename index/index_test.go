@@ -48,6 +48,12 @@ func buildFrom(t testing.TB, basePath, queryPath string, d int, metric index.Met
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { queries.Close() })
+	key := fmt.Sprint(basePath, d, metric, m)
+	builtMu.Lock()
+	defer builtMu.Unlock()
+	if p, ok := built[key]; ok {
+		return p, base, queries
+	}
 	data, _ := base.Float16()
 	if metric == index.Cosine {
 		data = make([]uint16, base.Len()*d)
@@ -67,13 +73,35 @@ func buildFrom(t testing.TB, basePath, queryPath string, d int, metric index.Met
 	if metric == index.Cosine {
 		rows = normRows{base}
 	}
-	path = filepath.Join(t.TempDir(), "deep.vlc")
+	path = filepath.Join(builtDir, fmt.Sprintf("%d.vlc", len(built)))
 	meta := index.Meta{Code: uint32(quant.KindRotated), Bits: 8, Metric: metric, Seed: 1}
 	err = index.Write(path, index.Plan{Rows: rows, Anchors: model.Anchors, Assign: model.Assign, Meta: meta})
 	if err != nil {
 		t.Fatal(err)
 	}
+	built[key] = path
 	return path, base, queries
+}
+
+// Indexes built by buildFrom, shared by the tests of this binary (training
+// is most of their cost, under -race especially): tests must not modify
+// them (copy one first).
+var (
+	builtMu  sync.Mutex
+	built    = map[string]string{}
+	builtDir string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "vlc-index-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	builtDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 func open(t testing.TB, path string) *index.Index {
@@ -239,64 +267,6 @@ func TestSearchErrors(t *testing.T) {
 	}
 }
 
-// Many goroutines on one Index get exactly the serial results (run with
-// -race); a Close in the middle makes the rest fail cleanly.
-func TestConcurrentSearch(t *testing.T) {
-	path, _, queries := build(t, index.L2, 45)
-	ix := open(t, path)
-	opt := index.SearchOptions{K: 10, NProbe: 8}
-	want := make([][]index.Hit, queries.Len())
-	for i := range want {
-		want[i], _ = ix.Search(queries.Row(i, nil), opt)
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for g := range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			x := make([]float32, 96)
-			for k := range queries.Len() {
-				i := (g*7 + k) % queries.Len()
-				got, err := ix.Search(queries.Row(i, x), opt)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if !slices.Equal(got, want[i]) {
-					errs <- fmt.Errorf("query %d: concurrent result differs from serial", i)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-
-	// Close while searches run: each search either completes or gets ErrClosed.
-	var wg2 sync.WaitGroup
-	for range 8 {
-		wg2.Add(1)
-		go func() {
-			defer wg2.Done()
-			x := make([]float32, 96)
-			for i := range 2000 {
-				if _, err := ix.Search(queries.Row(i%queries.Len(), x), opt); err != nil {
-					if !errors.Is(err, index.ErrClosed) {
-						t.Errorf("search during Close: %v", err)
-					}
-					return
-				}
-			}
-		}()
-	}
-	ix.Close()
-	wg2.Wait()
-}
-
 // Every single-byte flip in any section is caught by verification, and
 // truncation at any section boundary is refused, without a panic.
 func TestCorruption(t *testing.T) {
@@ -390,10 +360,10 @@ func TestPredictSize(t *testing.T) {
 			t.Errorf("kind %d, %d bits: file %d bytes, predicted %d", c.kind, c.bits, st.Size(), want)
 		}
 	}
-	if b, _, err := index.BitsForRatio(base.Len(), 96, m, 0.32); err != nil || b != 4 {
+	if b, _, err := index.BitsForRatio(base.Len(), 96, m, quant.KindRotated, 0.32); err != nil || b != 4 {
 		t.Errorf("ratio 0.32: %d bits, %v; want 4", b, err)
 	}
-	if _, _, err := index.BitsForRatio(base.Len(), 96, m, 0.01); !errors.Is(err, index.ErrArgument) {
+	if _, _, err := index.BitsForRatio(base.Len(), 96, m, quant.KindRotated, 0.01); !errors.Is(err, index.ErrArgument) {
 		t.Errorf("ratio 0.01: %v, want ErrArgument", err)
 	}
 }

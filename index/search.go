@@ -3,8 +3,10 @@ package index
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
+	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/vec"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -39,12 +41,18 @@ type scratch struct {
 
 // Search returns the K nearest vectors to q found in the NProbe nearest lists,
 // nearest first (ties by ascending ID). Safe for concurrent use.
-func (ix *Index) Search(q []float32, opt SearchOptions) ([]Hit, error) {
+func (ix *Index) Search(q []float32, opt SearchOptions) (hits []Hit, err error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.file == nil {
 		return nil, ErrClosed
 	}
+	defer func() {
+		if err != nil {
+			hits = nil
+		}
+	}()
+	defer format.CatchFault(ix.path, &err)()
 	if len(q) != ix.d {
 		return nil, fmt.Errorf("%w: query has %d values, index has dimension %d", ErrDim, len(q), ix.d)
 	}
@@ -56,6 +64,10 @@ func (ix *Index) Search(q []float32, opt SearchOptions) ([]Hit, error) {
 			return nil, fmt.Errorf("%w: query value %d is %v", ErrArgument, j, v)
 		}
 	}
+	if s := vec.Dot(q, q); ix.meta.Metric != Cosine && math.IsInf(float64(s), 1) {
+		// Every distance would be infinite and the hits arbitrary.
+		return nil, fmt.Errorf("%w: query too large (its squared length overflows float32)", ErrArgument)
+	}
 	if opt.Rerank != nil && opt.Rerank.Dim() != ix.d {
 		return nil, fmt.Errorf("%w: re-rank vectors have dimension %d, index %d", ErrDim, opt.Rerank.Dim(), ix.d)
 	}
@@ -66,14 +78,19 @@ func (ix *Index) Search(q []float32, opt SearchOptions) ([]Hit, error) {
 		if f < 1 {
 			f = 10
 		}
-		keep = min(k*f, ix.n)
+		// min(k*f, n) without overflow: k*f can exceed the int range
+		// for a huge factor, and a negative keep would empty the heap.
+		keep = ix.n
+		if f <= ix.n/k {
+			keep = k * f
+		}
 	}
 
 	s := ix.getScratch()
 	defer ix.pool.Put(s)
 	copy(s.q, q)
 	if ix.meta.Metric == Cosine {
-		vec.Normalize(s.q)
+		normalize(s.q)
 	}
 	ix.probeLists(s, ix.EffectiveNProbe(opt.NProbe))
 	s.top.reset(keep)
@@ -101,7 +118,7 @@ func (ix *Index) Search(q []float32, opt SearchOptions) ([]Hit, error) {
 			}
 		}
 	}
-	hits := s.top.sorted()
+	hits = s.top.sorted()
 	for _, h := range hits {
 		if h.ID >= ix.n {
 			return nil, fmt.Errorf("%s: %w: entry refers to row %d of %d", ix.path, ErrCorrupt, h.ID, ix.n)
@@ -155,7 +172,7 @@ func (ix *Index) rerank(s *scratch, hits []Hit, rows Rows) error {
 		case IP:
 			hits[i].Distance = -vec.Dot(s.q, x)
 		case Cosine:
-			vec.Normalize(x)
+			normalize(x)
 			hits[i].Distance = vec.L2(s.q, x)
 		}
 	}
@@ -227,4 +244,23 @@ func (t *topK) sorted() []Hit {
 	out := slices.Clone(t.h)
 	slices.SortFunc(out, compareHits)
 	return out
+}
+
+// normalize scales x to unit length, as vec.Normalize does, but also when
+// |x|^2 overflows float32 (|x| beyond about 1.8e19), where vec.Normalize
+// would scale by 1/Inf and return zeros: a finite query must not turn into
+// the zero vector.
+func normalize(x []float32) {
+	if s := vec.Dot(x, x); !math.IsInf(float64(s), 1) {
+		vec.Normalize(x)
+		return
+	}
+	var s64 float64
+	for _, v := range x {
+		s64 += float64(v) * float64(v)
+	}
+	inv := 1 / math.Sqrt(s64)
+	for j, v := range x {
+		x[j] = float32(float64(v) * inv)
+	}
 }

@@ -29,14 +29,14 @@ func PredictSize(n, d, m int, kind quant.Kind, bits int) (int64, error) {
 	return format.FileSize(lengths...), nil
 }
 
-// BitsForRatio returns the most bits per dimension (8, 4, 2 or 1) of the
-// rotated code whose index fits within ratio times the float16 size of the
-// vectors (n*d*2 bytes), and that index's size.
-func BitsForRatio(n, d, m int, ratio float64) (bits int, size int64, err error) {
+// BitsForRatio returns the most bits per dimension of a kind of code whose
+// index fits within ratio times the float16 size of the vectors (n*d*2
+// bytes), and that index's size.
+func BitsForRatio(n, d, m int, kind quant.Kind, ratio float64) (bits int, size int64, err error) {
 	budget := ratio * float64(2*n*d)
 	var smallest int64
-	for _, b := range []int{8, 4, 2, 1} {
-		size, err := PredictSize(n, d, m, quant.KindRotated, b)
+	for _, b := range quant.Bits(kind) {
+		size, err := PredictSize(n, d, m, kind, b)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -45,5 +45,5 @@ func BitsForRatio(n, d, m int, ratio float64) (bits int, size int64, err error) 
 		}
 		smallest = size
 	}
-	return 0, 0, fmt.Errorf("%w: no code fits size ratio %g: the smallest (1 bit, %d anchors) is %d bytes, ratio %.3f", ErrArgument, ratio, m, smallest, float64(smallest)/float64(2*n*d))
+	return 0, 0, fmt.Errorf("%w: no %s code fits size ratio %g: the smallest (%d anchors) is %d bytes, ratio %.3f", ErrArgument, kind, ratio, m, smallest, float64(smallest)/float64(2*n*d))
 }

@@ -25,8 +25,9 @@ const (
 	// KindPQ is rotated product quantization (type PQ): one byte per
 	// subspace of 8/bits rotated dimensions, codebooks shared by all lists;
 	// 1, 2 or 4 bits per dimension. Codes are the size of the rotated
-	// code's, but the codebooks add 256*dim bytes to the index, so ForBits
-	// does not choose it.
+	// code's, but the codebooks add 256*dim bytes to the index: it pays
+	// where n is large next to 256, or where recall matters more than a
+	// few bytes per vector (docs/QUANTIZATION.md).
 	KindPQ Kind = 3
 )
 
@@ -101,11 +102,49 @@ func New(kind Kind, dim, bits int, seed uint64) (Code, error) {
 	return nil, fmt.Errorf("quant: no code of kind %d with %d bits", kind, bits)
 }
 
-// ForBits returns the code vlc uses for a bits-per-dimension setting.
-func ForBits(bits, dim int, seed uint64) (Code, error) {
-	switch bits {
-	case 1, 2, 4, 8:
-		return NewRotated(dim, bits, seed), nil
+// Bits lists the bits-per-dimension settings a kind of code supports, most
+// first.
+func Bits(kind Kind) []int {
+	switch kind {
+	case KindSQ8:
+		return []int{8}
+	case KindPQ:
+		return []int{4, 2, 1}
 	}
-	return nil, fmt.Errorf("%w: %d (supported: 1, 2, 4, 8)", ErrBits, bits)
+	return []int{8, 4, 2, 1}
+}
+
+// ForBits returns the code of a kind for a bits-per-dimension setting, or
+// an error wrapping ErrBits naming the settings the kind supports.
+func ForBits(kind Kind, bits, dim int, seed uint64) (Code, error) {
+	c, err := New(kind, dim, bits, seed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %d (%s supports %v)", ErrBits, bits, kind, Bits(kind))
+	}
+	return c, nil
+}
+
+// ParseKind reads a code's name as the CLI's -code flag gives it.
+func ParseKind(name string) (Kind, error) {
+	switch name {
+	case "", "rotated":
+		return KindRotated, nil
+	case "pq":
+		return KindPQ, nil
+	case "sq8":
+		return KindSQ8, nil
+	}
+	return 0, fmt.Errorf("quant: unknown code %q (want rotated, pq or sq8)", name)
+}
+
+func (k Kind) String() string {
+	switch k {
+	case KindSQ8:
+		return "sq8"
+	case KindRotated:
+		return "rotated"
+	case KindPQ:
+		return "pq"
+	}
+	return fmt.Sprintf("code(%d)", uint32(k))
 }

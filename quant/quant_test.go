@@ -79,12 +79,12 @@ func TestSQ8Constant(t *testing.T) {
 
 func TestForBits(t *testing.T) {
 	for _, b := range []int{1, 2, 4, 8} {
-		if c, err := ForBits(b, 10, 1); err != nil || c.Bits() != b || c.CodeBytes() != (10*b+7)/8+4 {
+		if c, err := ForBits(KindRotated, b, 10, 1); err != nil || c.Bits() != b || c.CodeBytes() != (10*b+7)/8+4 {
 			t.Errorf("ForBits(%d): %v, %v", b, c, err)
 		}
 	}
 	for _, b := range []int{0, 3, 16} {
-		if _, err := ForBits(b, 10, 1); !errors.Is(err, ErrBits) {
+		if _, err := ForBits(KindRotated, b, 10, 1); !errors.Is(err, ErrBits) {
 			t.Errorf("ForBits(%d): %v, want ErrBits", b, err)
 		}
 	}

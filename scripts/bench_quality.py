@@ -9,7 +9,7 @@ recall), and nprobe 64; the re-ranked sweep gets its own plateau. Standard libra
 DATA (default ../shared/data); fashion-mnist's vectors from
 .data/fashion-mnist (see ../shared/data/README.md: go run tofvecs.go).
 
-usage: scripts/bench_quality.py [dataset ...] > docs/bench/vlc-tables.md
+usage: [CODE=pq] [BITS=4,2,1] scripts/bench_quality.py [dataset ...]
 """
 import json, os, struct, subprocess, sys, time
 
@@ -17,6 +17,7 @@ VLC = os.environ.get("VLC", "bin/vlc")
 DATA = os.environ.get("DATA", "../shared/data")
 OUT = os.environ.get("OUT", "bench-out")
 BITS = [int(b) for b in os.environ.get("BITS", "8,4,2,1").split(",")]
+CODE = os.environ.get("CODE", "rotated")  # the -code flag; pq supports 4, 2, 1
 
 
 def fvecs_head(src, dst, n):
@@ -64,19 +65,19 @@ def pick(rows):
 def main():
     sets = datasets()
     names = sys.argv[1:] or list(sets)
-    print("| dataset | bits | B/vector | size ratio | compress s | plateau nprobe | R@1 | R@10 | QPS | fast nprobe | R@10 | QPS | R@10 at nprobe 64 | +rerank 10x: nprobe | R@10 | QPS |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| dataset | code | bits | B/vector | size ratio | compress s | plateau nprobe | R@1 | R@10 | QPS | fast nprobe | R@10 | QPS | R@10 at nprobe 64 | +rerank 10x: nprobe | R@10 | QPS |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         base, query, gt = sets[name]
         for bits in BITS:
-            index = f"{OUT}/{name}-{bits}.vlc"
+            index = f"{OUT}/{name}-{CODE}-{bits}.vlc"
             t = time.time()
-            run("compress", base, "-o", index, "-bits", str(bits), "-seed", "1", "-quiet")
+            run("compress", base, "-o", index, "-bits", str(bits), "-code", CODE, "-seed", "1", "-quiet")
             secs = time.time() - t
             plain = sweep(index, query, gt)
             p, f, s64 = pick(plain)
             rp, _, _ = pick(sweep(index, query, gt, rerank=base))
-            print(f"| {name} | {bits} | {p['bytes_per_vector']:.1f} | {p['size_ratio']:.3f} | {secs:.1f} | "
+            print(f"| {name} | {CODE} | {bits} | {p['bytes_per_vector']:.1f} | {p['size_ratio']:.3f} | {secs:.1f} | "
                   f"{p['nprobe']} | {p['recall@1']:.3f} | {p['recall@10']:.3f} | {p['qps']:.0f} | "
                   f"{f['nprobe']} | {f['recall@10']:.3f} | {f['qps']:.0f} | {s64['recall@10']:.3f} | "
                   f"{rp['nprobe']} | {rp['recall@10']:.3f} | {rp['qps']:.0f} |", flush=True)

@@ -22,6 +22,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	out := fs.String("o", "", "output index `file` (default: INPUT with the extension .vlc)")
 	dim := fs.Int("dim", 0, "dimension of a raw .f16 input (checked against .npy and .fvecs)")
 	bits := fs.Int("bits", 8, "bits per dimension of the residual codes: 1, 2, 4 or 8")
+	codeName := fs.String("code", "rotated", "residual code: rotated, or pq (learned codebooks: better recall at 1-4 bits, slower to build, 256*dim bytes more)")
 	ratio := fs.Float64("ratio", 0, "pick the most bits whose index fits in this `fraction` of the float16 size (instead of -bits)")
 	anchors := fs.Int("anchors", 0, "anchors (inverted lists); 0 picks about sqrt(n)")
 	metric := fs.String("metric", "l2", "distance: l2, ip or cosine")
@@ -63,7 +64,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			progressbar.OptionClearOnFinish())
 	}
 	sum, err := vlc.Compress(ctx, input, *out, vlc.Options{
-		Dim: *dim, Bits: *bits, Ratio: *ratio, Anchors: *anchors, Metric: *metric,
+		Dim: *dim, Bits: *bits, Ratio: *ratio, Code: *codeName, Anchors: *anchors, Metric: *metric,
 		Backend: *backend, Seed: *seed, MaxIter: *maxIter,
 		Progress: func(it anneal.Iteration) {
 			if bar != nil {
@@ -88,7 +89,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stderr, "compressed %s -> %s\n", input, *out)
 	fmt.Fprintf(stderr, "  vectors       %d x %d\n", sum.N, sum.Dim)
 	fmt.Fprintf(stderr, "  anchors       %d\n", sum.Anchors)
-	fmt.Fprintf(stderr, "  codes         %d bits per dimension, metric %s\n", sum.Bits, sum.Metric)
+	fmt.Fprintf(stderr, "  codes         %s, %d bits per dimension, metric %s\n", sum.Code, sum.Bits, sum.Metric)
 	fmt.Fprintf(stderr, "  backend       %s\n", sum.Backend)
 	fmt.Fprintf(stderr, "  iterations    %d (%s)\n", sum.Iterations, conv)
 	fmt.Fprintf(stderr, "  energy        %.6g (mean squared distance to anchors)\n", sum.Energy)

@@ -81,6 +81,13 @@ func searchAll(ctx context.Context, ix *index.Index, q *vecfile.Matrix, opt inde
 	var first error
 	start := time.Now()
 	par.For(q.Len(), 16, func(lo, hi int) {
+		// run recovers panics only on its own goroutine; one here would
+		// end the process with a trace.
+		defer func() {
+			if r := recover(); r != nil {
+				once.Do(func() { first = fmt.Errorf("internal error in queries %d..%d: %v", lo, hi-1, r) })
+			}
+		}()
 		x := make([]float32, q.Dim())
 		for i := lo; i < hi; i++ {
 			if ctx.Err() != nil {
@@ -118,6 +125,11 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	hits, _, err := searchAll(ctx, ix, q, sf.options(rr, sf.k))
 	if err != nil {
 		return err
+	}
+	nprobeSet := false
+	fs.Visit(func(f *flag.Flag) { nprobeSet = nprobeSet || f.Name == "nprobe" })
+	if eff := ix.EffectiveNProbe(sf.nprobe); nprobeSet && eff != sf.nprobe {
+		fmt.Fprintf(stderr, "vlc search: -nprobe %d clamped to %d (the index has %d lists)\n", sf.nprobe, eff, ix.Meta().M)
 	}
 	w := bufio.NewWriter(stdout)
 	for i, hs := range hits {

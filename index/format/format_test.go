@@ -577,6 +577,12 @@ func FuzzOpen(f *testing.F) {
 	}
 	f.Add(golden)
 	f.Add(golden[:128])
+	// A real index (testdata/golden/v1.vlc: six sections, 6,272 bytes).
+	index, err := os.ReadFile("../../testdata/golden/v1.vlc")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(index)
 	f.Add(encode(f, []Section{{KindOf("EMPT"), nil}}))
 	f.Add(encode(f, []Section{{KindOf("A___"), []byte{1}}, {KindOf("B___"), bytes.Repeat([]byte{2}, 70)}, {KindOf("C___"), nil}}))
 	path := filepath.Join(f.TempDir(), "f.vlc") // one per worker process; calls within it are sequential

@@ -158,7 +158,14 @@ func parseHeader(b []byte) ([]SectionInfo, error) {
 		return nil, fmt.Errorf("format version %d, this build reads version %d: %w", v, Version, ErrVersion)
 	}
 	if size%align != 0 {
-		return nil, corrupt("file size %d is not a multiple of %d (truncated?)", size, align)
+		what := "truncated?"
+		if n := le.Uint32(b[12:]); n >= 1 && n <= maxSections && headerSize+uint64(n)*entrySize <= size {
+			table := b[:headerSize+n*entrySize]
+			if k, ok := cutSection(table[headerSize:], size); ok && le.Uint32(b[24:]) == headerCRC(table) {
+				what = fmt.Sprintf("truncated in section %q?", k)
+			}
+		}
+		return nil, corrupt("file size %d is not a multiple of %d (%s)", size, align, what)
 	}
 	n := le.Uint32(b[12:])
 	if n < 1 || n > maxSections {
@@ -172,11 +179,13 @@ func parseHeader(b []byte) ([]SectionInfo, error) {
 		return nil, corrupt("header checksum mismatch: stored 0x%08x, computed 0x%08x", stored, got)
 	}
 	if hs := le.Uint64(b[16:]); hs != size {
-		what := "truncated"
+		what := "truncated?"
 		if size > hs {
-			what = "extended"
+			what = "extended?"
+		} else if k, ok := cutSection(b[headerSize:tableEnd], size); ok {
+			what = fmt.Sprintf("truncated in section %q?", k)
 		}
-		return nil, corrupt("header says the file is %d bytes, it is %d (%s?)", hs, size, what)
+		return nil, corrupt("header says the file is %d bytes, it is %d (%s)", hs, size, what)
 	}
 	if !allZero(b[28:headerSize]) {
 		return nil, corrupt("reserved header bytes are not zero")
@@ -216,6 +225,20 @@ func parseHeader(b []byte) ([]SectionInfo, error) {
 		end = off + length
 	}
 	return infos, nil
+}
+
+// cutSection names the first section of table (whose CRC has been
+// checked) that runs past size, the real size of a truncated file.
+func cutSection(table []byte, size uint64) (Kind, bool) {
+	for e := table; len(e) >= entrySize; e = e[entrySize:] {
+		off, length := le.Uint64(e[8:]), le.Uint64(e[16:])
+		if off > size || length > size-off {
+			var k Kind
+			copy(k[:], e)
+			return k, k.valid()
+		}
+	}
+	return Kind{}, false
 }
 
 func allZero(b []byte) bool { return firstNonZero(b) < 0 }

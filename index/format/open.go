@@ -57,7 +57,7 @@ func Open(path string, opt OpenOptions) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("format: mmap %s: %w", path, err)
 	}
-	infos, err := parseHeader(m)
+	infos, err := parseHeaderGuarded(path, m)
 	if err != nil {
 		m.Unmap()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -95,10 +95,11 @@ func (f *File) Sections() []SectionInfo {
 
 // Verify reads the whole file and checks every section's CRC and that all
 // padding is zero. The error names the damaged section and wraps ErrCorrupt.
-func (f *File) Verify() error {
+func (f *File) Verify() (err error) {
 	if f.data == nil {
 		return fmt.Errorf("format: verify %s: %w", f.path, os.ErrClosed)
 	}
+	defer CatchFault(f.path, &err)()
 	if err := verifyBody(f.data, f.sections); err != nil {
 		return fmt.Errorf("%s: %w", f.path, err)
 	}
@@ -142,4 +143,11 @@ func verifyBody(b []byte, infos []SectionInfo) error {
 		return corrupt("padding after %s is not zero (offset %d)", after, end+int64(i))
 	}
 	return nil
+}
+
+// parseHeaderGuarded is parseHeader with a fault in the mapping (the file
+// shrank after it was measured) reported as an error.
+func parseHeaderGuarded(path string, m []byte) (infos []SectionInfo, err error) {
+	defer CatchFault(path, &err)()
+	return parseHeader(m)
 }

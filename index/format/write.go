@@ -2,6 +2,7 @@ package format
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // Encode writes a container holding sections, in the given order, to w. The
@@ -45,24 +48,42 @@ func Encode(w io.Writer, sections []Section) error {
 // WriteFile writes a container to path atomically: readers see either the
 // old file or the complete new one, never a partial write, and an open
 // mapping of the old file stays valid because the file is replaced, not
-// rewritten. It writes a temporary file "."+base+".tmp-<random>" in the
-// same folder, syncs it, renames it over path and syncs the folder. On
+// rewritten. It writes a temporary file ".<base>.tmp-<pid>-<random>" in
+// the same folder, syncs it, renames it over path and syncs the folder. On
 // error the temporary file is removed and an existing file at path is left
-// as it was.
+// as it was. A process killed while writing cannot remove its temporary
+// file; WriteFile first removes such leftovers of earlier writes to the
+// same path (see RemoveStaleTemps).
 func WriteFile(path string, sections []Section) error {
+	return WriteFileContext(context.Background(), path, sections)
+}
+
+// WriteFileContext is WriteFile that gives up when ctx is done: it checks
+// ctx before creating the temporary file, between chunks of at most 4 MiB
+// while writing, and before the rename. On cancellation the temporary file
+// is removed, path is left as it was, and the error wraps ctx's error.
+// Once the rename has happened the write has succeeded, whatever ctx says.
+func WriteFileContext(ctx context.Context, path string, sections []Section) error {
 	if err := checkSections(sections); err != nil { // before touching the disk
 		return fmt.Errorf("format: write %s: %w", path, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("format: write %s: %w", path, err)
+	}
+	RemoveStaleTemps(path)
 	dir := filepath.Dir(path)
 	tmp, err := createTemp(dir, filepath.Base(path))
 	if err != nil {
 		return fmt.Errorf("format: write %s: %w", path, err)
 	}
-	if err := writeSync(tmp, sections); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("format: write %s: %w", path, err)
+	err = writeSync(ctx, tmp, sections)
+	if err == nil {
+		err = ctx.Err()
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("format: write %s: %w", path, err)
 	}
@@ -72,11 +93,16 @@ func WriteFile(path string, sections []Section) error {
 	return nil
 }
 
+// tempPrefix is how the names of path's temporary files start.
+func tempPrefix(base string) string { return "." + base + ".tmp-" }
+
 // createTemp is os.CreateTemp with mode 0644 (before umask) rather than
-// 0600, since the temporary file becomes the index.
+// 0600, since the temporary file becomes the index, and with the writer's
+// process id in the name, so that a later write can tell a leftover of a
+// killed process from a file another process is still writing.
 func createTemp(dir, base string) (*os.File, error) {
 	for range 1000 {
-		name := filepath.Join(dir, "."+base+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		name := filepath.Join(dir, tempPrefix(base)+strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(rand.Uint64(), 36))
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if !errors.Is(err, os.ErrExist) {
 			return f, err
@@ -85,9 +111,52 @@ func createTemp(dir, base string) (*os.File, error) {
 	return nil, fmt.Errorf("cannot create a temporary file in %s", dir)
 }
 
-// writeSync encodes into f, syncs it and closes it.
-func writeSync(f *os.File, sections []Section) error {
-	bw := bufio.NewWriterSize(f, 1<<20)
+// processStart is about when this process started: no temporary file it
+// writes is older.
+var processStart = time.Now()
+
+// RemoveStaleTemps removes the temporary files that writes to path by
+// processes that no longer run have left behind (a process killed with
+// SIGKILL, or by a power cut, cannot clean up), and returns the names it
+// removed. A file is stale when its name is ".<base>.tmp-<pid>-<random>",
+// no process <pid> runs on this machine, and it was last modified before
+// this process started; anything else (another writer's file in progress,
+// names of another form) is left alone. Where process ids cannot be
+// checked (not Unix), nothing is removed. Errors are ignored: cleaning up
+// is a courtesy, never a reason to fail a write.
+func RemoveStaleTemps(path string) []string {
+	dir, prefix := filepath.Dir(path), tempPrefix(filepath.Base(path))
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || processRuns(pid) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(processStart) {
+			continue
+		}
+		name := filepath.Join(dir, e.Name())
+		if os.Remove(name) == nil {
+			removed = append(removed, name)
+		}
+	}
+	return removed
+}
+
+// writeSync encodes into f, syncs it and closes it. Writes go through in
+// chunks of at most ctxChunk bytes, ctx checked before each.
+func writeSync(ctx context.Context, f *os.File, sections []Section) error {
+	bw := bufio.NewWriterSize(ctxWriter{ctx, f}, 1<<20)
 	err := Encode(bw, sections)
 	if err == nil {
 		err = bw.Flush()
@@ -99,6 +168,29 @@ func writeSync(f *os.File, sections []Section) error {
 		err = cerr
 	}
 	return err
+}
+
+const ctxChunk = 4 << 20
+
+// ctxWriter writes to w in chunks and stops once ctx is done.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if err := c.ctx.Err(); err != nil {
+			return n, err
+		}
+		m, err := c.w.Write(p[n:min(len(p), n+ctxChunk)])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // syncDir makes the rename durable. Windows cannot open a folder for
