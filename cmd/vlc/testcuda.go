@@ -16,6 +16,7 @@ import (
 	"github.com/vlc-embed/vlc/gpu/cuda"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
+	"github.com/vlc-embed/vlc/internal/parity"
 )
 
 // Parity limits of test-cuda: the relative energy difference, and the
@@ -57,7 +58,56 @@ func runTestCUDA(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stderr, "device: %s, %d SMs, compute capability %d.%d, %.1f GiB (%.1f GiB free), PTX %s\n",
 			i.Name, i.SMs, i.CCMajor, i.CCMinor, float64(i.TotalMem)/(1<<30), float64(i.FreeMem)/(1<<30), i.PTXSource)
 	}
+	cfg.label, cfg.f16Anchors = "cuda", true
+	cfg.profile = func(ds anneal.Dataset, step func() error, flop float64) error {
+		return profileCUDA(ds, step, flop, stderr)
+	}
 	return testBackends(ctx, dev, cfg, stderr)
+}
+
+// profileCUDA reports the kernel split of a Step (CUDA events; the anchors
+// go on from where the timed steps left them) and the fused assign's
+// TFLOP/s for every tile shape.
+func profileCUDA(ds anneal.Dataset, step func() error, flop float64, stderr io.Writer) error {
+	prof, ok := ds.(cuda.Profiler)
+	if !ok {
+		return nil
+	}
+	prof.SetTiming(true)
+	var kt []cuda.KernelTimes
+	for i := range 5 {
+		if err := step(); err != nil {
+			return err
+		}
+		if i > 0 {
+			kt = append(kt, prof.LastTimes())
+		}
+	}
+	prof.SetTiming(false)
+	pick := func(f func(cuda.KernelTimes) float64) float64 {
+		v := make([]float64, len(kt))
+		for i, t := range kt {
+			v[i] = f(t)
+		}
+		return median(v)
+	}
+	fmt.Fprintf(stderr, "cuda kernels (median of %d Steps, CUDA events): assign %.3f ms, finalize %.3f, reduce %.3f, update %.3f\n",
+		len(kt), pick(func(t cuda.KernelTimes) float64 { return t.Assign }), pick(func(t cuda.KernelTimes) float64 { return t.Finalize }),
+		pick(func(t cuda.KernelTimes) float64 { return t.Reduce }), pick(func(t cuda.KernelTimes) float64 { return t.Update }))
+	for _, v := range cuda.AssignVariants() {
+		ts, err := prof.TimeAssign(v, 20)
+		if err != nil {
+			return err
+		}
+		def := ""
+		if v == prof.AssignVariant() {
+			def = " (used by Step)"
+		}
+		ms := median(ts[1:])
+		fmt.Fprintf(stderr, "cuda fused assign %s%s: %.3f ms (median of %d), %.1f TFLOP/s effective (2*n*m*d / time)\n",
+			v, def, ms, len(ts)-1, flop/(ms*1e-3)/1e12)
+	}
+	return nil
 }
 
 // backendTest sizes one comparison: n x d points, m anchors, the CPU on
@@ -66,6 +116,11 @@ type backendTest struct {
 	n, d, m, sub       int
 	gpuIters, cpuIters int
 	seed               uint64
+	label              string // the backend's name in the report: "cuda", "webgpu"
+	f16Anchors         bool   // the backend rounds anchors to float16 (parity slack)
+	// profile, when set, reports backend-specific timings after the timed
+	// Steps; step runs one more Step at the end of the schedule.
+	profile func(ds anneal.Dataset, step func() error, flop float64) error
 }
 
 // testBackends compares dev (the accelerated backend) with the CPU
@@ -97,7 +152,7 @@ func testBackends(ctx context.Context, dev anneal.Device, cfg backendTest, stder
 	}
 	schedIters := gpuIters
 
-	// CUDA: upload, one warm-up step, then the timed steps from anchors0.
+	// GPU: upload, one warm-up step, then the timed steps from anchors0.
 	t0 = time.Now()
 	gds, err := dev.Load(pts)
 	if err != nil {
@@ -125,48 +180,19 @@ func testBackends(ctx context.Context, dev anneal.Device, cfg backendTest, stder
 	if err := gds.Anchors(gpuAnchors); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "cuda: %d steps, %.3f ms/iteration (median; mean %.3f), wall clock per Step incl. the scalar read-back\n",
-		gpuIters, median(gpuMs), mean(gpuMs))
-	fmt.Fprintf(stderr, "cuda: transfers per steady-state Step: %d B to the host, %d B to the device\n",
-		(downB-downA)/int64(gpuIters), (upB-upA)/int64(gpuIters))
+	fmt.Fprintf(stderr, "%s: %d steps, %.3f ms/iteration (median; mean %.3f), wall clock per Step incl. the scalar read-back\n",
+		cfg.label, gpuIters, median(gpuMs), mean(gpuMs))
+	fmt.Fprintf(stderr, "%s: transfers per steady-state Step: %d B to the host, %d B to the device\n",
+		cfg.label, (downB-downA)/int64(gpuIters), (upB-upA)/int64(gpuIters))
 
 	flop := 2 * float64(n) * float64(m) * float64(d)
-	if prof, ok := gds.(cuda.Profiler); ok {
-		// Kernel split of a Step (events; the anchors go on from where the
-		// timed steps left them, which changes nothing above).
-		prof.SetTiming(true)
-		var kt []cuda.KernelTimes
-		for i := range 5 {
-			if _, err := gds.Step(params(schedIters-1, schedIters)); err != nil {
-				return err
-			}
-			if i > 0 {
-				kt = append(kt, prof.LastTimes())
-			}
+	if cfg.profile != nil {
+		step := func() error {
+			_, err := gds.Step(params(schedIters-1, schedIters))
+			return err
 		}
-		prof.SetTiming(false)
-		pick := func(f func(cuda.KernelTimes) float64) float64 {
-			v := make([]float64, len(kt))
-			for i, t := range kt {
-				v[i] = f(t)
-			}
-			return median(v)
-		}
-		fmt.Fprintf(stderr, "cuda kernels (median of %d Steps, CUDA events): assign %.3f ms, finalize %.3f, reduce %.3f, update %.3f\n",
-			len(kt), pick(func(t cuda.KernelTimes) float64 { return t.Assign }), pick(func(t cuda.KernelTimes) float64 { return t.Finalize }),
-			pick(func(t cuda.KernelTimes) float64 { return t.Reduce }), pick(func(t cuda.KernelTimes) float64 { return t.Update }))
-		for _, v := range cuda.AssignVariants() {
-			ts, err := prof.TimeAssign(v, 20)
-			if err != nil {
-				return err
-			}
-			def := ""
-			if v == prof.AssignVariant() {
-				def = " (used by Step)"
-			}
-			ms := median(ts[1:])
-			fmt.Fprintf(stderr, "cuda fused assign %s%s: %.3f ms (median of %d), %.1f TFLOP/s effective (2*n*m*d / time)\n",
-				v, def, ms, len(ts)-1, flop/(ms*1e-3)/1e12)
+		if err := cfg.profile(gds, step, flop); err != nil {
+			return err
 		}
 	}
 
@@ -196,22 +222,22 @@ func testBackends(ctx context.Context, dev anneal.Device, cfg backendTest, stder
 		fmt.Fprintf(stderr, "speedup: %.0fx against the CPU time scaled linearly to %d points (%.0f ms; an extrapolation, not a measurement)\n", scaled/gmed, n, scaled)
 	} else {
 		fmt.Fprintf(stderr, "%s: %d steps, %.3f ms/iteration (median; mean %.3f)\n", cdev.Name(), cpuIters, cmed, mean(cpuMs))
-		fmt.Fprintf(stderr, "speedup: %.1fx (median ms/iteration, cpu / cuda)\n", cmed/gmed)
+		fmt.Fprintf(stderr, "speedup: %.1fx (median ms/iteration, cpu / %s)\n", cmed/gmed, cfg.label)
 	}
 
 	var failures []string
 	if sub == n {
 		r := relDiff(gpuE, cpuE)
-		fmt.Fprintf(stderr, "energy after %d steps: cuda %.6f, cpu %.6f, relative difference %.2g\n", schedIters, gpuE, cpuE, r)
+		fmt.Fprintf(stderr, "energy after %d steps: %s %.6f, cpu %.6f, relative difference %.2g\n", schedIters, cfg.label, gpuE, cpuE, r)
 		if r > testCUDAEnergyTol {
 			failures = append(failures, fmt.Sprintf("energy after the steps differs by %.2g", r))
 		}
 	} else {
-		fmt.Fprintf(stderr, "energy after the steps: cuda %.6f (all %d points, %d steps); cpu %.6f (subsample, %d steps): not comparable\n", gpuE, n, gpuIters, cpuE, cpuIters)
+		fmt.Fprintf(stderr, "energy after the steps: %s %.6f (all %d points, %d steps); cpu %.6f (subsample, %d steps): not comparable\n", cfg.label, gpuE, n, gpuIters, cpuE, cpuIters)
 	}
 
 	// Parity: both backends assign the CPU's points to the same anchors
-	// (the CUDA run's final ones).
+	// (the GPU run's final ones).
 	if err := gds.SetAnchors(gpuAnchors, m); err != nil {
 		return err
 	}
@@ -234,14 +260,14 @@ func testBackends(ctx context.Context, dev anneal.Device, cfg backendTest, stder
 	if err := cds.Assignments(ca); err != nil {
 		return err
 	}
-	agr := cuda.Compare(pts.Data, d, gpuAnchors, ga, ca)
+	agr := parity.Compare(pts.Data, d, gpuAnchors, ga, ca, cfg.f16Anchors)
 	gE := gst.Energy
 	if sub < n {
 		gE = hostEnergy(cpts, gpuAnchors, ga[:sub])
 	}
 	r := relDiff(gE, cst.Energy)
-	fmt.Fprintf(stderr, "parity, same anchors, one assign of %d points: %d equal (%.3f%%), %d near-ties, %d beyond a near-tie (%.3f%%); energy cuda %.6f, cpu %.6f, relative difference %.2g\n",
-		agr.N, agr.Equal, 100*float64(agr.Equal)/float64(agr.N), agr.NearTies, agr.Mismatches, 100*agr.NonTieFraction(), gE, cst.Energy, r)
+	fmt.Fprintf(stderr, "parity, same anchors, one assign of %d points: %d equal (%.3f%%), %d near-ties, %d beyond a near-tie (%.3f%%); energy %s %.6f, cpu %.6f, relative difference %.2g\n",
+		agr.N, agr.Equal, 100*float64(agr.Equal)/float64(agr.N), agr.NearTies, agr.Mismatches, 100*agr.NonTieFraction(), cfg.label, gE, cst.Energy, r)
 	if r > testCUDAEnergyTol {
 		failures = append(failures, fmt.Sprintf("energy of the same-anchor assign differs by %.2g", r))
 	}
@@ -250,7 +276,7 @@ func testBackends(ctx context.Context, dev anneal.Device, cfg backendTest, stder
 	}
 	if len(failures) > 0 {
 		fmt.Fprintln(stderr, "FAIL")
-		return fmt.Errorf("cuda and cpu disagree: %s", strings.Join(failures, "; "))
+		return fmt.Errorf("%s and cpu disagree: %s", cfg.label, strings.Join(failures, "; "))
 	}
 	fmt.Fprintln(stderr, "PASS")
 	return nil

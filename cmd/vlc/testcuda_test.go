@@ -31,6 +31,7 @@ func TestTestBackendsFlow(t *testing.T) {
 		{n: 900, d: 9, m: 8, sub: 300, gpuIters: 3, cpuIters: 2, seed: 3},
 	} {
 		var out bytes.Buffer
+		cfg.label = "cpu-as-gpu"
 		if err := testBackends(context.Background(), cpu.New(), cfg, &out); err != nil {
 			t.Errorf("%+v: %v\n%s", cfg, err, out.String())
 			continue

@@ -13,6 +13,7 @@ import (
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/cpu"
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/parity"
 	"github.com/vlc-embed/vlc/internal/testutil"
 )
 
@@ -192,7 +193,7 @@ func TestAssignParity(t *testing.T) {
 						anchors := anchorsNear(pts, m, 0.5, uint64(m*d))
 						g := runBackend(t, dev, variant, pts, anchors, m, nil)
 						c := runBackend(t, ref, "", pts, anchors, m, nil)
-						agr := Compare(pts.Data, d, anchors, g.assign, c.assign)
+						agr := parity.Compare(pts.Data, d, anchors, g.assign, c.assign, true)
 						if agr.Mismatches > 0 {
 							t.Errorf("assignments: %+v", agr)
 						}
@@ -300,7 +301,7 @@ func TestStepParity(t *testing.T) {
 					}
 				}
 				cp := runBackend(t, ref, "", pts, anchors, c.m, &p)
-				if agr := Compare(pts.Data, c.d, anchors, g.assign, cp.assign); agr.Mismatches > 0 {
+				if agr := parity.Compare(pts.Data, c.d, anchors, g.assign, cp.assign, true); agr.Mismatches > 0 {
 					t.Errorf("assignments: %+v", agr)
 				} else if agr.Equal == c.n {
 					for i := range cp.anchors {

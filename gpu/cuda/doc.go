@@ -9,7 +9,7 @@
 // float16 (the tensor cores multiply float16 by float16, accumulating in
 // float32), ties to the lowest anchor index; so an assignment can differ
 // from the CPU's where two anchors are within the float16 rounding of the
-// anchors of each other (a near-tie, see NearTie). Distances, energy and the
+// anchors of each other (a near-tie, see internal/parity.NearTie). Distances, energy and the
 // Huber weights are then recomputed against the float32 anchor as
 // sum (x_j - a_j)^2 in float32. Per-anchor sums use float32 atomics, so the
 // last bits of the anchors and statistics can vary from run to run.

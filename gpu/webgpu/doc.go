@@ -15,7 +15,7 @@
 // accumulation (fused multiply-adds, in order of the dimension), ties to
 // the lowest anchor index; distance = max(that + |x|^2, 0), as the CPU
 // computes it. An assignment can differ from the CPU's only where two
-// anchors are within float32 rounding of each other (NearTie). The
+// anchors are within float32 rounding of each other (internal/parity.NearTie). The
 // per-anchor sums are float32 per invocation, combined in a fixed tree;
 // the order of an anchor's points depends on the atomics of the counting
 // sort, so the last bits of the anchors and statistics can vary from run

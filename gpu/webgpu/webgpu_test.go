@@ -15,6 +15,7 @@ import (
 	"github.com/vlc-embed/vlc/cpu"
 	"github.com/vlc-embed/vlc/gpu/shaders"
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/parity"
 	"github.com/vlc-embed/vlc/internal/testutil"
 )
 
@@ -183,7 +184,7 @@ func TestAssignParity(t *testing.T) {
 				anchors := anchorsNear(pts, c.m, 0.5, uint64(c.m*c.d))
 				g := runBackend(t, dev, tile.Name, pts, anchors, c.m, nil)
 				r := runBackend(t, ref, "", pts, anchors, c.m, nil)
-				agr := Compare(pts.Data, c.d, anchors, g.assign, r.assign)
+				agr := parity.Compare(pts.Data, c.d, anchors, g.assign, r.assign, false)
 				if agr.Mismatches > 0 {
 					t.Errorf("assignments: %+v", agr)
 				}
@@ -280,7 +281,7 @@ func TestStepParity(t *testing.T) {
 					}
 				}
 				cp := runBackend(t, ref, "", pts, anchors, c.m, &p)
-				if agr := Compare(pts.Data, c.d, anchors, g.assign, cp.assign); agr.Mismatches > 0 {
+				if agr := parity.Compare(pts.Data, c.d, anchors, g.assign, cp.assign, false); agr.Mismatches > 0 {
 					t.Errorf("assignments: %+v", agr)
 				} else if agr.Equal == c.n {
 					for i := range cp.anchors {
@@ -345,7 +346,7 @@ func TestChunks(t *testing.T) {
 		t.Fatalf("%d chunks, want 4 of 256 rows", chunks)
 	}
 	c, _ := run(ref)
-	agr := Compare(pts.Data, d, g.anchors, g.assign, c.assign)
+	agr := parity.Compare(pts.Data, d, g.anchors, g.assign, c.assign, false)
 	if agr.Mismatches > 0 || agr.Equal < n*99/100 {
 		t.Errorf("assignments after 3 steps: %+v", agr)
 	}
