@@ -31,22 +31,9 @@ const (
 //
 //	vlc test-cuda [--large] [-seed S] [-iters N]
 func runTestCUDA(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("test-cuda", flag.ContinueOnError)
-	large := fs.Bool("large", false, "1,000,000 x 768 points and 4096 anchors (the CPU runs on a subsample); default 10,000 x 128 and 256")
-	seed := fs.Uint64("seed", 1, "seed of the data and the initial anchors")
-	iters := fs.Int("iters", 0, "timed iterations per backend (default 20; 10 on the GPU and 2 on the CPU with --large)")
-	if _, err := parse(fs, args, nil, stderr); err != nil {
+	cfg, err := parseBackendTest("test-cuda", args, stderr)
+	if err != nil {
 		return err
-	}
-	cfg := backendTest{n: 10_000, d: 128, m: 256, sub: 10_000, gpuIters: 20, cpuIters: 20, seed: *seed}
-	if *large {
-		cfg = backendTest{n: 1_000_000, d: 768, m: 4096, sub: 4096, gpuIters: 10, cpuIters: 2, seed: *seed}
-	}
-	if *iters > 0 {
-		cfg.gpuIters, cfg.cpuIters = *iters, *iters
-		if *large {
-			cfg.cpuIters = min(*iters, 2)
-		}
 	}
 	dev, err := cuda.Open()
 	if err != nil {
@@ -121,6 +108,28 @@ type backendTest struct {
 	// profile, when set, reports backend-specific timings after the timed
 	// Steps; step runs one more Step at the end of the schedule.
 	profile func(ds anneal.Dataset, step func() error, flop float64) error
+}
+
+// parseBackendTest reads the flags test-cuda and test-webgpu share.
+func parseBackendTest(name string, args []string, stderr io.Writer) (backendTest, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	large := fs.Bool("large", false, "1,000,000 x 768 points and 4096 anchors (the CPU runs on a subsample); default 10,000 x 128 and 256")
+	seed := fs.Uint64("seed", 1, "seed of the data and the initial anchors")
+	iters := fs.Int("iters", 0, "timed iterations per backend (default 20; 10 on the GPU and 2 on the CPU with --large)")
+	if _, err := parse(fs, args, nil, stderr); err != nil {
+		return backendTest{}, err
+	}
+	cfg := backendTest{n: 10_000, d: 128, m: 256, sub: 10_000, gpuIters: 20, cpuIters: 20, seed: *seed}
+	if *large {
+		cfg = backendTest{n: 1_000_000, d: 768, m: 4096, sub: 4096, gpuIters: 10, cpuIters: 2, seed: *seed}
+	}
+	if *iters > 0 {
+		cfg.gpuIters, cfg.cpuIters = *iters, *iters
+		if *large {
+			cfg.cpuIters = min(*iters, 2)
+		}
+	}
+	return cfg, nil
 }
 
 // testBackends compares dev (the accelerated backend) with the CPU

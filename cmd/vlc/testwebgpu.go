@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -17,22 +16,9 @@ import (
 //
 //	vlc test-webgpu [--large] [-seed S] [-iters N]
 func runTestWebGPU(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("test-webgpu", flag.ContinueOnError)
-	large := fs.Bool("large", false, "1,000,000 x 768 points and 4096 anchors (the CPU runs on a subsample); default 10,000 x 128 and 256")
-	seed := fs.Uint64("seed", 1, "seed of the data and the initial anchors")
-	iters := fs.Int("iters", 0, "timed iterations per backend (default 20; 10 on the GPU and 2 on the CPU with --large)")
-	if _, err := parse(fs, args, nil, stderr); err != nil {
+	cfg, err := parseBackendTest("test-webgpu", args, stderr)
+	if err != nil {
 		return err
-	}
-	cfg := backendTest{n: 10_000, d: 128, m: 256, sub: 10_000, gpuIters: 20, cpuIters: 20, seed: *seed}
-	if *large {
-		cfg = backendTest{n: 1_000_000, d: 768, m: 4096, sub: 4096, gpuIters: 10, cpuIters: 2, seed: *seed}
-	}
-	if *iters > 0 {
-		cfg.gpuIters, cfg.cpuIters = *iters, *iters
-		if *large {
-			cfg.cpuIters = min(*iters, 2)
-		}
 	}
 	dev, err := webgpu.OpenAny() // lavapipe too: this checks whatever adapter there is
 	if err != nil {
