@@ -49,15 +49,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if sw.on() {
 		return runSweep(ctx, pos, &sf, &sw, *gtPath, *basePath, *asJSON, stdout, stderr)
 	}
-	ix, q, rr, err := sf.open(pos[0])
+	o, err := sf.open(pos[0])
 	if err != nil {
 		return err
 	}
-	defer ix.Close()
-	defer q.Close()
-	if rr != nil {
-		defer rr.Close()
-	}
+	defer o.Close()
+	ix, q, rr := o.ix, o.q, o.rr
 
 	gt, err := loadGroundTruth(*gtPath, *basePath, q, ix)
 	if err != nil {

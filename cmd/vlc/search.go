@@ -30,39 +30,59 @@ func (f *searchFlags) register(fs *flag.FlagSet, k int) {
 	fs.IntVar(&f.rerankFactor, "rerank-factor", 10, "re-rank this many times k candidates")
 }
 
-// open opens the index (checksums verified), the queries and the re-rank file.
-func (f *searchFlags) open(path string) (ix *index.Index, q *vecfile.Matrix, rr *vecfile.Matrix, err error) {
+// opened holds what a search reads: the index, the queries and, with
+// -rerank, the original vectors.
+type opened struct {
+	ix    *index.Index
+	q, rr *vecfile.Matrix // rr is nil without -rerank
+}
+
+// Close closes whatever was opened.
+func (o *opened) Close() {
+	if o.rr != nil {
+		o.rr.Close()
+	}
+	if o.q != nil {
+		o.q.Close()
+	}
+	if o.ix != nil {
+		o.ix.Close()
+	}
+}
+
+// open opens the index (checksums verified), the queries and the re-rank
+// file; on error nothing stays open.
+func (f *searchFlags) open(path string) (_ *opened, err error) {
 	if f.query == "" {
-		return nil, nil, nil, fmt.Errorf("-query is required")
+		return nil, fmt.Errorf("-query is required")
 	}
 	if f.k < 1 {
-		return nil, nil, nil, fmt.Errorf("-k must be at least 1, got %d", f.k)
+		return nil, fmt.Errorf("-k must be at least 1, got %d", f.k)
 	}
-	ix, err = index.Open(path, index.Options{Verify: true})
+	o := &opened{}
+	defer func() {
+		if err != nil {
+			o.Close()
+		}
+	}()
+	if o.ix, err = index.Open(path, index.Options{Verify: true}); err != nil {
+		return nil, err
+	}
+	if o.q, err = openLike(f.query, o.ix.Dim()); err == nil {
+		err = o.q.CheckFinite()
+	}
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	q, err = openLike(f.query, ix.Dim())
-	if err == nil {
-		err = q.CheckFinite()
-	}
-	if err != nil {
-		ix.Close()
-		return nil, nil, nil, fmt.Errorf("queries: %w", err)
+		return nil, fmt.Errorf("queries: %w", err)
 	}
 	if f.rerank != "" {
-		rr, err = openLike(f.rerank, ix.Dim())
-		if err == nil && rr.Len() != ix.Len() {
-			rr.Close()
-			err = fmt.Errorf("%s has %d vectors, the index %d", f.rerank, rr.Len(), ix.Len())
+		if o.rr, err = openLike(f.rerank, o.ix.Dim()); err == nil && o.rr.Len() != o.ix.Len() {
+			err = fmt.Errorf("%s has %d vectors, the index %d", f.rerank, o.rr.Len(), o.ix.Len())
 		}
 		if err != nil {
-			ix.Close()
-			q.Close()
-			return nil, nil, nil, fmt.Errorf("re-rank: %w", err)
+			return nil, fmt.Errorf("re-rank: %w", err)
 		}
 	}
-	return ix, q, rr, nil
+	return o, nil
 }
 
 func (f *searchFlags) options(rr *vecfile.Matrix, k int) index.SearchOptions {
@@ -113,15 +133,12 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	ix, q, rr, err := sf.open(pos[0])
+	o, err := sf.open(pos[0])
 	if err != nil {
 		return err
 	}
-	defer ix.Close()
-	defer q.Close()
-	if rr != nil {
-		defer rr.Close()
-	}
+	defer o.Close()
+	ix, q, rr := o.ix, o.q, o.rr
 	hits, _, err := searchAll(ctx, ix, q, sf.options(rr, sf.k))
 	if err != nil {
 		return err

@@ -110,17 +110,15 @@ type sweepIndex struct {
 // computed once; the rows go to stdout as a table (or a JSON array) and,
 // with -plot, into a chart.
 func runSweep(ctx context.Context, paths []string, sf *searchFlags, sw *sweepFlags, gtPath, basePath string, asJSON bool, stdout, stderr io.Writer) error {
-	first, q, rr, err := sf.open(paths[0])
+	o, err := sf.open(paths[0])
 	if err != nil {
 		return err
 	}
-	defer q.Close()
-	if rr != nil {
-		defer rr.Close()
-	}
-	idxs := []sweepIndex{{path: paths[0], ix: first}}
+	defer o.Close()
+	q, rr := o.q, o.rr
+	idxs := []sweepIndex{{path: paths[0], ix: o.ix}}
 	defer func() {
-		for _, s := range idxs {
+		for _, s := range idxs[1:] { // the first is o's
 			s.ix.Close()
 		}
 	}()
@@ -130,9 +128,9 @@ func runSweep(ctx context.Context, paths []string, sf *searchFlags, sw *sweepFla
 			return err
 		}
 		idxs = append(idxs, sweepIndex{path: p, ix: ix})
-		if ix.Len() != first.Len() || ix.Dim() != first.Dim() {
+		if ix.Len() != o.ix.Len() || ix.Dim() != o.ix.Dim() {
 			return fmt.Errorf("%s holds %d vectors of dimension %d, %s %d of dimension %d: indexes compared in one sweep must hold the same vectors",
-				paths[0], first.Len(), first.Dim(), p, ix.Len(), ix.Dim())
+				paths[0], o.ix.Len(), o.ix.Dim(), p, ix.Len(), ix.Dim())
 		}
 	}
 	names := sweepNames(paths)
@@ -198,7 +196,7 @@ func runSweep(ctx context.Context, paths []string, sf *searchFlags, sw *sweepFla
 		}
 	}
 	if sw.plot != "" {
-		if err := writePlot(sw.plot, first.Len(), first.Dim(), curves); err != nil {
+		if err := writePlot(sw.plot, o.ix.Len(), o.ix.Dim(), curves); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "wrote %s\n", sw.plot)
