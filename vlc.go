@@ -39,15 +39,18 @@ type (
 
 // Options for Compress. Zero values mean the defaults.
 type Options struct {
-	Dim     int     // dimension of a raw .f16 input (required there; checked against .npy/.fvecs)
-	Bits    int     // bits per dimension of the residual codes: 1, 2, 4 or 8 (default 8)
-	Ratio   float64 // instead of Bits: the most bits whose index fits in Ratio x the float16 size
-	Code    string  // residual code: "rotated" (default) or "pq" (docs/QUANTIZATION.md)
-	Anchors int     // anchors (inverted lists); default about sqrt(n)
-	Metric  string  // "l2" (default), "ip" or "cosine"
-	Backend string  // "auto" (default), "cpu", or a GPU backend built in
-	Seed    uint64  // same input, options and seed: byte-identical index
-	MaxIter int     // annealing iterations at most (default 60)
+	Dim   int     // dimension of a raw .f16 input (required there; checked against .npy/.fvecs)
+	Bits  int     // bits per dimension of the residual codes: 1, 2, 4 or 8 (default 8)
+	Ratio float64 // instead of Bits: the largest code whose index fits in Ratio x the float16 size
+	Code  string  // residual code: "rotated" (default) or "pq" (docs/QUANTIZATION.md)
+	// Subspaces, for the pq code and instead of Bits: bytes of code per
+	// vector, 1 to the dimension (Bits b means ceil(dim*b/8)).
+	Subspaces int
+	Anchors   int    // anchors (inverted lists); default about sqrt(n)
+	Metric    string // "l2" (default), "ip" or "cosine"
+	Backend   string // "auto" (default), "cpu", or a GPU backend built in
+	Seed      uint64 // same input, options and seed: byte-identical index
+	MaxIter   int    // annealing iterations at most (default 60)
 
 	Logger *slog.Logger // nil: slog.Default()
 	// Progress, when set, is called after each training iteration.
@@ -57,8 +60,10 @@ type Options struct {
 // Summary describes a finished compression.
 type Summary struct {
 	N, Dim, Anchors int
-	Bits            int
-	Code            string // the residual code's name
+	Bits            int     // as asked for, or as -ratio chose; 0 for a pq code given by subspaces
+	Subspaces       int     // of a pq code; 0 for the others
+	BitsPerDim      float64 // code bytes per vector (corrections not counted) * 8 / dim
+	Code            string  // the residual code's name
 	Metric          string
 	Backend         string
 	Iterations      int
@@ -81,13 +86,16 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	if log == nil {
 		log = slog.Default()
 	}
-	if opt.Bits != 0 && opt.Ratio != 0 {
-		return nil, fmt.Errorf("set Bits or Ratio, not both")
+	if b2u(opt.Bits != 0)+b2u(opt.Ratio != 0)+b2u(opt.Subspaces != 0) > 1 {
+		return nil, fmt.Errorf("set one of Bits, Ratio and Subspaces")
 	}
 	if opt.Ratio < 0 {
 		return nil, fmt.Errorf("ratio %g: must be positive", opt.Ratio)
 	}
-	if opt.Bits == 0 && opt.Ratio == 0 {
+	if opt.Subspaces < 0 {
+		return nil, fmt.Errorf("subspaces %d: must be positive", opt.Subspaces)
+	}
+	if opt.Bits == 0 && opt.Ratio == 0 && opt.Subspaces == 0 {
 		opt.Bits = 8
 	}
 	if opt.Metric == "" {
@@ -128,15 +136,29 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	if err != nil {
 		return nil, err
 	}
-	if opt.Ratio > 0 {
-		if opt.Bits, _, err = index.BitsForRatio(n, d, m, kind, opt.Ratio); err != nil {
+	if opt.Subspaces != 0 && kind != quant.KindPQ {
+		return nil, fmt.Errorf("subspaces are a setting of the pq code, not of %s", kind)
+	}
+	var code quant.Code
+	switch {
+	case opt.Ratio > 0:
+		spec, _, err := index.SpecForRatio(n, d, m, kind, opt.Ratio, opt.Seed)
+		if err != nil {
 			return nil, err
 		}
+		code, err = quant.New(spec)
+	case opt.Subspaces > 0:
+		if opt.Subspaces > d {
+			return nil, fmt.Errorf("%w: %d subspaces for dimension %d (at most one a dimension)", quant.ErrBits, opt.Subspaces, d)
+		}
+		code, err = quant.New(quant.Spec{Kind: kind, Dim: d, Subspaces: opt.Subspaces, Seed: opt.Seed})
+	default:
+		code, err = quant.ForBits(kind, opt.Bits, d, opt.Seed)
 	}
-	code, err := quant.ForBits(kind, opt.Bits, d, opt.Seed)
 	if err != nil {
 		return nil, err
 	}
+	spec := code.Spec()
 	if err := mat.CheckFinite(); err != nil {
 		return nil, err
 	}
@@ -176,7 +198,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	err = index.WriteContext(ctx, output, index.Plan{
 		Rows: rows, Anchors: model.Anchors, Assign: model.Assign,
 		Meta: index.Meta{
-			Code: uint32(code.Kind()), Bits: uint32(code.Bits()), Metric: metric, Seed: opt.Seed,
+			Code: uint32(spec.Kind), Bits: uint32(spec.Bits), Subspaces: uint32(spec.Subspaces), Metric: metric, Seed: opt.Seed,
 			Iterations: uint32(model.Iterations), Converged: b2u(model.Converged),
 			Merged: uint32(model.Merged), Split: uint32(model.Split),
 			Energy: model.Energy, InitEnergy: model.InitEnergy,
@@ -190,7 +212,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 		return nil, err
 	}
 	return &Summary{
-		N: n, Dim: d, Anchors: m, Bits: opt.Bits, Code: kind.String(), Metric: metric.String(), Backend: dev.Name(),
+		N: n, Dim: d, Anchors: m, Bits: spec.Bits, Subspaces: spec.Subspaces, BitsPerDim: spec.BitsPerDim(), Code: kind.String(), Metric: metric.String(), Backend: dev.Name(),
 		Iterations: model.Iterations, Converged: model.Converged, Energy: model.Energy,
 		IndexBytes: st.Size(), BytesPerVector: float64(st.Size()) / float64(n),
 		SizeRatio: float64(st.Size()) / float64(2*n*d),

@@ -257,8 +257,9 @@ func TestRecallByBits(t *testing.T) {
 	}
 }
 
-// The PQ code (opt-in) beats the default at 2 bits on deep2k, and refuses
-// 8 bits with ErrBits.
+// The PQ code (opt-in) beats the default at 2 bits on deep2k, refuses 3
+// bits and more subspaces than dimensions with ErrBits, and -ratio spends
+// the budget in subspaces.
 func TestCodePQ(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "pq.vlc")
@@ -295,8 +296,23 @@ func TestCodePQ(t *testing.T) {
 	if r := float64(found) / float64(10*q.Len()); r < 0.85 {
 		t.Errorf("pq 2 bits: recall@10 %.4f, want >= 0.85", r)
 	}
-	if _, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "x.vlc"), vlc.Options{Dim: 96, Bits: 8, Code: "pq"}); !errors.Is(err, quant.ErrBits) {
-		t.Errorf("pq 8 bits: %v, want ErrBits", err)
+	for _, opt := range []vlc.Options{{Dim: 96, Bits: 3, Code: "pq"}, {Dim: 96, Subspaces: 97, Code: "pq"}} {
+		if _, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "x.vlc"), opt); !errors.Is(err, quant.ErrBits) {
+			t.Errorf("pq %d bits, %d subspaces: %v, want ErrBits", opt.Bits, opt.Subspaces, err)
+		}
+	}
+	if _, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "x.vlc"), vlc.Options{Dim: 96, Subspaces: 20}); err == nil {
+		t.Error("subspaces for the rotated code: no error")
+	}
+	sum, err = vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "r.vlc"), vlc.Options{Dim: 96, Ratio: 0.2, Code: "pq", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// deep2k at ratio 0.2 is 76,800 bytes; 24,648 of codebooks, 8,640 of
+	// anchors (45), 2,750 of row ids and 19 bytes a vector (17 subspaces,
+	// B and C) fill all but about 1,500 of them, less than 18 would take.
+	if sum.Subspaces != 17 || sum.Bits != 0 || sum.SizeRatio > 0.2 {
+		t.Errorf("pq at ratio 0.2: %d subspaces, %d bits, ratio %.4f; want 17, 0, <= 0.2", sum.Subspaces, sum.Bits, sum.SizeRatio)
 	}
 	if _, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "y.vlc"), vlc.Options{Dim: 96, Code: "zip"}); err == nil {
 		t.Error("unknown code: no error")

@@ -55,7 +55,12 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	case n > math.MaxUint32:
 		return nil, fmt.Errorf("%w: %d rows: format v1 holds at most 2^32-1", ErrArgument, n)
 	}
-	code, err := quant.New(quant.Kind(p.Meta.Code), d, int(p.Meta.Bits), p.Meta.Seed)
+	spec := p.Meta.CodeSpec()
+	spec.Dim = d
+	code, err := quant.New(spec)
+	if err == nil {
+		spec = code.Spec() // the product code's subspaces, when given as bits
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrArgument, err)
 	}
@@ -120,12 +125,8 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 					r[j] -= anchor[j]
 				}
 			}
-			prm := params[a*pb : (a+1)*pb]
-			code.Fit(prm, res, len(list))
-			for k := range list {
-				at := (int(offsets[a]) + k) * cb
-				code.Encode(codes[at:at+cb], a, prm, res[k*d:(k+1)*d])
-			}
+			at := int(offsets[a]) * cb
+			code.EncodeList(codes[at:at+len(list)*cb], params[a*pb:(a+1)*pb], a, res, len(list))
 		}
 	})
 
@@ -134,6 +135,7 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	}
 	meta := p.Meta
 	meta.N, meta.Dim, meta.M = uint64(n), uint32(d), uint32(m)
+	meta.Bits, meta.Subspaces = uint32(spec.Bits), uint32(spec.Subspaces)
 	secs := []format.Section{
 		{Kind: secMeta, Data: meta.marshal()},
 		{Kind: secAnchors, Data: u16Bytes(anchors16)},

@@ -95,7 +95,7 @@ func load(f *format.File, path string) (ix *Index, err error) {
 	case meta.Metric > Cosine:
 		return nil, bad("META names unknown metric %d", meta.Metric)
 	}
-	code, err := quant.New(quant.Kind(meta.Code), int(meta.Dim), int(meta.Bits), meta.Seed)
+	code, err := quant.New(meta.CodeSpec())
 	if err != nil {
 		return nil, bad("%v", err)
 	}

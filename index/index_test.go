@@ -346,24 +346,54 @@ func TestPredictSize(t *testing.T) {
 	for i := range assign {
 		assign[i] = int32(i % m)
 	}
-	for _, c := range []struct {
-		kind quant.Kind
-		bits int
-	}{{quant.KindSQ8, 8}, {quant.KindRotated, 1}, {quant.KindRotated, 2}, {quant.KindRotated, 4}, {quant.KindRotated, 8}} {
+	for _, c := range []quant.Spec{
+		{Kind: quant.KindSQ8, Bits: 8}, {Kind: quant.KindRotated, Bits: 1}, {Kind: quant.KindRotated, Bits: 2},
+		{Kind: quant.KindRotated, Bits: 4}, {Kind: quant.KindRotated, Bits: 8},
+		{Kind: quant.KindPQ, Bits: 2}, {Kind: quant.KindPQ, Subspaces: 1}, {Kind: quant.KindPQ, Subspaces: 29},
+	} {
 		path := filepath.Join(t.TempDir(), "x.vlc")
-		err := index.Write(path, index.Plan{Rows: base, Anchors: anchors, Assign: assign, Meta: index.Meta{Code: uint32(c.kind), Bits: uint32(c.bits)}})
+		err := index.Write(path, index.Plan{Rows: base, Anchors: anchors, Assign: assign,
+			Meta: index.Meta{Code: uint32(c.Kind), Bits: uint32(c.Bits), Subspaces: uint32(c.Subspaces)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		st, _ := os.Stat(path)
-		if want, _ := index.PredictSize(base.Len(), 96, m, c.kind, c.bits); st.Size() != want {
-			t.Errorf("kind %d, %d bits: file %d bytes, predicted %d", c.kind, c.bits, st.Size(), want)
+		c.Dim = 96
+		if want, _ := index.PredictSize(base.Len(), m, c); st.Size() != want {
+			t.Errorf("%v: file %d bytes, predicted %d", c, st.Size(), want)
 		}
+		ix, err := index.Open(path, index.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ix.Meta().CodeSpec(); got.Kind != c.Kind || got.BitsPerDim() != c.BitsPerDim() && c.Kind != quant.KindPQ ||
+			c.Kind == quant.KindPQ && got.Subspaces != max(c.Subspaces, quant.PQSubspaces(96, c.Bits)) {
+			t.Errorf("%v: reopened as %v", c, got)
+		}
+		ix.Close()
 	}
-	if b, _, err := index.BitsForRatio(base.Len(), 96, m, quant.KindRotated, 0.32); err != nil || b != 4 {
-		t.Errorf("ratio 0.32: %d bits, %v; want 4", b, err)
+	n := base.Len()
+	if s, _, err := index.SpecForRatio(n, 96, m, quant.KindRotated, 0.32, 1); err != nil || s.Bits != 4 {
+		t.Errorf("rotated, ratio 0.32: %v, %v; want 4 bits", s, err)
 	}
-	if _, _, err := index.BitsForRatio(base.Len(), 96, m, quant.KindRotated, 0.01); !errors.Is(err, index.ErrArgument) {
+	if _, _, err := index.SpecForRatio(n, 96, m, quant.KindRotated, 0.01, 1); !errors.Is(err, index.ErrArgument) {
 		t.Errorf("ratio 0.01: %v, want ErrArgument", err)
+	}
+	// The product code takes the most subspaces that fit: one more would not.
+	if _, _, err := index.SpecForRatio(n, 96, m, quant.KindPQ, 0.05, 1); !errors.Is(err, index.ErrArgument) {
+		t.Errorf("pq, ratio 0.05 (the codebooks alone are more): %v, want ErrArgument", err)
+	}
+	for _, ratio := range []float64{0.12, 0.2, 0.32, 0.6, 2} {
+		s, size, err := index.SpecForRatio(n, 96, m, quant.KindPQ, ratio, 1)
+		if err != nil {
+			t.Errorf("pq, ratio %g: %v", ratio, err)
+			continue
+		}
+		budget := ratio * float64(2*n*96)
+		s.Subspaces++
+		more, err := index.PredictSize(n, m, s)
+		if float64(size) > budget || s.Subspaces <= 96 && (err != nil || float64(more) <= budget) {
+			t.Errorf("pq, ratio %g: %d subspaces, %d bytes (budget %.0f; one more: %d bytes, %v)", ratio, s.Subspaces-1, size, budget, more, err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/quant"
 )
 
 // Metric is how distances are measured. Every metric reports distances where
@@ -74,6 +75,16 @@ type Meta struct {
 	Split      uint32
 	Energy     float64 // mean squared distance to the final anchors
 	InitEnergy float64 // the same for the starting anchors
+
+	// Subspaces of the product code (quant.Spec.Subspaces); zero for the
+	// other codes. Appended after the fields above, so files of the other
+	// codes read as before.
+	Subspaces uint32
+}
+
+// CodeSpec is the residual code the index was written with.
+func (m Meta) CodeSpec() quant.Spec {
+	return quant.Spec{Kind: quant.Kind(m.Code), Dim: int(m.Dim), Bits: int(m.Bits), Subspaces: int(m.Subspaces), Seed: m.Seed}
 }
 
 const metaSize = 128

@@ -8,13 +8,14 @@ import (
 )
 
 // PredictSize returns the exact size in bytes of the index Build writes for
-// n vectors of dimension d in m lists with the given code, without
+// n vectors in m lists with the given code (its Dim the vectors'), without
 // building it.
-func PredictSize(n, d, m int, kind quant.Kind, bits int) (int64, error) {
-	code, err := quant.New(kind, d, bits, 0)
+func PredictSize(n, m int, spec quant.Spec) (int64, error) {
+	code, err := quant.New(spec)
 	if err != nil {
 		return 0, err
 	}
+	d := spec.Dim
 	lengths := []int64{
 		metaSize,
 		int64(m * d * 2),
@@ -29,21 +30,46 @@ func PredictSize(n, d, m int, kind quant.Kind, bits int) (int64, error) {
 	return format.FileSize(lengths...), nil
 }
 
-// BitsForRatio returns the most bits per dimension of a kind of code whose
-// index fits within ratio times the float16 size of the vectors (n*d*2
-// bytes), and that index's size.
-func BitsForRatio(n, d, m int, kind quant.Kind, ratio float64) (bits int, size int64, err error) {
+// SpecForRatio returns the largest code of a kind whose index for n
+// vectors of dimension d in m lists fits within ratio times the float16
+// size of the vectors (n*d*2 bytes), and that index's size: the most bits
+// per dimension (8, 4, 2, 1) for the rotated and sq8 codes, the most
+// subspaces (d down to 1) for the product code, whose size grows by n
+// bytes a subspace.
+func SpecForRatio(n, d, m int, kind quant.Kind, ratio float64, seed uint64) (quant.Spec, int64, error) {
 	budget := ratio * float64(2*n*d)
+	var tries []quant.Spec
+	if kind == quant.KindPQ {
+		// Size is increasing in subspaces: find the last that fits.
+		lo, hi := 1, d
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			size, err := PredictSize(n, m, quant.Spec{Kind: kind, Dim: d, Subspaces: mid})
+			if err != nil {
+				return quant.Spec{}, 0, err
+			}
+			if float64(size) <= budget {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		tries = []quant.Spec{{Kind: kind, Dim: d, Subspaces: lo, Seed: seed}}
+	} else {
+		for _, b := range quant.Bits(kind) {
+			tries = append(tries, quant.Spec{Kind: kind, Dim: d, Bits: b, Seed: seed})
+		}
+	}
 	var smallest int64
-	for _, b := range quant.Bits(kind) {
-		size, err := PredictSize(n, d, m, kind, b)
+	for _, s := range tries {
+		size, err := PredictSize(n, m, s)
 		if err != nil {
-			return 0, 0, err
+			return quant.Spec{}, 0, err
 		}
 		if float64(size) <= budget {
-			return b, size, nil
+			return s, size, nil
 		}
 		smallest = size
 	}
-	return 0, 0, fmt.Errorf("%w: no %s code fits size ratio %g: the smallest (%d anchors) is %d bytes, ratio %.3f", ErrArgument, kind, ratio, m, smallest, float64(smallest)/float64(2*n*d))
+	return quant.Spec{}, 0, fmt.Errorf("%w: no %s code fits size ratio %g: the smallest (%d anchors) is %d bytes, ratio %.3f", ErrArgument, kind, ratio, m, smallest, float64(smallest)/float64(2*n*d))
 }

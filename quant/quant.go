@@ -22,14 +22,50 @@ const (
 	// KindRotated is the rotated code with per-vector scale and unbiased
 	// correction (type Rotated), 1, 2, 4 or 8 bits per dimension.
 	KindRotated Kind = 2
+	// kindPQ1 was the first layout of the product code (float16
+	// corrections per vector, subspaces of 8/bits dimensions). Retired:
+	// files holding it must be compressed again.
+	kindPQ1 Kind = 3
 	// KindPQ is rotated product quantization (type PQ): one byte per
-	// subspace of 8/bits rotated dimensions, codebooks shared by all lists;
-	// 1, 2 or 4 bits per dimension. Codes are the size of the rotated
-	// code's, but the codebooks add 256*dim bytes to the index: it pays
-	// where n is large next to 256, or where recall matters more than a
-	// few bytes per vector (docs/QUANTIZATION.md).
-	KindPQ Kind = 3
+	// subspace of rotated dimensions, any number of subspaces from 1 to
+	// the dimension, codebooks shared by all lists, two one-byte
+	// corrections per vector. The codebooks add 256*dim bytes to the
+	// index: it pays where n is large next to 256 (docs/QUANTIZATION.md).
+	KindPQ Kind = 4
 )
+
+// Spec names a code completely: the index stores it (META) and rebuilds
+// the code from it on open.
+type Spec struct {
+	Kind Kind
+	Dim  int
+	// Bits per dimension: 1, 2, 4 or 8. For the product code it only sets
+	// the default number of subspaces, ceil(Dim*Bits/8), and may be zero
+	// when Subspaces is given.
+	Bits int
+	// Subspaces of the product code (bytes of code per vector, 1..Dim);
+	// zero for the other codes.
+	Subspaces int
+	Seed      uint64
+}
+
+// BitsPerDim is the code's size per dimension, corrections not counted:
+// Bits, or 8*Subspaces/Dim for the product code.
+func (s Spec) BitsPerDim() float64 {
+	if s.Kind == KindPQ && s.Dim > 0 {
+		return 8 * float64(s.Subspaces) / float64(s.Dim)
+	}
+	return float64(s.Bits)
+}
+
+// String describes the code as a person reads it: "rotated, 4 bits per
+// dimension", "pq, 14 subspaces (1.17 bits per dimension)".
+func (s Spec) String() string {
+	if s.Kind == KindPQ {
+		return fmt.Sprintf("%s, %d subspaces (%.2f bits per dimension)", s.Kind, s.Subspaces, s.BitsPerDim())
+	}
+	return fmt.Sprintf("%s, %d bits per dimension", s.Kind, s.Bits)
+}
 
 // Code is one kind of residual code, bound to a dimension.
 //
@@ -37,17 +73,16 @@ const (
 // residuals and stored beside its codes; each vector's code has a fixed size.
 type Code interface {
 	Kind() Kind
-	Bits() int
+	Spec() Spec // what rebuilds this code; Seed as given to New
 	Dim() int
 	CodeBytes() int  // bytes per vector
 	ParamBytes() int // bytes of parameters per list
-	// Fit sets params (ParamBytes long) from the residuals of one list,
-	// count rows of Dim values, row-major. count may be zero.
-	Fit(params []byte, residuals []float32, count int)
-	// Encode writes the code of one residual of list a under params.
-	// Safe for concurrent use once SetAnchors (and, for a Trainer, SetGlobal)
-	// has been called.
-	Encode(code []byte, a int, params []byte, residual []float32)
+	// EncodeList fits the parameters of list a (params, ParamBytes long)
+	// to its count residuals (rows of Dim values, row-major; count may be
+	// zero) and writes their codes, CodeBytes each, to codes. Safe for
+	// concurrent use on different lists once SetAnchors (and, for a
+	// Trainer, SetGlobal) has been called.
+	EncodeList(codes, params []byte, a int, residuals []float32, count int)
 	// Decode reconstructs a residual; for tests and tools, not for search.
 	Decode(dst []float32, params []byte, code []byte)
 	// SetAnchors gives the code the index's anchors (m rows of Dim),
@@ -88,19 +123,33 @@ type Scorer interface {
 	Score(code []byte) float32
 }
 
-// New returns the code of the given kind, bits per dimension and dimension;
-// seed draws any randomness the code uses (the rotation).
-func New(kind Kind, dim, bits int, seed uint64) (Code, error) {
+// New returns the code a Spec names; its Seed draws any randomness the
+// code uses (the rotation, the codebooks' training).
+func New(s Spec) (Code, error) {
+	bitsOK := s.Bits == 1 || s.Bits == 2 || s.Bits == 4 || s.Bits == 8
 	switch {
-	case kind == KindSQ8 && bits == 8:
-		return NewSQ8(dim), nil
-	case kind == KindRotated && (bits == 1 || bits == 2 || bits == 4 || bits == 8):
-		return NewRotated(dim, bits, seed), nil
-	case kind == KindPQ && (bits == 1 || bits == 2 || bits == 4):
-		return NewPQ(dim, bits, seed), nil
+	case s.Dim < 1:
+		return nil, fmt.Errorf("quant: dimension %d", s.Dim)
+	case s.Kind == KindSQ8 && s.Bits == 8 && s.Subspaces == 0:
+		return NewSQ8(s.Dim), nil
+	case s.Kind == KindRotated && bitsOK && s.Subspaces == 0:
+		return NewRotated(s.Dim, s.Bits, s.Seed), nil
+	case s.Kind == KindPQ && s.Subspaces == 0 && bitsOK:
+		return NewPQ(s.Dim, PQSubspaces(s.Dim, s.Bits), s.Bits, s.Seed), nil
+	case s.Kind == KindPQ && s.Subspaces >= 1 && s.Subspaces <= s.Dim && (s.Bits == 0 || bitsOK):
+		return NewPQ(s.Dim, s.Subspaces, s.Bits, s.Seed), nil
+	case s.Kind == kindPQ1:
+		return nil, fmt.Errorf("quant: code kind 3 (the first layout of the pq code) is no longer read; compress the vectors again")
 	}
-	return nil, fmt.Errorf("quant: no code of kind %d with %d bits", kind, bits)
+	if s.Kind == KindPQ {
+		return nil, fmt.Errorf("quant: no pq code of %d bits and %d subspaces for dimension %d", s.Bits, s.Subspaces, s.Dim)
+	}
+	return nil, fmt.Errorf("quant: no code of kind %d with %d bits", s.Kind, s.Bits)
 }
+
+// PQSubspaces is the number of subspaces of the product code at bits per
+// dimension: one byte of code per 8/bits dimensions.
+func PQSubspaces(dim, bits int) int { return (dim*bits + 7) / 8 }
 
 // Bits lists the bits-per-dimension settings a kind of code supports, most
 // first.
@@ -108,8 +157,6 @@ func Bits(kind Kind) []int {
 	switch kind {
 	case KindSQ8:
 		return []int{8}
-	case KindPQ:
-		return []int{4, 2, 1}
 	}
 	return []int{8, 4, 2, 1}
 }
@@ -117,7 +164,7 @@ func Bits(kind Kind) []int {
 // ForBits returns the code of a kind for a bits-per-dimension setting, or
 // an error wrapping ErrBits naming the settings the kind supports.
 func ForBits(kind Kind, bits, dim int, seed uint64) (Code, error) {
-	c, err := New(kind, dim, bits, seed)
+	c, err := New(Spec{Kind: kind, Dim: dim, Bits: bits, Seed: seed})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %d (%s supports %v)", ErrBits, bits, kind, Bits(kind))
 	}
@@ -147,4 +194,18 @@ func (k Kind) String() string {
 		return "pq"
 	}
 	return fmt.Sprintf("code(%d)", uint32(k))
+}
+
+// encodeEach writes the codes of a list whose parameters are fitted, one
+// Encode per residual: EncodeList for codes whose parameters do not
+// depend on the codes.
+func encodeEach(c interface {
+	Encode(code []byte, a int, params []byte, residual []float32)
+	CodeBytes() int
+	Dim() int
+}, codes, params []byte, a int, residuals []float32, count int) {
+	cb, d := c.CodeBytes(), c.Dim()
+	for i := range count {
+		c.Encode(codes[i*cb:(i+1)*cb], a, params, residuals[i*d:(i+1)*d])
+	}
 }

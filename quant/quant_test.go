@@ -79,7 +79,7 @@ func TestSQ8Constant(t *testing.T) {
 
 func TestForBits(t *testing.T) {
 	for _, b := range []int{1, 2, 4, 8} {
-		if c, err := ForBits(KindRotated, b, 10, 1); err != nil || c.Bits() != b || c.CodeBytes() != (10*b+7)/8+4 {
+		if c, err := ForBits(KindRotated, b, 10, 1); err != nil || c.Spec() != (Spec{Kind: KindRotated, Dim: 10, Bits: b, Seed: 1}) || c.CodeBytes() != (10*b+7)/8+4 {
 			t.Errorf("ForBits(%d): %v, %v", b, c, err)
 		}
 	}
@@ -88,10 +88,10 @@ func TestForBits(t *testing.T) {
 			t.Errorf("ForBits(%d): %v, want ErrBits", b, err)
 		}
 	}
-	if _, err := New(Kind(99), 4, 8, 1); err == nil {
+	if _, err := New(Spec{Kind: Kind(99), Dim: 4, Bits: 8}); err == nil {
 		t.Error("New(99): no error")
 	}
-	if _, err := New(KindSQ8, 4, 4, 1); err == nil {
+	if _, err := New(Spec{Kind: KindSQ8, Dim: 4, Bits: 4}); err == nil {
 		t.Error("New(SQ8, 4 bits): no error")
 	}
 }

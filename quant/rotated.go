@@ -33,6 +33,7 @@ import (
 // scalars within float16 range whatever the data's scale.
 type Rotated struct {
 	dim, bits  int
+	seed       uint64
 	rot        *Rotation
 	packed     int       // bytes of packed levels
 	scratch    sync.Pool // *encodeScratch, for concurrent Encode calls
@@ -48,15 +49,23 @@ type encodeScratch struct {
 // NewRotated returns the b-bit rotated code for dimension dim, its rotation
 // drawn from seed.
 func NewRotated(dim, bits int, seed uint64) *Rotated {
-	return &Rotated{dim: dim, bits: bits, rot: NewRotation(dim, seed), packed: (dim*bits + 7) / 8}
+	return &Rotated{dim: dim, bits: bits, seed: seed, rot: NewRotation(dim, seed), packed: (dim*bits + 7) / 8}
 }
 
-func (*Rotated) Kind() Kind        { return KindRotated }
-func (c *Rotated) Bits() int       { return c.bits }
+func (*Rotated) Kind() Kind { return KindRotated }
+func (c *Rotated) Spec() Spec {
+	return Spec{Kind: KindRotated, Dim: c.dim, Bits: c.bits, Seed: c.seed}
+}
 func (c *Rotated) Dim() int        { return c.dim }
 func (c *Rotated) CodeBytes() int  { return c.packed + 4 }
 func (c *Rotated) ParamBytes() int { return 4 }
 
+func (c *Rotated) EncodeList(codes, params []byte, a int, residuals []float32, count int) {
+	c.Fit(params, residuals, count)
+	encodeEach(c, codes, params, a, residuals, count)
+}
+
+// Fit sets params from the residuals of one list: their largest |r|^2.
 func (c *Rotated) Fit(params []byte, residuals []float32, count int) {
 	var s float64
 	for i := range count {

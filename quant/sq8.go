@@ -18,7 +18,7 @@ type SQ8 struct {
 func NewSQ8(dim int) *SQ8 { return &SQ8{dim: dim} }
 
 func (*SQ8) Kind() Kind        { return KindSQ8 }
-func (*SQ8) Bits() int         { return 8 }
+func (c *SQ8) Spec() Spec      { return Spec{Kind: KindSQ8, Dim: c.dim, Bits: 8} }
 func (c *SQ8) Dim() int        { return c.dim }
 func (c *SQ8) CodeBytes() int  { return c.dim }
 func (c *SQ8) ParamBytes() int { return 8 * c.dim }
@@ -28,6 +28,12 @@ func (c *SQ8) NewScorer() Scorer {
 
 func (c *SQ8) SetAnchors(anchors []float32) { c.anchors = anchors }
 
+func (c *SQ8) EncodeList(codes, params []byte, a int, residuals []float32, count int) {
+	c.Fit(params, residuals, count)
+	encodeEach(c, codes, params, a, residuals, count)
+}
+
+// Fit sets params from the residuals of one list: each dimension's range.
 func (c *SQ8) Fit(params []byte, residuals []float32, count int) {
 	d := c.dim
 	for j := range d {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/quant"
 )
 
 func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -23,7 +24,8 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	dim := fs.Int("dim", 0, "dimension of a raw .f16 input (checked against .npy and .fvecs)")
 	bits := fs.Int("bits", 8, "bits per dimension of the residual codes: 1, 2, 4 or 8")
 	codeName := fs.String("code", "rotated", "residual code: rotated, or pq (learned codebooks: better recall at 1-4 bits, slower to build, 256*dim bytes more)")
-	ratio := fs.Float64("ratio", 0, "pick the most bits whose index fits in this `fraction` of the float16 size (instead of -bits)")
+	ratio := fs.Float64("ratio", 0, "pick the largest code whose index fits in this `fraction` of the float16 size (instead of -bits): the most bits, or for pq the most subspaces")
+	subspaces := fs.Int("subspaces", 0, "pq only, instead of -bits: bytes of code per vector, 1 to the dimension (-bits b means ceil(dim*b/8))")
 	anchors := fs.Int("anchors", 0, "anchors (inverted lists); 0 picks about sqrt(n)")
 	metric := fs.String("metric", "l2", "distance: l2, ip or cosine")
 	backend := fs.String("backend", "auto", "training backend: auto or "+strings.Join(anneal.Backends(), ", "))
@@ -37,11 +39,13 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	bitsSet := false
 	fs.Visit(func(f *flag.Flag) { bitsSet = bitsSet || f.Name == "bits" })
 	switch {
-	case bitsSet && *ratio != 0:
-		return fmt.Errorf("give -bits or -ratio, not both")
+	case btoi(bitsSet)+btoi(*ratio != 0)+btoi(*subspaces != 0) > 1:
+		return fmt.Errorf("give one of -bits, -ratio and -subspaces")
 	case *ratio < 0:
 		return fmt.Errorf("-ratio %g: must be positive", *ratio)
-	case *ratio > 0:
+	case *subspaces < 0:
+		return fmt.Errorf("-subspaces %d: must be positive", *subspaces)
+	case *ratio > 0 || *subspaces > 0:
 		*bits = 0
 	case *bits < 1:
 		return fmt.Errorf("-bits %d: must be 1, 2, 4 or 8", *bits)
@@ -64,7 +68,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			progressbar.OptionClearOnFinish())
 	}
 	sum, err := vlc.Compress(ctx, input, *out, vlc.Options{
-		Dim: *dim, Bits: *bits, Ratio: *ratio, Code: *codeName, Anchors: *anchors, Metric: *metric,
+		Dim: *dim, Bits: *bits, Ratio: *ratio, Subspaces: *subspaces, Code: *codeName, Anchors: *anchors, Metric: *metric,
 		Backend: *backend, Seed: *seed, MaxIter: *maxIter,
 		Progress: func(it anneal.Iteration) {
 			if bar != nil {
@@ -89,7 +93,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stderr, "compressed %s -> %s\n", input, *out)
 	fmt.Fprintf(stderr, "  vectors       %d x %d\n", sum.N, sum.Dim)
 	fmt.Fprintf(stderr, "  anchors       %d\n", sum.Anchors)
-	fmt.Fprintf(stderr, "  codes         %s, %d bits per dimension, metric %s\n", sum.Code, sum.Bits, sum.Metric)
+	fmt.Fprintf(stderr, "  codes         %s, metric %s\n", codeText(sum), sum.Metric)
 	fmt.Fprintf(stderr, "  backend       %s\n", sum.Backend)
 	fmt.Fprintf(stderr, "  iterations    %d (%s)\n", sum.Iterations, conv)
 	fmt.Fprintf(stderr, "  energy        %.6g (mean squared distance to anchors)\n", sum.Energy)
@@ -109,4 +113,10 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// codeText describes the code a compress wrote, as vlc info does.
+func codeText(sum *vlc.Summary) string {
+	kind, _ := quant.ParseKind(sum.Code) // a name Compress returned
+	return quant.Spec{Kind: kind, Dim: sum.Dim, Bits: sum.Bits, Subspaces: sum.Subspaces}.String()
 }

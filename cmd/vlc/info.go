@@ -39,7 +39,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	info := map[string]any{
 		"path": pos[0], "bytes": ix.Size(), "vectors": m.N, "dim": m.Dim, "anchors": m.M,
-		"bits": m.Bits, "code": quant.Kind(m.Code).String(), "metric": m.Metric.String(), "seed": m.Seed,
+		"bits": m.Bits, "subspaces": m.Subspaces, "bits_per_dim": m.CodeSpec().BitsPerDim(), "code": quant.Kind(m.Code).String(), "metric": m.Metric.String(), "seed": m.Seed,
 		"iterations": m.Iterations, "converged": m.Converged == 1, "merged": m.Merged, "split": m.Split,
 		"energy": m.Energy, "init_energy": m.InitEnergy,
 		"bytes_per_vector": float64(ix.Size()) / float64(m.N),
@@ -53,7 +53,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "%s: vlc index, %d bytes\n", pos[0], ix.Size())
 	fmt.Fprintf(stdout, "  vectors     %d x %d, metric %s\n", m.N, m.Dim, m.Metric)
 	fmt.Fprintf(stdout, "  anchors     %d (list sizes: min %d, median %d, max %d)\n", m.M, sizes[0], sizes[len(sizes)/2], sizes[len(sizes)-1])
-	fmt.Fprintf(stdout, "  codes       %s, %d bits per dimension\n", quant.Kind(m.Code), m.Bits)
+	fmt.Fprintf(stdout, "  codes       %s\n", m.CodeSpec())
 	fmt.Fprintf(stdout, "  size        %.1f bytes/vector, %.3f of float16\n", info["bytes_per_vector"], info["size_ratio"])
 	fmt.Fprintf(stdout, "  training    seed %d, %d iterations (converged %v), %d merged, %d split, energy %.6g -> %.6g\n",
 		m.Seed, m.Iterations, m.Converged == 1, m.Merged, m.Split, m.InitEnergy, m.Energy)
