@@ -9,7 +9,11 @@ recall), and nprobe 64; the re-ranked sweep gets its own plateau. Standard libra
 DATA (default ../shared/data); fashion-mnist's vectors from
 .data/fashion-mnist (see ../shared/data/README.md: go run tofvecs.go).
 
-usage: [CODE=pq] [BITS=4,2,1] scripts/bench_quality.py [dataset ...]
+usage: [CODE=pq] [BITS=4,2,1 | RATIOS=0.32,0.2,0.12] scripts/bench_quality.py [dataset ...]
+
+RATIOS compresses with -ratio instead of -bits (for pq: the most subspaces
+that fit); the setting column then shows the ratio and the code chosen.
+FM overrides the folder of fashion-mnist's vectors.
 """
 import json, os, struct, subprocess, sys, time
 
@@ -17,7 +21,9 @@ VLC = os.environ.get("VLC", "bin/vlc")
 DATA = os.environ.get("DATA", "../shared/data")
 OUT = os.environ.get("OUT", "bench-out")
 BITS = [int(b) for b in os.environ.get("BITS", "8,4,2,1").split(",")]
-CODE = os.environ.get("CODE", "rotated")  # the -code flag; pq supports 4, 2, 1
+CODE = os.environ.get("CODE", "rotated")  # the -code flag
+RATIOS = [r for r in os.environ.get("RATIOS", "").split(",") if r]
+FM = os.environ.get("FM", ".data/fashion-mnist")
 
 
 def fvecs_head(src, dst, n):
@@ -31,7 +37,7 @@ def fvecs_head(src, dst, n):
 
 
 def datasets():
-    fm = ".data/fashion-mnist"
+    fm = FM
     os.makedirs(OUT, exist_ok=True)
     if os.path.exists(fm + "/query.fvecs") and not os.path.exists(OUT + "/fm-query2k.fvecs"):
         fvecs_head(fm + "/query.fvecs", OUT + "/fm-query2k.fvecs", 2000)
@@ -65,19 +71,26 @@ def pick(rows):
 def main():
     sets = datasets()
     names = sys.argv[1:] or list(sets)
-    print("| dataset | code | bits | B/vector | size ratio | compress s | plateau nprobe | R@1 | R@10 | QPS | fast nprobe | R@10 | QPS | R@10 at nprobe 64 | +rerank 10x: nprobe | R@10 | QPS |")
+    print("| dataset | code | setting | B/vector | size ratio | compress s | plateau nprobe | R@1 | R@10 | QPS | fast nprobe | R@10 | QPS | R@10 at nprobe 64 | +rerank 10x: nprobe | R@10 | QPS |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         base, query, gt = sets[name]
-        for bits in BITS:
-            index = f"{OUT}/{name}-{CODE}-{bits}.vlc"
+        settings = [("-ratio", r) for r in RATIOS] or [("-bits", str(b)) for b in BITS]
+        for flag, value in settings:
+            index = f"{OUT}/{name}-{CODE}{flag}{value}.vlc"
             t = time.time()
-            run("compress", base, "-o", index, "-bits", str(bits), "-code", CODE, "-seed", "1", "-quiet")
+            run("compress", base, "-o", index, flag, value, "-code", CODE, "-seed", "1", "-quiet")
             secs = time.time() - t
+            info = json.loads(run("info", index, "-json"))
+            setting = f"{info['bits']} bits" if flag == "-bits" else f"ratio {value}"
+            if info.get("subspaces"):
+                setting += f": {info['subspaces']} subspaces, {info['bits_per_dim']:.2f} bits/dim"
+            elif flag == "-ratio":
+                setting += f": {info['bits']} bits"
             plain = sweep(index, query, gt)
             p, f, s64 = pick(plain)
             rp, _, _ = pick(sweep(index, query, gt, rerank=base))
-            print(f"| {name} | {CODE} | {bits} | {p['bytes_per_vector']:.1f} | {p['size_ratio']:.3f} | {secs:.1f} | "
+            print(f"| {name} | {CODE} | {setting} | {p['bytes_per_vector']:.1f} | {p['size_ratio']:.3f} | {secs:.1f} | "
                   f"{p['nprobe']} | {p['recall@1']:.3f} | {p['recall@10']:.3f} | {p['qps']:.0f} | "
                   f"{f['nprobe']} | {f['recall@10']:.3f} | {f['qps']:.0f} | {s64['recall@10']:.3f} | "
                   f"{rp['nprobe']} | {rp['recall@10']:.3f} | {rp['qps']:.0f} |", flush=True)
