@@ -199,6 +199,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 		Rows: rows, Anchors: model.Anchors, Assign: model.Assign,
 		Meta: index.Meta{
 			Code: uint32(spec.Kind), Bits: uint32(spec.Bits), Subspaces: uint32(spec.Subspaces), Metric: metric, Seed: opt.Seed,
+			Flags:      ipFlag(metric, spec.Kind),
 			Iterations: uint32(model.Iterations), Converged: b2u(model.Converged),
 			Merged: uint32(model.Merged), Split: uint32(model.Split),
 			Energy: model.Energy, InitEnergy: model.InitEnergy,
@@ -322,6 +323,15 @@ func checkOutput(output string) error {
 	probe.Close()
 	os.Remove(probe.Name())
 	return nil
+}
+
+// ipFlag writes ip indexes' rotated and pq codes in the inner-product form
+// (index.FlagIPCodes), whose estimate errs by |q - a| rather than |q|.
+func ipFlag(metric index.Metric, kind quant.Kind) uint32 {
+	if metric == index.IP && kind != quant.KindSQ8 {
+		return index.FlagIPCodes
+	}
+	return 0
 }
 
 func b2u(b bool) uint32 {

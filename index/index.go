@@ -22,20 +22,23 @@ import (
 // Index is an open index. Its methods are safe for concurrent use; Close
 // waits for searches in flight and makes later calls return ErrClosed.
 type Index struct {
-	mu     sync.RWMutex
-	file   *format.File
-	path   string
-	meta   Meta
-	code   quant.Code
-	n, d   int
-	m      int
-	anch   []float32 // decoded from float16 on open
-	norms  []float32 // |anchor|^2, computed on open
-	lists  []uint64  // views into the mapping
-	ids    rowIDs
-	params []byte
-	codes  []byte
-	pool   sync.Pool // *scratch
+	mu    sync.RWMutex
+	file  *format.File
+	path  string
+	meta  Meta
+	code  quant.Code
+	n, d  int
+	m     int
+	anch  []float32 // decoded from float16 on open
+	norms []float32 // |anchor|^2, computed on open
+	// ipCodes: an ip index whose codes are in the inner-product form
+	// (FlagIPCodes), scored through the L2 estimate.
+	ipCodes bool
+	lists   []uint64 // views into the mapping
+	ids     rowIDs
+	params  []byte
+	codes   []byte
+	pool    sync.Pool // *scratch
 }
 
 // Options controls Open.
@@ -116,11 +119,12 @@ func load(f *format.File, path string) (ix *Index, err error) {
 	}
 	ix = &Index{
 		file: f, path: path, meta: meta, code: code, n: n, d: d, m: m,
-		anch:   make([]float32, m*d),
-		lists:  viewU64(sec[secLists]),
-		ids:    newRowIDs(sec[secIDs], rowBits(n)),
-		params: sec[secParams],
-		codes:  sec[secCodes],
+		ipCodes: meta.Flags&FlagIPCodes != 0,
+		anch:    make([]float32, m*d),
+		lists:   viewU64(sec[secLists]),
+		ids:     newRowIDs(sec[secIDs], rowBits(n)),
+		params:  sec[secParams],
+		codes:   sec[secCodes],
 	}
 	if ix.lists[0] != 0 || ix.lists[m] != meta.N {
 		return nil, bad("list offsets run from %d to %d, want 0 to %d", ix.lists[0], ix.lists[m], meta.N)

@@ -65,7 +65,7 @@ type Meta struct {
 	Code   uint32 // quant.Kind
 	Bits   uint32 // bits per dimension of the code
 	Metric Metric
-	Flags  uint32 // zero in v1
+	Flags  uint32 // FlagIPCodes or zero
 	Seed   uint64
 
 	// Training statistics.
@@ -84,10 +84,16 @@ type Meta struct {
 
 // CodeSpec is the residual code the index was written with.
 func (m Meta) CodeSpec() quant.Spec {
-	return quant.Spec{Kind: quant.Kind(m.Code), Dim: int(m.Dim), Bits: int(m.Bits), Subspaces: int(m.Subspaces), Seed: m.Seed}
+	return quant.Spec{Kind: quant.Kind(m.Code), Dim: int(m.Dim), Bits: int(m.Bits), Subspaces: int(m.Subspaces), Seed: m.Seed,
+		IP: m.Flags&FlagIPCodes != 0}
 }
 
 const metaSize = 128
+
+// FlagIPCodes (META flags) marks an ip index whose codes were written in
+// the inner-product form (quant.Spec.IP); ip indexes without it (written
+// before the flag existed) are scored with the codes' dot estimate.
+const FlagIPCodes uint32 = 1
 
 func (m *Meta) marshal() []byte {
 	var b bytes.Buffer
@@ -104,8 +110,11 @@ func unmarshalMeta(b []byte) (Meta, error) {
 	}
 	binary.Read(bytes.NewReader(b), binary.LittleEndian, &m) // length checked above
 	used := binary.Size(m)
-	if m.Flags != 0 || !allZero(b[used:]) {
-		return m, fmt.Errorf("%w: META has flags or reserved bytes set (written by a newer vlc?)", ErrCorrupt)
+	if m.Flags&^FlagIPCodes != 0 || !allZero(b[used:]) {
+		return m, fmt.Errorf("%w: META has unknown flags or reserved bytes set (written by a newer vlc?)", ErrCorrupt)
+	}
+	if m.Flags&FlagIPCodes != 0 && m.Metric != IP {
+		return m, fmt.Errorf("%w: META marks inner-product codes for metric %s", ErrCorrupt, m.Metric)
 	}
 	return m, nil
 }

@@ -96,10 +96,29 @@ func (ix *Index) Search(q []float32, opt SearchOptions) (hits []Hit, err error) 
 	s.top.reset(keep)
 	cb, pb, d := ix.code.CodeBytes(), ix.code.ParamBytes(), ix.d
 	s.scorer.SetQuery(s.q)
+	qq := vec.Dot(s.q, s.q)
 	for _, p := range s.probe {
 		a := p.ID
 		prm := ix.params[a*pb : (a+1)*pb]
 		lo, hi := int(ix.lists[a]), int(ix.lists[a+1])
+		if ix.ipCodes {
+			// Inner-product codes allow two estimates of -<q, x>: through
+			// the L2 estimate, which holds -2<a, r> in place of |r|^2,
+			// |q - a|^2 - 2<q, r> = |q|^2 + |a|^2 - 2<q, x>, erring by
+			// |q - a|; or through the dot estimate, erring by |q|. Take
+			// the list's smaller.
+			qa := vec.Dot(s.q, ix.anch[a*d:(a+1)*d])
+			if qq-2*qa+ix.norms[a] < qq {
+				bias := -(qq + ix.norms[a]) / 2
+				s.scorer.ForL2(a, prm)
+				for e := lo; e < hi; e++ {
+					if dist := s.scorer.Score(ix.codes[e*cb:(e+1)*cb])/2 + bias; s.top.accepts(dist) {
+						s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
+					}
+				}
+				continue
+			}
+		}
 		if ix.meta.Metric == IP {
 			// -<q, x> = -<q, anchor> - <q, r>
 			bias := -vec.Dot(s.q, ix.anch[a*d:(a+1)*d])

@@ -56,8 +56,9 @@ import (
 // measure the same recall: their rounding error is a hundredth of the
 // code's.
 type PQ struct {
-	dim, bits  int // bits: as asked for, or 0 when nsub was
-	nsub       int // subspaces: bytes of code
+	dim, bits  int  // bits: as asked for, or 0 when nsub was
+	nsub       int  // subspaces: bytes of code
+	ip         bool // Spec.IP: C holds -2<a, r> in place of |r|^2
 	seed       uint64
 	rot        *Rotation
 	rho        float32   // training norm, set by SetGlobal
@@ -87,7 +88,7 @@ func NewPQ(dim, nsub, bits int, seed uint64) *PQ {
 
 func (*PQ) Kind() Kind { return KindPQ }
 func (c *PQ) Spec() Spec {
-	return Spec{Kind: KindPQ, Dim: c.dim, Bits: c.bits, Subspaces: c.nsub, Seed: c.seed}
+	return Spec{Kind: KindPQ, Dim: c.dim, Bits: c.bits, Subspaces: c.nsub, Seed: c.seed, IP: c.ip}
 }
 func (c *PQ) Dim() int               { return c.dim }
 func (c *PQ) CodeBytes() int         { return c.nsub + 2 }
@@ -438,7 +439,8 @@ type pqScratch struct {
 }
 
 // pqRaw is what coding one residual yields before B and C are put on the
-// list's grids: |r|^2, <P(a - mu), x̂> and B at full precision.
+// list's grids: C's first term (|r|^2, or -2<a, r> for Spec.IP),
+// <P(a - mu), x̂> and B, at full precision.
 type pqRaw struct{ rr, ax, beta float64 }
 
 // EncodeList codes every residual of list a (encode), then sets the list's
@@ -601,6 +603,9 @@ func (c *PQ) encode(code []byte, a int, residual []float32) pqRaw {
 	var beta float64
 	if xr > 0 {
 		beta = min(rr/xr, math.MaxFloat32/4)
+	}
+	if c.ip {
+		rr = -2 * dot64(pa, r) // <P a, P r> = <a, r>
 	}
 	return pqRaw{rr: rr, ax: ax, beta: beta}
 }

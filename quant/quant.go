@@ -47,6 +47,12 @@ type Spec struct {
 	// zero for the other codes.
 	Subspaces int
 	Seed      uint64
+	// IP marks codes of an inner-product index (rotated and pq): where
+	// an L2 code keeps |r|^2 they keep -2<a, r> (a the anchor), so that
+	// the L2 estimate, less |q|^2 + |a|^2 and halved, estimates -<q, x>
+	// with the error of the L2 estimate, which scales with |q - a|,
+	// rather than that of the dot estimate, which scales with |q|.
+	IP bool
 }
 
 // BitsPerDim is the code's size per dimension, corrections not counted:
@@ -130,14 +136,20 @@ func New(s Spec) (Code, error) {
 	switch {
 	case s.Dim < 1:
 		return nil, fmt.Errorf("quant: dimension %d", s.Dim)
-	case s.Kind == KindSQ8 && s.Bits == 8 && s.Subspaces == 0:
+	case s.Kind == KindSQ8 && s.Bits == 8 && s.Subspaces == 0 && !s.IP:
 		return NewSQ8(s.Dim), nil
 	case s.Kind == KindRotated && bitsOK && s.Subspaces == 0:
-		return NewRotated(s.Dim, s.Bits, s.Seed), nil
+		c := NewRotated(s.Dim, s.Bits, s.Seed)
+		c.ip = s.IP
+		return c, nil
 	case s.Kind == KindPQ && s.Subspaces == 0 && bitsOK:
-		return NewPQ(s.Dim, PQSubspaces(s.Dim, s.Bits), s.Bits, s.Seed), nil
+		c := NewPQ(s.Dim, PQSubspaces(s.Dim, s.Bits), s.Bits, s.Seed)
+		c.ip = s.IP
+		return c, nil
 	case s.Kind == KindPQ && s.Subspaces >= 1 && s.Subspaces <= s.Dim && (s.Bits == 0 || bitsOK):
-		return NewPQ(s.Dim, s.Subspaces, s.Bits, s.Seed), nil
+		c := NewPQ(s.Dim, s.Subspaces, s.Bits, s.Seed)
+		c.ip = s.IP
+		return c, nil
 	case s.Kind == kindPQ1:
 		return nil, fmt.Errorf("quant: code kind 3 (the first layout of the pq code) is no longer read; compress the vectors again")
 	}
@@ -208,4 +220,13 @@ func encodeEach(c interface {
 	for i := range count {
 		c.Encode(codes[i*cb:(i+1)*cb], a, params, residuals[i*d:(i+1)*d])
 	}
+}
+
+// dot64 is <a, b> accumulated in float64.
+func dot64(a, b []float32) float64 {
+	var s float64
+	for j := range a {
+		s += float64(a[j]) * float64(b[j])
+	}
+	return s
 }

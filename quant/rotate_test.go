@@ -44,11 +44,3 @@ func TestRotation(t *testing.T) {
 		}
 	}
 }
-
-func dot64(a, b []float32) float64 {
-	var s float64
-	for j := range a {
-		s += float64(a[j]) * float64(b[j])
-	}
-	return s
-}

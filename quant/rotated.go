@@ -34,6 +34,7 @@ import (
 type Rotated struct {
 	dim, bits  int
 	seed       uint64
+	ip         bool // Spec.IP: the |r|^2 slot holds -2<a, r>
 	rot        *Rotation
 	packed     int       // bytes of packed levels
 	scratch    sync.Pool // *encodeScratch, for concurrent Encode calls
@@ -54,7 +55,7 @@ func NewRotated(dim, bits int, seed uint64) *Rotated {
 
 func (*Rotated) Kind() Kind { return KindRotated }
 func (c *Rotated) Spec() Spec {
-	return Spec{Kind: KindRotated, Dim: c.dim, Bits: c.bits, Seed: c.seed}
+	return Spec{Kind: KindRotated, Dim: c.dim, Bits: c.bits, Seed: c.seed, IP: c.ip}
 }
 func (c *Rotated) Dim() int        { return c.dim }
 func (c *Rotated) CodeBytes() int  { return c.packed + 4 }
@@ -82,7 +83,7 @@ func (c *Rotated) Fit(params []byte, residuals []float32, count int) {
 	putF32(params, 0, float32(s))
 }
 
-func (c *Rotated) Encode(code []byte, _ int, params []byte, residual []float32) {
+func (c *Rotated) Encode(code []byte, a int, params []byte, residual []float32) {
 	d := c.dim
 	sc, _ := c.scratch.Get().(*encodeScratch)
 	if sc == nil {
@@ -107,7 +108,11 @@ func (c *Rotated) Encode(code []byte, _ int, params []byte, residual []float32) 
 	if ur > 0 {
 		beta = norm / ur / math.Sqrt(s)
 	}
-	binary.LittleEndian.PutUint16(code[c.packed:], f16.FromFloat32(float32(norm/s)))
+	slot := norm
+	if c.ip {
+		slot = -2 * dot64(c.rotAnchors[a*d:(a+1)*d], r) // <P a, P r> = <a, r>
+	}
+	binary.LittleEndian.PutUint16(code[c.packed:], f16.FromFloat32(float32(slot/s)))
 	binary.LittleEndian.PutUint16(code[c.packed+2:], f16.FromFloat32(float32(beta)))
 }
 

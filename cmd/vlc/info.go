@@ -39,7 +39,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	info := map[string]any{
 		"path": pos[0], "bytes": ix.Size(), "vectors": m.N, "dim": m.Dim, "anchors": m.M,
-		"bits": m.Bits, "subspaces": m.Subspaces, "bits_per_dim": m.CodeSpec().BitsPerDim(), "code": quant.Kind(m.Code).String(), "metric": m.Metric.String(), "seed": m.Seed,
+		"bits": m.Bits, "subspaces": m.Subspaces, "ip_codes": m.Flags&index.FlagIPCodes != 0, "bits_per_dim": m.CodeSpec().BitsPerDim(), "code": quant.Kind(m.Code).String(), "metric": m.Metric.String(), "seed": m.Seed,
 		"iterations": m.Iterations, "converged": m.Converged == 1, "merged": m.Merged, "split": m.Split,
 		"energy": m.Energy, "init_energy": m.InitEnergy,
 		"bytes_per_vector": float64(ix.Size()) / float64(m.N),
