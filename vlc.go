@@ -70,9 +70,11 @@ type Summary struct {
 	Converged       bool
 	Energy          float64 // mean squared distance to the final anchors
 	IndexBytes      int64
-	BytesPerVector  float64 // index bytes / n, everything included
-	SizeRatio       float64 // index bytes / (n * dim * 2), i.e. against float16
+	BytesPerVector  float64       // index bytes / n, everything included
+	SizeRatio       float64       // index bytes / (n * dim * 2), i.e. against float16
+	ReadTime        time.Duration // opening and checking the input, opening the backend
 	TrainTime       time.Duration
+	EncodeTime      time.Duration // encoding and writing the index
 	Total           time.Duration
 }
 
@@ -182,6 +184,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	defer dev.Close()
 	log.Debug("training", "backend", dev.Name(), "n", n, "dim", d, "anchors", m)
 
+	readTime := time.Since(start)
 	trainStart := time.Now()
 	model, err := anneal.Train(ctx, dev, pts, anneal.Config{
 		M: m, Seed: opt.Seed, MaxIter: opt.MaxIter,
@@ -195,6 +198,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 		return nil, err
 	}
 
+	encodeStart := time.Now()
 	err = index.WriteContext(ctx, output, index.Plan{
 		Rows: rows, Anchors: model.Anchors, Assign: model.Assign,
 		Meta: index.Meta{
@@ -208,6 +212,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	if err != nil {
 		return nil, err
 	}
+	encodeTime := time.Since(encodeStart)
 	st, err := os.Stat(output)
 	if err != nil {
 		return nil, err
@@ -217,7 +222,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 		Iterations: model.Iterations, Converged: model.Converged, Energy: model.Energy,
 		IndexBytes: st.Size(), BytesPerVector: float64(st.Size()) / float64(n),
 		SizeRatio: float64(st.Size()) / float64(2*n*d),
-		TrainTime: trainTime, Total: time.Since(start),
+		ReadTime:  readTime, TrainTime: trainTime, EncodeTime: encodeTime, Total: time.Since(start),
 	}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives a byte-identical index")
 	maxIter := fs.Int("max-iter", 0, "annealing iterations at most (0: default 60)")
 	quiet := fs.Bool("quiet", false, "no progress bar and no summary")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the compression to `file` (go tool pprof)")
 	pos, err := parse(fs, args, []string{"INPUT"}, stderr)
 	if err != nil {
 		return err
@@ -67,6 +69,17 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			progressbar.OptionShowCount(),
 			progressbar.OptionClearOnFinish())
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	sum, err := vlc.Compress(ctx, input, *out, vlc.Options{
 		Dim: *dim, Bits: *bits, Ratio: *ratio, Subspaces: *subspaces, Code: *codeName, Anchors: *anchors, Metric: *metric,
 		Backend: *backend, Seed: *seed, MaxIter: *maxIter,
@@ -99,7 +112,8 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stderr, "  energy        %.6g (mean squared distance to anchors)\n", sum.Energy)
 	fmt.Fprintf(stderr, "  index         %d bytes, %.1f bytes/vector\n", sum.IndexBytes, sum.BytesPerVector)
 	fmt.Fprintf(stderr, "  size ratio    %.3f of float16 (%d bytes)\n", sum.SizeRatio, 2*sum.N*sum.Dim)
-	fmt.Fprintf(stderr, "  time          %s (training %s)\n", sum.Total.Round(time.Millisecond), sum.TrainTime.Round(time.Millisecond))
+	fmt.Fprintf(stderr, "  time          %s (input %s, training %s, encoding and writing %s)\n", sum.Total.Round(time.Millisecond),
+		sum.ReadTime.Round(time.Millisecond), sum.TrainTime.Round(time.Millisecond), sum.EncodeTime.Round(time.Millisecond))
 	return nil
 }
 
