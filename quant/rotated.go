@@ -1,11 +1,9 @@
 package quant
 
 import (
-	"cmp"
 	"encoding/binary"
 	"math"
 	"math/bits"
-	"slices"
 	"sync"
 
 	"github.com/vlc-embed/vlc/internal/f16"
@@ -41,10 +39,51 @@ type Rotated struct {
 	rotAnchors []float32 // P anchor, set by SetAnchors
 }
 
+// radixHigh32 sorts keys, appended in increasing low 32 bits, by their
+// high 32 bits (a stable LSD radix sort, 8 bits a pass: branch-free where a
+// comparison sort mispredicts on random magnitudes), using the capacity of
+// keys beyond room for the data as its buffer. It returns the sorted keys.
+func radixHigh32(keys []uint64, room int) []uint64 {
+	n := len(keys)
+	if n < 2 {
+		return keys
+	}
+	if cap(keys) < 2*max(room, n) {
+		k := make([]uint64, n, 2*max(room, n))
+		copy(k, keys)
+		keys = k
+	}
+	src, dst := keys[:n], keys[n:2*n]
+	for shift := 32; shift < 64; shift += 8 {
+		var count [256]int
+		for _, k := range src {
+			count[byte(k>>shift)]++
+		}
+		if count[byte(src[0]>>shift)] == n {
+			continue // one digit value: the pass would not move anything
+		}
+		pos := 0
+		for i, c := range count {
+			count[i] = pos
+			pos += c
+		}
+		for _, k := range src {
+			b := byte(k >> shift)
+			dst[count[b]] = k
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &keys[0] {
+		copy(keys[:n], src)
+	}
+	return keys[:n]
+}
+
 type encodeScratch struct {
 	r      []float32
 	levels []uint8
-	events []event
+	events []uint64 // sort keys of the scale sweep
 }
 
 // NewRotated returns the b-bit rotated code for dimension dim, its rotation
@@ -122,7 +161,7 @@ func (c *Rotated) Encode(code []byte, a int, params []byte, residual []float32) 
 // function of the scale t, so the best t is found exactly by sweeping the
 // steps (t = k/|r_j|, k = 1 .. (L-1)/2) in increasing order and keeping the
 // best cosine (extended RaBitQ's code search).
-func (c *Rotated) bestLevels(levels []uint8, r []float32, events *[]event) float64 {
+func (c *Rotated) bestLevels(levels []uint8, r []float32, events *[]uint64) float64 {
 	L := 1<<c.bits - 1
 	steps := (L - 1) / 2
 	// At t -> 0 every |u_j| is 1/2: the sign code.
@@ -143,38 +182,56 @@ func (c *Rotated) bestLevels(levels []uint8, r []float32, events *[]event) float
 		if big > 0 {
 			bestT = (float64(steps) + 0.5) / big * (1 - 1e-9)
 		}
-	} else if ua > 0 {
+	} else if ua > 0 && steps > 0 { // one bit: the sign code, nothing to sweep
 		// The steps of coordinate j come at t = k/|r_j|; with the
 		// coordinates in decreasing |r_j| each k gives an increasing
 		// sequence, and the sweep merges the (L-1)/2 sequences.
-		order := (*events)[:0]
+		// Sort keys: |r_j| is a float32, whose bits order like its value,
+		// so ^bits<<32 | j sorts by decreasing |r_j|, then increasing j.
+		keys := (*events)[:0]
 		for j, v := range r {
 			if v != 0 {
-				order = append(order, event{a: math.Abs(float64(v)), j: int32(j)})
+				keys = append(keys, uint64(^math.Float32bits(float32(math.Abs(float64(v)))))<<32|uint64(j))
 			}
 		}
-		slices.SortFunc(order, func(x, y event) int { return cmp.Or(cmp.Compare(y.a, x.a), cmp.Compare(x.j, y.j)) })
-		*events = order
-		var next [64]int // next coordinate of each sequence k (steps <= 7 here)
-		for {
-			k := -1
-			var t float64
-			for kk := 1; kk <= steps; kk++ {
-				if i := next[kk]; i < len(order) {
-					if tt := float64(kk) / order[i].a; k < 0 || tt < t {
-						k, t = kk, tt
-					}
-				}
-			}
-			if k < 0 {
-				break
-			}
-			// Coordinate order[next[k]] steps from k-1/2 to k+1/2.
-			ua += order[next[k]].a
+		keys = radixHigh32(keys, len(r))
+		*events = keys
+		mag := func(i int) float64 { return float64(math.Float32frombits(^uint32(keys[i] >> 32))) }
+		// The sequences' next steps, kept sorted by (t, k): a step of
+		// sequence k moves only k's entry, which re-enters further on.
+		type head struct {
+			t    float64
+			k, i int // sequence, position of its next coordinate in keys
+		}
+		var heads [64]head // steps <= 7 here
+		for k := 1; k <= steps; k++ {
+			heads[k-1] = head{t: float64(k) / mag(0), k: k}
+		}
+		live := steps // heads[:live] are sorted; the smallest t comes first
+		for live > 0 {
+			h := heads[0]
+			k, t := h.k, h.t
+			// Coordinate keys[h.i] steps from k-1/2 to k+1/2.
+			ua += mag(h.i)
 			uu += float64(2 * k)
-			next[k]++
-			if cos := ua / math.Sqrt(uu); cos > bestCos {
-				bestCos, bestT = cos, t
+			if h.i++; h.i < len(keys) {
+				h.t = float64(k) / mag(h.i)
+				p := 0
+				for p+1 < live && (heads[p+1].t < h.t || heads[p+1].t == h.t && heads[p+1].k < k) {
+					heads[p] = heads[p+1]
+					p++
+				}
+				heads[p] = h
+			} else {
+				copy(heads[:live-1], heads[1:live])
+				live--
+			}
+			// ua^2 > bestCos^2 uu (with slack) is needed for a better
+			// cosine; the exact test runs only then.
+			if ua*ua > bestCos*bestCos*uu*(1-1e-9) {
+				if cos := ua / math.Sqrt(uu); cos > bestCos {
+					bestCos, bestT = cos, t
+				}
 			}
 		}
 	}
@@ -189,12 +246,6 @@ func (c *Rotated) bestLevels(levels []uint8, r []float32, events *[]event) float
 		ur += (float64(l) - float64(L)/2) * float64(v)
 	}
 	return ur
-}
-
-// event is a coordinate's magnitude and index, for the scale sweep.
-type event struct {
-	a float64
-	j int32
 }
 
 func (c *Rotated) Decode(dst []float32, params []byte, code []byte) {
