@@ -75,6 +75,7 @@ type Summary struct {
 	ReadTime        time.Duration // opening and checking the input, opening the backend
 	TrainTime       time.Duration
 	EncodeTime      time.Duration // encoding and writing the index
+	Encoder         string        // "host", or the backend that encoded (the rotated code of float16 input on a GPU)
 	Total           time.Duration
 }
 
@@ -186,33 +187,45 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 
 	readTime := time.Since(start)
 	trainStart := time.Now()
-	model, err := anneal.Train(ctx, dev, pts, anneal.Config{
+	// The device may encode when it holds exactly the rows the index
+	// encodes: float16 input, not normalised.
+	_, isF16 := mat.Float16()
+	exact := isF16 && metric != index.Cosine
+	var trainTime, encodeTime time.Duration
+	var model *anneal.Model
+	encoder := "host"
+	_, err = anneal.Train(ctx, dev, pts, anneal.Config{
 		M: m, Seed: opt.Seed, MaxIter: opt.MaxIter,
 		Progress: opt.Progress,
-	})
-	if err != nil {
-		return nil, err
-	}
-	trainTime := time.Since(trainStart)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-
-	encodeStart := time.Now()
-	err = index.WriteContext(ctx, output, index.Plan{
-		Rows: rows, Anchors: model.Anchors, Assign: model.Assign,
-		Meta: index.Meta{
-			Code: uint32(spec.Kind), Bits: uint32(spec.Bits), Subspaces: uint32(spec.Subspaces), Metric: metric, Seed: opt.Seed,
-			Flags:      ipFlag(metric, spec.Kind),
-			Iterations: uint32(model.Iterations), Converged: b2u(model.Converged),
-			Merged: uint32(model.Merged), Split: uint32(model.Split),
-			Energy: model.Energy, InitEnergy: model.InitEnergy,
+		// Write the index while the points are still on the device.
+		Finish: func(mdl *anneal.Model, ds anneal.Dataset) error {
+			trainTime, model = time.Since(trainStart), mdl
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			plan := index.Plan{
+				Rows: rows, Anchors: model.Anchors, Assign: model.Assign,
+				Meta: index.Meta{
+					Code: uint32(spec.Kind), Bits: uint32(spec.Bits), Subspaces: uint32(spec.Subspaces), Metric: metric, Seed: opt.Seed,
+					Flags:      ipFlag(metric, spec.Kind),
+					Iterations: uint32(model.Iterations), Converged: b2u(model.Converged),
+					Merged: uint32(model.Merged), Split: uint32(model.Split),
+					Energy: model.Energy, InitEnergy: model.InitEnergy,
+				},
+			}
+			if enc, ok := ds.(quant.DeviceEncoder); ok && exact && spec.Kind == quant.KindRotated {
+				plan.Device, encoder = enc, dev.Name()
+			}
+			log.Debug("encoding", "on", encoder)
+			encodeStart := time.Now()
+			err := index.WriteContext(ctx, output, plan)
+			encodeTime = time.Since(encodeStart)
+			return err
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	encodeTime := time.Since(encodeStart)
 	st, err := os.Stat(output)
 	if err != nil {
 		return nil, err

@@ -130,6 +130,11 @@ func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, err
 	if err := ds.Assignments(model.Assign); err != nil {
 		return nil, err
 	}
+	if cfg.Finish != nil {
+		if err := cfg.Finish(model, ds); err != nil {
+			return nil, err
+		}
+	}
 	return model, nil
 }
 

@@ -31,6 +31,11 @@ type Plan struct {
 	// also draws the code's randomness, and the training statistics; Build
 	// fills in N, Dim and M.
 	Meta Meta
+	// Device, when set, writes the rotated code in place of the host: the
+	// training device, whose resident points must be exactly Rows (the
+	// caller's promise: float16 input, not normalised). Other codes
+	// ignore it.
+	Device quant.DeviceEncoder
 }
 
 // Build encodes every vector as its anchor's list entry plus a residual code
@@ -110,26 +115,13 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	cb, pb := code.CodeBytes(), code.ParamBytes()
 	codes := make([]byte, n*cb)
 	params := make([]byte, m*pb)
-	par.For(m, 1, func(lo, hi int) {
-		var res []float32
-		for a := lo; a < hi; a++ {
-			if ctx.Err() != nil {
-				return
-			}
-			list := ids[offsets[a]:offsets[a+1]]
-			res = grow(res, len(list)*d)
-			anchor := anchors[a*d : (a+1)*d]
-			for k, id := range list {
-				r := p.Rows.Row(int(id), res[k*d:(k+1)*d])
-				for j := range r {
-					r[j] -= anchor[j]
-				}
-			}
-			at := int(offsets[a]) * cb
-			code.EncodeList(codes[at:at+len(list)*cb], params[a*pb:(a+1)*pb], a, res, len(list))
+	if rc, ok := code.(*quant.Rotated); ok && p.Device != nil {
+		if err := p.Device.EncodeRotated(rc, anchors, ids, offsets, codes, params); err != nil {
+			return nil, err
 		}
-	})
-
+	} else {
+		encodeLists(ctx, p.Rows, code, anchors, ids, offsets, codes, params)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -148,6 +140,32 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 		secs = append(secs, format.Section{Kind: secGlobal, Data: global})
 	}
 	return secs, nil
+}
+
+// encodeLists encodes the lists on the host's cores, one list at a time
+// per core, stopping early once ctx is done.
+func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) {
+	d, m := rows.Dim(), len(offsets)-1
+	cb, pb := code.CodeBytes(), code.ParamBytes()
+	par.For(m, 1, func(lo, hi int) {
+		var res []float32
+		for a := lo; a < hi; a++ {
+			if ctx.Err() != nil {
+				return
+			}
+			list := ids[offsets[a]:offsets[a+1]]
+			res = grow(res, len(list)*d)
+			anchor := anchors[a*d : (a+1)*d]
+			for k, id := range list {
+				r := rows.Row(int(id), res[k*d:(k+1)*d])
+				for j := range r {
+					r[j] -= anchor[j]
+				}
+			}
+			at := int(offsets[a]) * cb
+			code.EncodeList(codes[at:at+len(list)*cb], params[a*pb:(a+1)*pb], a, res, len(list))
+		}
+	})
 }
 
 // trainSample caps the residuals a Trainer code learns from.

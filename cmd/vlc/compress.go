@@ -112,8 +112,8 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stderr, "  energy        %.6g (mean squared distance to anchors)\n", sum.Energy)
 	fmt.Fprintf(stderr, "  index         %d bytes, %.1f bytes/vector\n", sum.IndexBytes, sum.BytesPerVector)
 	fmt.Fprintf(stderr, "  size ratio    %.3f of float16 (%d bytes)\n", sum.SizeRatio, 2*sum.N*sum.Dim)
-	fmt.Fprintf(stderr, "  time          %s (input %s, training %s, encoding and writing %s)\n", sum.Total.Round(time.Millisecond),
-		sum.ReadTime.Round(time.Millisecond), sum.TrainTime.Round(time.Millisecond), sum.EncodeTime.Round(time.Millisecond))
+	fmt.Fprintf(stderr, "  time          %s (input %s, training %s, encoding on %s and writing %s)\n", sum.Total.Round(time.Millisecond),
+		sum.ReadTime.Round(time.Millisecond), sum.TrainTime.Round(time.Millisecond), sum.Encoder, sum.EncodeTime.Round(time.Millisecond))
 	return nil
 }
 

@@ -41,8 +41,8 @@ var _ anneal.Device = (*Device)(nil)
 // array of pointers to the values. It lives on the heap for the Device's
 // life (the Go heap does not move), and only the worker touches it.
 type launchArgs struct {
-	vals [16]uint64
-	ptrs [16]uintptr
+	vals [24]uint64
+	ptrs [24]uintptr
 }
 
 // Open starts the CUDA backend on device 0. Without a driver the error

@@ -411,3 +411,171 @@ extern "C" __global__ void vlc_update(float* A32, unsigned short* A16, float* an
     nn = block_sum(nn, red);
     if (threadIdx.x == 0) anorm[a] = nn;
 }
+
+// ---------------------------------------------------------------------------
+// Rotated-code encoding (quant.Rotated), one thread per index entry, giving
+// the bytes quant.Rotated.EncodeList writes on the host: the same float32
+// and float64 operations in the same order, with the _rn intrinsics where a
+// multiply feeds an add so that no fused multiply-add changes a rounding.
+// Entries are in index order: entry e is point ids[e], in list assign[ids[e]].
+// Each thread keeps its residual and sort keys in a slice of global scratch,
+// interleaved by thread (element j of thread t at j*T + t) so that a warp's
+// accesses to the same j coalesce.
+
+// vlc_rot_sumsq: the largest |x - a|^2 (float64, unrotated) of every list,
+// as float64 bits in lmax (zeroed by the caller): quant.Rotated.Fit.
+extern "C" __global__ void vlc_rot_sumsq(const unsigned short* __restrict__ X, int dp,
+                                         const int* __restrict__ assign, const float* __restrict__ anch,
+                                         const unsigned* __restrict__ ids, int n, int d,
+                                         unsigned long long* lmax) {
+    for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < n; e += gridDim.x * blockDim.x) {
+        int row = ids[e], a = assign[row];
+        const unsigned short* x = X + (long long)row * dp;
+        const float* an = anch + (long long)a * d;
+        double s = 0;
+        for (int j = 0; j < d; j++) {
+            float v = h2f(x[j]) - an[j];
+            s = __dadd_rn(s, __dmul_rn((double)v, (double)v));
+        }
+        atomicMax(lmax + a, (unsigned long long)__double_as_longlong(s));
+    }
+}
+
+// fwht_t: the orthonormal Walsh-Hadamard transform of the p values of one
+// thread starting at element off (stride T), as quant's fwht.
+__device__ void fwht_t(float* r, long long T, int off, int p, float scale) {
+    for (int h = 1; h < p; h *= 2)
+        for (int i = 0; i < p; i += 2 * h)
+            for (int j = i; j < i + h; j++) {
+                float a = r[(off + j) * T], b = r[(off + j + h) * T];
+                r[(off + j) * T] = a + b;
+                r[(off + j + h) * T] = a - b;
+            }
+    for (int j = 0; j < p; j++) r[(off + j) * T] = __fmul_rn(r[(off + j) * T], scale);
+}
+
+struct RotHead {
+    double t;
+    int k, i;
+};
+
+// vlc_rot_encode: the code of every entry: packed levels to codes (packed
+// bytes an entry), the two float16 corrections to corr (the host appends
+// them). slist holds each list's s (the float32 of Fit); signs 3 x d; rotA
+// the rotated anchors (ip form only).
+// Scratch: r T*d float32, keys 2*T*d uint64, T = gridDim.x*blockDim.x.
+extern "C" __global__ void vlc_rot_encode(const unsigned short* __restrict__ X, int dp,
+                                          const int* __restrict__ assign, const float* __restrict__ anch,
+                                          const float* __restrict__ rotA, const unsigned* __restrict__ ids,
+                                          int n, int d, int p, const float* __restrict__ signs, float scale,
+                                          int bits, int packed, int ip, const float* __restrict__ slist,
+                                          unsigned char* codes, unsigned short* corr, float* rs,
+                                          unsigned long long* ks) {
+    const long long T = (long long)gridDim.x * blockDim.x;
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+    float* r = rs + tid;
+    unsigned long long* keys = ks + tid;
+    unsigned long long* tmp = ks + T * d + tid;
+    const int L = (1 << bits) - 1, steps = (L - 1) / 2;
+    const int cb = packed;
+    for (int e = tid; e < n; e += T) {
+        int row = ids[e], a = assign[row];
+        const unsigned short* x = X + (long long)row * dp;
+        const float* an = anch + (long long)a * d;
+        for (int j = 0; j < d; j++) r[j * T] = h2f(x[j]) - an[j];
+        for (int k = 0; k < 3; k++) {
+            for (int j = 0; j < d; j++) r[j * T] = __fmul_rn(r[j * T], signs[k * d + j]);
+            fwht_t(r, T, 0, p, scale);
+            if (p != d) fwht_t(r, T, d - p, p, scale);
+        }
+
+        // bestLevels
+        double ua = 0, uu = 0;
+        for (int j = 0; j < d; j++) {
+            ua = __dadd_rn(ua, __dmul_rn(0.5, fabs((double)r[j * T])));
+            uu = __dadd_rn(uu, 0.25);
+        }
+        double bestT = 0, bestCos = __ddiv_rn(ua, __dsqrt_rn(uu));
+        if (bits == 8) {
+            double big = 0;
+            for (int j = 0; j < d; j++) big = fmax(big, fabs((double)r[j * T]));
+            if (big > 0) bestT = __dmul_rn(__ddiv_rn((double)steps + 0.5, big), 1 - 1e-9);
+        } else if (ua > 0 && steps > 0) {
+            int nk = 0;
+            for (int j = 0; j < d; j++) {
+                float v = r[j * T];
+                if (v != 0) {
+                    keys[(long long)nk * T] = ((unsigned long long)(~__float_as_uint(fabsf(v))) << 32) | (unsigned)j;
+                    nk++;
+                }
+            }
+            // LSD radix sort by the high 32 bits, as quant's radixHigh32
+            // (keys are distinct, so any correct sort gives its order).
+            unsigned long long *src = keys, *dst = tmp;
+            for (int shift = 32; shift < 64; shift += 8) {
+                int count[256];
+                for (int b = 0; b < 256; b++) count[b] = 0;
+                for (int i = 0; i < nk; i++) count[(src[(long long)i * T] >> shift) & 255]++;
+                int pos = 0;
+                for (int b = 0; b < 256; b++) { int c = count[b]; count[b] = pos; pos += c; }
+                for (int i = 0; i < nk; i++) {
+                    unsigned long long kv = src[(long long)i * T];
+                    dst[(long long)(count[(kv >> shift) & 255]++) * T] = kv;
+                }
+                unsigned long long* sw = src; src = dst; dst = sw;
+            }
+            // src holds the sorted keys (4 passes: back in keys).
+            RotHead heads[8];
+            for (int k = 1; k <= steps; k++) {
+                heads[k - 1].t = __ddiv_rn((double)k, (double)__uint_as_float(~(unsigned)(src[0] >> 32)));
+                heads[k - 1].k = k;
+                heads[k - 1].i = 0;
+            }
+            int live = steps;
+            while (live > 0) {
+                RotHead h = heads[0];
+                int k = h.k;
+                double t = h.t;
+                ua = __dadd_rn(ua, (double)__uint_as_float(~(unsigned)(src[(long long)h.i * T] >> 32)));
+                uu = __dadd_rn(uu, (double)(2 * k));
+                if (++h.i < nk) {
+                    h.t = __ddiv_rn((double)k, (double)__uint_as_float(~(unsigned)(src[(long long)h.i * T] >> 32)));
+                    int q = 0;
+                    while (q + 1 < live && (heads[q + 1].t < h.t || (heads[q + 1].t == h.t && heads[q + 1].k < k))) {
+                        heads[q] = heads[q + 1];
+                        q++;
+                    }
+                    heads[q] = h;
+                } else {
+                    for (int q = 0; q + 1 < live; q++) heads[q] = heads[q + 1];
+                    live--;
+                }
+                if (__dmul_rn(ua, ua) > __dmul_rn(__dmul_rn(__dmul_rn(bestCos, bestCos), uu), 1 - 1e-9)) {
+                    double c = __ddiv_rn(ua, __dsqrt_rn(uu));
+                    if (c > bestCos) { bestCos = c; bestT = t; }
+                }
+            }
+        }
+        unsigned char* code = codes + (long long)e * cb;
+        for (int b = 0; b < packed; b++) code[b] = 0;
+        double ur = 0, norm = 0, slot = 0;
+        for (int j = 0; j < d; j++) {
+            float v = r[j * T];
+            double av = fabs((double)v);
+            int m = (int)floor(__dmul_rn(bestT, av));
+            if (m > steps) m = steps;
+            int l = (v < 0) ? (L - 1) / 2 - m : (L + 1) / 2 + m;
+            int bit = j * bits;
+            code[bit / 8] |= (unsigned char)(l << (bit % 8));
+            ur = __dadd_rn(ur, __dmul_rn((double)l - (double)L / 2, (double)v));
+            norm = __dadd_rn(norm, __dmul_rn((double)v, (double)v));
+            if (ip) slot = __dadd_rn(slot, __dmul_rn((double)rotA[(long long)a * d + j], (double)v));
+        }
+        double s = (double)slist[a];
+        double beta = 0;
+        if (ur > 0) beta = __ddiv_rn(__ddiv_rn(norm, ur), __dsqrt_rn(s));
+        slot = ip ? -2 * slot : norm;
+        corr[2 * (long long)e] = f2h((float)__ddiv_rn(slot, s));
+        corr[2 * (long long)e + 1] = f2h((float)beta);
+    }
+}

@@ -1,0 +1,164 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/vlc-embed/vlc/quant"
+)
+
+var _ quant.DeviceEncoder = (*dataset)(nil)
+
+// encodeThreads is the number of encoding threads per SM: each keeps a
+// residual and two arrays of sort keys (20 bytes a dimension) in scratch.
+const encodeThreads = 256
+
+// EncodeRotated writes the rotated code of every point on the device, the
+// bytes quant.Rotated.EncodeList writes on the host (TestEncodeRotatedParity):
+// list parameters from the largest |r|^2 of each list, then one thread per
+// entry. The points must be the float16 rows the host would encode (the
+// caller checks), and assign the final assignment (after Assign).
+func (s *dataset) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
+	l := c.Layout()
+	d, m, n := s.d, len(offsets)-1, len(ids)
+	cb := c.CodeBytes()
+	switch {
+	case c.Dim() != d || len(anchors) != m*d || m < 1:
+		return fmt.Errorf("cuda: encode: %d anchors of dimension %d for points of dimension %d", m, c.Dim(), d)
+	case n != s.n || len(codes) != n*cb || len(params) != m*c.ParamBytes():
+		return fmt.Errorf("cuda: encode: %d entries, %d code bytes, %d parameter bytes for %d points", n, len(codes), len(params), s.n)
+	case l.IP && len(l.RotAnchors) != m*d:
+		return errors.New("cuda: encode: rotated anchors not set")
+	case s.m == 0:
+		return errors.New("cuda: encode before SetAnchors")
+	}
+	signs := make([]float32, 0, len(l.Signs)*d)
+	for _, r := range l.Signs {
+		signs = append(signs, r...)
+	}
+	if len(l.Signs) != 3 {
+		return fmt.Errorf("cuda: encode: %d rotation rounds, the kernel does 3", len(l.Signs))
+	}
+	return s.run(func() error {
+		dev := s.dev
+		threads := min(n, encodeThreads*dev.info.SMs)
+		grid := (threads + 127) / 128
+		threads = grid * 128
+		var bufs []uint64
+		defer func() {
+			for _, b := range bufs {
+				dev.free(b)
+			}
+		}()
+		alloc := func(bytes int64) (uint64, error) {
+			p, err := dev.alloc(bytes)
+			if err == nil {
+				bufs = append(bufs, p)
+			}
+			return p, err
+		}
+		up := func(p unsafe.Pointer, bytes int64) (uint64, error) {
+			b, err := alloc(bytes)
+			if err != nil {
+				return 0, err
+			}
+			if err := dev.htod(b, p, bytes); err != nil {
+				return 0, err
+			}
+			s.toDev.Add(bytes)
+			return b, nil
+		}
+		anch, err := up(unsafe.Pointer(&anchors[0]), int64(m*d)*4)
+		if err != nil {
+			return err
+		}
+		idb, err := up(unsafe.Pointer(&ids[0]), int64(n)*4)
+		if err != nil {
+			return err
+		}
+		sg, err := up(unsafe.Pointer(&signs[0]), int64(len(signs))*4)
+		if err != nil {
+			return err
+		}
+		rotA := uint64(0)
+		if l.IP {
+			if rotA, err = up(unsafe.Pointer(&l.RotAnchors[0]), int64(m*d)*4); err != nil {
+				return err
+			}
+		}
+		lmax, err := alloc(int64(m) * 8)
+		if err != nil {
+			return err
+		}
+		if err := dev.memset8(lmax, 0, int64(m)*8); err != nil {
+			return err
+		}
+		if err := dev.launch("vlc_rot_sumsq", min((n+127)/128, 8*dev.info.SMs), 1, 128, 0,
+			s.x, i32(s.dp), s.assign, anch, idb, i32(n), i32(d), lmax); err != nil {
+			return err
+		}
+		maxes := make([]float64, m)
+		if err := dev.dtoh(unsafe.Pointer(&maxes[0]), lmax, int64(m)*8); err != nil {
+			return err
+		}
+		s.toHost.Add(int64(m) * 8)
+		slist := make([]float32, m)
+		for a, v := range maxes {
+			if v == 0 {
+				v = 1
+			}
+			slist[a] = float32(v)
+			binary32(params[a*4:], slist[a])
+		}
+		sl, err := up(unsafe.Pointer(&slist[0]), int64(m)*4)
+		if err != nil {
+			return err
+		}
+		out, err := alloc(int64(n) * int64(l.Packed))
+		if err != nil {
+			return err
+		}
+		corr, err := alloc(int64(n) * 4)
+		if err != nil {
+			return err
+		}
+		rs, err := alloc(int64(threads) * int64(d) * 4)
+		if err != nil {
+			return fmt.Errorf("cuda: encode scratch: %w", err)
+		}
+		ks, err := alloc(2 * int64(threads) * int64(d) * 8)
+		if err != nil {
+			return fmt.Errorf("cuda: encode scratch: %w", err)
+		}
+		if err := dev.launch("vlc_rot_encode", grid, 1, 128, 0,
+			s.x, i32(s.dp), s.assign, anch, rotA, idb, i32(n), i32(d), i32(l.P), sg, f32(l.Scale),
+			i32(l.Bits), i32(l.Packed), b32(l.IP), sl, out, corr, rs, ks); err != nil {
+			return err
+		}
+		levels := make([]byte, n*l.Packed)
+		if l.Packed > 0 {
+			if err := dev.dtoh(unsafe.Pointer(&levels[0]), out, int64(len(levels))); err != nil {
+				return err
+			}
+		}
+		cs := make([]byte, 4*n)
+		if err := dev.dtoh(unsafe.Pointer(&cs[0]), corr, int64(len(cs))); err != nil {
+			return err
+		}
+		s.toHost.Add(int64(len(levels) + len(cs)))
+		for e := range n {
+			copy(codes[e*cb:], levels[e*l.Packed:(e+1)*l.Packed])
+			copy(codes[e*cb+l.Packed:(e+1)*cb], cs[4*e:4*e+4])
+		}
+		return nil
+	})
+}
+
+func binary32(b []byte, v float32) {
+	u := math.Float32bits(v)
+	b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+}
