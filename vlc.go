@@ -235,7 +235,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 		Iterations: model.Iterations, Converged: model.Converged, Energy: model.Energy,
 		IndexBytes: st.Size(), BytesPerVector: float64(st.Size()) / float64(n),
 		SizeRatio: float64(st.Size()) / float64(2*n*d),
-		ReadTime:  readTime, TrainTime: trainTime, EncodeTime: encodeTime, Total: time.Since(start),
+		ReadTime:  readTime, TrainTime: trainTime, EncodeTime: encodeTime, Encoder: encoder, Total: time.Since(start),
 	}, nil
 }
 

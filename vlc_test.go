@@ -279,8 +279,8 @@ func TestCodePQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Code != "pq" {
-		t.Errorf("summary code %q", sum.Code)
+	if sum.Code != "pq" || sum.Encoder != "host" {
+		t.Errorf("summary code %q, encoder %q", sum.Code, sum.Encoder)
 	}
 	ix, err := vlc.Open(out)
 	if err != nil {

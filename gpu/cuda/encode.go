@@ -15,6 +15,9 @@ var _ quant.DeviceEncoder = (*dataset)(nil)
 
 // encodeThreads is the number of encoding threads per SM: each keeps a
 // residual and two arrays of sort keys (20 bytes a dimension) in scratch.
+// Measured on an H100 (1M x 768, 4 bits): 128, 256, 512, 1024 and 2048 a
+// SM gave compress times within the run-to-run spread (encoding and
+// writing 1.9-2.3 s), so the smaller scratch wins.
 const encodeThreads = 256
 
 // EncodeRotated writes the rotated code of every point on the device, the
