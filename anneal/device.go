@@ -52,6 +52,17 @@ type Dataset interface {
 	Close() error
 }
 
+// SampleDistancer is implemented by datasets that compute k-means++'s
+// distance updates where the points are (gpu/cuda), bit for bit as the
+// host does: vec.L2 of the exactly decoded float16 rows.
+type SampleDistancer interface {
+	// SampleDistances sets dist[i] = |x[rows[i]] - x[rows[c]]|^2, or the
+	// smaller of that and dist[i] when keep, for every i < len(rows). One
+	// initialisation passes the same rows on every call, and dist as the
+	// previous call left it.
+	SampleDistances(rows []int, c int, keep bool, dist []float32) error
+}
+
 // StepParams sets how far one Step moves the anchors. With Tau, Rate and
 // MaxMove all at their limits (+Inf, 1, +Inf) a Step is one Lloyd iteration.
 type StepParams struct {

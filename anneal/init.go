@@ -11,23 +11,23 @@ import (
 
 // initPlusPlus picks m starting anchors by k-means++ (D^2 sampling) on a
 // seeded sample of s points. Duplicate points can leave fewer than m
-// distinct candidates; the remaining anchors are then drawn uniformly.
-func initPlusPlus(pts Points, m, s int, rng *rand.Rand) []float32 {
+// distinct candidates; the remaining anchors are then drawn uniformly. The
+// distances are computed by ds when it is a SampleDistancer (the points on
+// a GPU), else on the host; both give the same bits, so the same anchors.
+func initPlusPlus(pts Points, m, s int, rng *rand.Rand, ds Dataset) ([]float32, error) {
 	d := pts.Dim
 	idx := sample(pts.N, s, rng)
-	x := make([]float32, s*d)
-	for i, p := range idx {
-		f16.DecodeRow(x[i*d:(i+1)*d], pts.Data[p*d:(p+1)*d])
-	}
 	anchors := make([]float32, m*d)
 	dist := make([]float32, s)
+	distances := hostDistances(pts, idx, dist)
+	if sd, ok := ds.(SampleDistancer); ok {
+		distances = func(c int, keep bool) error { return sd.SampleDistances(idx, c, keep, dist) }
+	}
 	first := rng.IntN(s)
-	copy(anchors[:d], x[first*d:(first+1)*d])
-	par.For(s, 1024, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			dist[i] = vec.L2(x[i*d:(i+1)*d], anchors[:d])
-		}
-	})
+	f16.DecodeRow(anchors[:d], pts.Data[idx[first]*d:(idx[first]+1)*d])
+	if err := distances(first, false); err != nil {
+		return nil, err
+	}
 	for k := 1; k < m; k++ {
 		var total float64
 		for _, v := range dist {
@@ -47,17 +47,39 @@ func initPlusPlus(pts Points, m, s int, rng *rand.Rand) []float32 {
 				}
 			}
 		}
-		c := anchors[k*d : (k+1)*d]
-		copy(c, x[pick*d:(pick+1)*d])
-		par.For(s, 1024, func(lo, hi int) {
+		f16.DecodeRow(anchors[k*d:(k+1)*d], pts.Data[idx[pick]*d:(idx[pick]+1)*d])
+		if k < m-1 {
+			if err := distances(pick, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return anchors, nil
+}
+
+// hostDistances returns k-means++'s distance update on the host's cores:
+// dist[i] = |x_i - x_c|^2 over the sample idx (or the smaller of that and
+// dist[i] when keep), the rows decoded from float16 once.
+func hostDistances(pts Points, idx []int, dist []float32) func(c int, keep bool) error {
+	d := pts.Dim
+	var x []float32
+	return func(c int, keep bool) error {
+		if x == nil {
+			x = make([]float32, len(idx)*d)
+			for i, p := range idx {
+				f16.DecodeRow(x[i*d:(i+1)*d], pts.Data[p*d:(p+1)*d])
+			}
+		}
+		cx := x[c*d : (c+1)*d]
+		par.For(len(idx), 1024, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				if v := vec.L2(x[i*d:(i+1)*d], c); v < dist[i] {
+				if v := vec.L2(x[i*d:(i+1)*d], cx); !keep || v < dist[i] {
 					dist[i] = v
 				}
 			}
 		})
+		return nil
 	}
-	return anchors
 }
 
 // sample returns s distinct indices below n in ascending order, drawn with

@@ -44,12 +44,15 @@ func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, err
 	m, d := cfg.M, pts.Dim
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x766c63)) // "vlc"
 
-	anchors := initPlusPlus(pts, cfg.M, cfg.InitSample, rng)
 	ds, err := dev.Load(pts)
 	if err != nil {
 		return nil, err
 	}
 	defer ds.Close()
+	anchors, err := initPlusPlus(pts, cfg.M, cfg.InitSample, rng, ds)
+	if err != nil {
+		return nil, err
+	}
 	if err := ds.SetAnchors(anchors, m); err != nil {
 		return nil, err
 	}

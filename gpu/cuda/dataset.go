@@ -33,6 +33,8 @@ type dataset struct {
 
 	toDev, toHost atomic.Int64
 
+	pp ppState // k-means++ (SampleDistances)
+
 	variant assignVariant // assign tile shape, from the Device
 	timing  bool
 	ev      [5]uintptr
@@ -142,6 +144,7 @@ func (s *dataset) upload(data []uint16) error {
 
 // freeAll releases every buffer (on the worker).
 func (s *dataset) freeAll() {
+	s.freePP()
 	for _, p := range []*uint64{&s.x, &s.assign, &s.dist, &s.keys, &s.sc, &s.a32, &s.a16, &s.anorm, &s.stats} {
 		s.dev.free(*p)
 		*p = 0

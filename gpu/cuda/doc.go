@@ -56,7 +56,7 @@ type Profiler interface {
 
 // kernelNames are the entry points the Go side launches; the PTX test
 // checks that the committed PTX defines each.
-var kernelNames = []string{"vlc_finalize", "vlc_reduce", "vlc_update", "vlc_rot_sumsq", "vlc_rot_encode"}
+var kernelNames = []string{"vlc_finalize", "vlc_reduce", "vlc_update", "vlc_rot_sumsq", "vlc_rot_encode", "vlc_pp_gather", "vlc_pp_dist"}
 
 func init() {
 	for _, v := range assignVariants {

@@ -579,3 +579,52 @@ extern "C" __global__ void vlc_rot_encode(const unsigned short* __restrict__ X, 
         corr[2 * (long long)e + 1] = f2h((float)beta);
     }
 }
+
+// ---------------------------------------------------------------------------
+// k-means++ on the device: the sample's float16 rows gathered once into a
+// column-major copy (element j of sample point i at j*s + i, so that a warp
+// reads consecutive addresses), then per round the distance of every sample
+// point to the new centre, summed exactly as vec.L2 on the host (four
+// float32 accumulators over j mod 4, then (s0+s1)+(s2+s3), then the tail;
+// _rn intrinsics so that nothing is fused): the host then draws the same
+// centres from the same distances.
+
+// vlc_pp_gather: T[j*s + i] = X[rows[i]*dp + j].
+extern "C" __global__ void vlc_pp_gather(const unsigned short* __restrict__ X, int dp,
+                                         const int* __restrict__ rows, int s, int d,
+                                         unsigned short* __restrict__ T) {
+    long long total = (long long)s * d;
+    for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < total;
+         k += (long long)gridDim.x * blockDim.x) {
+        int i = (int)(k % s), j = (int)(k / s);
+        T[k] = X[(long long)rows[i] * dp + j];
+    }
+}
+
+// vlc_pp_dist: dist[i] = |T_i - T_c|^2, or the smaller of that and dist[i]
+// when keep.
+extern "C" __global__ void vlc_pp_dist(const unsigned short* __restrict__ T, int s, int d, int c,
+                                       int keep, float* dist) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= s) return;
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int j = 0;
+    for (; j + 4 <= d; j += 4) {
+        long long o = (long long)j * s;
+        float d0 = h2f(T[o + i]) - h2f(T[o + c]);
+        float d1 = h2f(T[o + s + i]) - h2f(T[o + s + c]);
+        float d2 = h2f(T[o + 2 * s + i]) - h2f(T[o + 2 * s + c]);
+        float d3 = h2f(T[o + 3 * s + i]) - h2f(T[o + 3 * s + c]);
+        s0 = __fadd_rn(s0, __fmul_rn(d0, d0));
+        s1 = __fadd_rn(s1, __fmul_rn(d1, d1));
+        s2 = __fadd_rn(s2, __fmul_rn(d2, d2));
+        s3 = __fadd_rn(s3, __fmul_rn(d3, d3));
+    }
+    float t = __fadd_rn(__fadd_rn(s0, s1), __fadd_rn(s2, s3));
+    for (; j < d; j++) {
+        long long o = (long long)j * s;
+        float e = h2f(T[o + i]) - h2f(T[o + c]);
+        t = __fadd_rn(t, __fmul_rn(e, e));
+    }
+    if (!keep || t < dist[i]) dist[i] = t;
+}
