@@ -213,13 +213,16 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 					Energy: model.Energy, InitEnergy: model.InitEnergy,
 				},
 			}
+			var onDevice bool
 			if enc, ok := ds.(quant.DeviceEncoder); ok && exact && spec.Kind == quant.KindRotated {
-				plan.Device, encoder = enc, dev.Name()
+				plan.Device = recordingEncoder{enc, &onDevice}
 			}
-			log.Debug("encoding", "on", encoder)
 			encodeStart := time.Now()
 			err := index.WriteContext(ctx, output, plan)
 			encodeTime = time.Since(encodeStart)
+			if onDevice {
+				encoder = dev.Name()
+			}
 			return err
 		},
 	})
@@ -341,6 +344,19 @@ func checkOutput(output string) error {
 	probe.Close()
 	os.Remove(probe.Name())
 	return nil
+}
+
+// recordingEncoder notes whether the device did encode (it declines when
+// the points stream from the host).
+type recordingEncoder struct {
+	quant.DeviceEncoder
+	used *bool
+}
+
+func (e recordingEncoder) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
+	err := e.DeviceEncoder.EncodeRotated(c, anchors, ids, offsets, codes, params)
+	*e.used = err == nil
+	return err
 }
 
 // ipFlag writes ip indexes' rotated and pq codes in the inner-product form

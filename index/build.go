@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -115,11 +116,16 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	cb, pb := code.CodeBytes(), code.ParamBytes()
 	codes := make([]byte, n*cb)
 	params := make([]byte, m*pb)
+	onHost := true
 	if rc, ok := code.(*quant.Rotated); ok && p.Device != nil {
-		if err := p.Device.EncodeRotated(rc, anchors, ids, offsets, codes, params); err != nil {
+		switch err := p.Device.EncodeRotated(rc, anchors, ids, offsets, codes, params); {
+		case err == nil:
+			onHost = false
+		case !errors.Is(err, quant.ErrNotResident):
 			return nil, err
 		}
-	} else {
+	}
+	if onHost {
 		encodeLists(ctx, p.Rows, code, anchors, ids, offsets, codes, params)
 	}
 	if err := ctx.Err(); err != nil {

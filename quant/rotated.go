@@ -2,6 +2,7 @@ package quant
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/bits"
 	"sync"
@@ -100,6 +101,10 @@ func (c *Rotated) Dim() int        { return c.dim }
 func (c *Rotated) CodeBytes() int  { return c.packed + 4 }
 func (c *Rotated) ParamBytes() int { return 4 }
 
+// ErrNotResident is a DeviceEncoder's answer when its points stream from
+// the host rather than stay on the device.
+var ErrNotResident = errors.New("quant: the points are not resident on the device")
+
 // RotatedLayout is what a device needs to write the rotated code itself,
 // byte for byte as EncodeList does (gpu/cuda): the rotation's sign rounds
 // and block size, and the rotated anchors for the ip form.
@@ -126,6 +131,10 @@ func (c *Rotated) Layout() RotatedLayout {
 // host the encoding: codes and params as EncodeList fills them for the
 // lists in order, entry e being point ids[e] of list a for offsets[a] <= e
 // < offsets[a+1], against anchors as stored (m x Dim).
+//
+// EncodeRotated returns an error wrapping ErrNotResident, having written
+// nothing, when the points are not all on the device; the host encodes
+// then.
 type DeviceEncoder interface {
 	EncodeRotated(c *Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error
 }

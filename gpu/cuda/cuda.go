@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -27,9 +28,14 @@ type Device struct {
 	fn      map[string]uintptr
 	info    Info
 	variant assignVariant // the one Steps use
-	la      *launchArgs
-	jitLog  []byte
-	name    [256]byte
+	// batchRows, when positive, caps the rows kept on the device (the
+	// points then stream through in batches of that many): from
+	// VLC_CUDA_BATCH_ROWS, for tests and measurements. Zero: every point
+	// resident when they fit, batches sized from free memory when not.
+	batchRows int
+	la        *launchArgs
+	jitLog    []byte
+	name      [256]byte
 
 	mu     sync.Mutex
 	closed bool
@@ -95,6 +101,14 @@ func open() (*Device, error) {
 	name := defaultVariant
 	if v := os.Getenv("VLC_CUDA_ASSIGN"); v != "" {
 		name = v
+	}
+	if v := os.Getenv("VLC_CUDA_BATCH_ROWS"); v != "" {
+		r, err := strconv.Atoi(v)
+		if err != nil || r < 1 {
+			d.w.stop()
+			return nil, fmt.Errorf("cuda: VLC_CUDA_BATCH_ROWS=%q: want a positive number of rows", v)
+		}
+		d.batchRows = r
 	}
 	var ok bool
 	if d.variant, ok = variantNamed(name); !ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -435,14 +436,96 @@ func TestTransferBytes(t *testing.T) {
 	}
 }
 
-// A point set larger than the device's free memory is refused with a
-// clear error before anything is allocated.
+// A point set larger than the device's free memory streams in batches of
+// a multiple of 128 rows; one whose single batch cannot fit is refused with
+// a clear error before anything is allocated.
 func TestTooLarge(t *testing.T) {
 	dev := device(t)
 	n, d := int(dev.info.TotalMem/2048+1024), 1024
-	err := dev.run(func() error { return dev.checkFits(n, d) })
-	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
-		t.Fatalf("%d x %d points: %v", n, d, err)
+	var rows int
+	err := dev.run(func() (err error) { rows, err = dev.residentRows(n, d); return err })
+	if err != nil || rows >= n || rows%tileM != 0 || rows < tileM {
+		t.Fatalf("%d x %d points: %d resident rows, %v", n, d, rows, err)
+	}
+	t.Logf("%d x %d points: batches of %d rows", n, d, rows)
+	err = dev.run(func() (err error) { _, err = dev.residentRows(1000, 1<<30); return err })
+	if err == nil || !strings.Contains(err.Error(), "even one batch") {
+		t.Fatalf("rows of 2 GiB: %v", err)
 	}
 	t.Log(err)
+}
+
+// Points streamed in batches (a partial last batch, padded columns) give
+// the assignments of resident points and the same statistics to float32
+// rounding, through robust Steps and a final Assign; each pass moves the
+// points up once.
+func TestBatchedParity(t *testing.T) {
+	dev := device(t)
+	const n, d, m = 5000, 130, 70
+	pts, _ := testutil.Clusters(n, d, 40, 21)
+	anchors := anchorsNear(pts, m, 0.1, 4)
+	inf := float32(math.Inf(1))
+	run := func(batch int) (res []result, up int64) {
+		dev.batchRows = batch
+		defer func() { dev.batchRows = 0 }()
+		ds, err := dev.Load(pts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ds.Close()
+		if got := ds.(*dataset).batch; got != batch {
+			t.Fatalf("batch rows %d, want %d", got, batch)
+		}
+		if err := ds.SetAnchors(anchors, m); err != nil {
+			t.Fatal(err)
+		}
+		up0, _ := ds.Transfer()
+		for k := range 4 {
+			var r result
+			if k < 3 {
+				r.st, err = ds.Step(anneal.StepParams{Tau: 5, Rate: 0.5, MaxMove: inf})
+			} else {
+				r.st, err = ds.Assign()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.assign, r.anchors = make([]int32, n), make([]float32, m*d)
+			r.counts, r.variance = make([]int64, m), make([]float32, m*d)
+			if err := ds.Assignments(r.assign); err != nil {
+				t.Fatal(err)
+			}
+			if err := ds.Anchors(r.anchors); err != nil {
+				t.Fatal(err)
+			}
+			if err := ds.Stats(r.counts, r.variance); err != nil {
+				t.Fatal(err)
+			}
+			res = append(res, r)
+		}
+		up1, _ := ds.Transfer()
+		return res, up1 - up0
+	}
+	whole, _ := run(0)
+	batched, up := run(1024)
+	for k := range whole {
+		w, b := whole[k], batched[k]
+		if w.st.Changed != b.st.Changed || math.Abs(w.st.Energy-b.st.Energy) > 1e-5*w.st.Energy {
+			t.Errorf("pass %d: resident %+v, batched %+v", k, w.st, b.st)
+		}
+		if !slices.Equal(w.assign, b.assign) || !slices.Equal(w.counts, b.counts) {
+			t.Fatalf("pass %d: assignments or counts differ", k)
+		}
+		for i := range w.anchors {
+			if math.Abs(float64(w.anchors[i]-b.anchors[i])) > 1e-4*(1+math.Abs(float64(w.anchors[i]))) {
+				t.Fatalf("pass %d: anchor value %d: resident %v, batched %v", k, i, w.anchors[i], b.anchors[i])
+			}
+			if math.Abs(float64(w.variance[i]-b.variance[i])) > 1e-4*(1+math.Abs(float64(w.variance[i]))) {
+				t.Fatalf("pass %d: variance %d: resident %v, batched %v", k, i, w.variance[i], b.variance[i])
+			}
+		}
+	}
+	if want := int64(4) * n * int64(roundUp(d, tileK)) * 2; up != want {
+		t.Errorf("4 batched passes moved %d bytes up, want %d (the points, once a pass)", up, want)
+	}
 }

@@ -26,6 +26,12 @@ type dataset struct {
 	n, d, dp, np int // points, dimension, padded dimension, padded rows
 	m, mp        int // anchors, padded anchors
 
+	// batch > 0: only batch rows fit on the device beside everything
+	// else, so X and keys hold one batch and every pass streams the
+	// points from host (the caller's slice, kept for the Dataset's life).
+	batch int
+	host  []uint16
+
 	x, assign, dist, keys, sc uint64 // device buffers of the points
 	a32, a16, anorm, stats    uint64 // device buffers of the anchors
 	sum, sq, wsum, cnt        uint64 // parts of stats
@@ -48,9 +54,9 @@ var _ Profiler = (*dataset)(nil)
 func roundUp(v, to int) int { return (v + to - 1) / to * to }
 
 // Load uploads the points once: n x d float16, stored with rows padded to
-// a multiple of 128 and columns to a multiple of 32 (zeros, which change no
-// dot product). Data larger than the free device memory is refused:
-// batching is not implemented yet.
+// a multiple of 128 and columns to a multiple of 64 (zeros, which change no
+// dot product). Points that do not fit in the device's free memory stay on
+// the host and stream through a batch buffer on every pass (residentRows).
 func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 	if p.Dim < 1 || p.N < 1 || len(p.Data) != p.N*p.Dim {
 		return nil, fmt.Errorf("cuda: %d values do not make %d points of dimension %d", len(p.Data), p.N, p.Dim)
@@ -60,21 +66,30 @@ func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 	}
 	s := &dataset{dev: d, n: p.N, d: p.Dim, dp: roundUp(p.Dim, tileK), np: roundUp(p.N, tileM), variant: d.variant}
 	err := d.run(func() error {
-		xBytes := int64(s.np) * int64(s.dp) * 2
-		if err := d.checkFits(s.n, s.d); err != nil {
+		rows, err := d.residentRows(s.n, s.d)
+		if err != nil {
 			return err
 		}
-		var err error
+		xRows := s.np
+		if rows < s.n {
+			s.batch, s.host, xRows = rows, p.Data, rows
+		}
+		xBytes := int64(xRows) * int64(s.dp) * 2
 		for _, b := range []struct {
 			p     *uint64
 			bytes int64
-		}{{&s.x, xBytes}, {&s.assign, int64(s.n) * 4}, {&s.dist, int64(s.n) * 4}, {&s.keys, int64(s.np) * 8}, {&s.sc, scalarSize}} {
+		}{{&s.x, xBytes}, {&s.assign, int64(s.n) * 4}, {&s.dist, int64(s.n) * 4}, {&s.keys, int64(xRows) * 8}, {&s.sc, scalarSize}} {
 			if *b.p, err = d.alloc(b.bytes); err != nil {
 				s.freeAll()
 				return err
 			}
 		}
-		if err := s.upload(p.Data); err != nil {
+		if s.batch == 0 {
+			if err := s.upload(p.Data, 0, s.n); err != nil {
+				s.freeAll()
+				return err
+			}
+		} else if err := d.memset8(s.x, 0, xBytes); err != nil {
 			s.freeAll()
 			return err
 		}
@@ -83,7 +98,7 @@ func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 			p     uint64
 			v     byte
 			bytes int64
-		}{{s.assign, 0xff, int64(s.n) * 4}, {s.keys, 0xff, int64(s.np) * 8}, {s.sc, 0, scalarSize}} {
+		}{{s.assign, 0xff, int64(s.n) * 4}, {s.keys, 0xff, int64(xRows) * 8}, {s.sc, 0, scalarSize}} {
 			if err := d.memset8(z.p, z.v, z.bytes); err != nil {
 				s.freeAll()
 				return err
@@ -97,48 +112,70 @@ func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 	return s, nil
 }
 
-// checkFits refuses, before any allocation, a point set whose resident
-// buffers exceed the device's free memory (on the worker).
-func (d *Device) checkFits(n, dim int) error {
+// residentRows returns how many of n points of dimension dim to keep on
+// the device (on the worker): n when all fit in seven eighths of the free
+// memory beside their assignments and distances (the rest for anchors,
+// statistics and encoding scratch), else the most that do, a multiple of
+// 128 (at most Device.batchRows when set). Not even 128 rows fitting is an
+// error.
+func (d *Device) residentRows(n, dim int) (int, error) {
 	np, dp := int64(roundUp(n, tileM)), int64(roundUp(dim, tileK))
-	need := np*dp*2 + int64(n)*8 + np*8 + scalarSize
+	perRow := dp*2 + 8 // a row of X and its key
+	fixed := int64(n)*8 + scalarSize
 	free, _, err := d.memInfo()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if need > free {
-		return fmt.Errorf("cuda: %d points of dimension %d need %.2f GiB on %s, %.2f GiB are free; data larger than device memory is not supported yet (no batching)",
-			n, dim, float64(need)/(1<<30), d.info.Name, float64(free)/(1<<30))
+	budget := free - free/8 - fixed
+	if d.batchRows == 0 && np*perRow <= budget {
+		return n, nil
 	}
-	return nil
+	rows := budget / perRow
+	if d.batchRows > 0 {
+		rows = min(rows, int64(d.batchRows))
+	}
+	rows = rows / tileM * tileM
+	if rows < tileM {
+		return 0, fmt.Errorf("cuda: %d points of dimension %d: even one batch of %d rows with their assignments needs %.2f GiB on %s, %.2f GiB are free",
+			n, dim, tileM, float64(fixed+tileM*perRow)/(1<<30), d.info.Name, float64(free)/(1<<30))
+	}
+	if rows >= np {
+		return n, nil
+	}
+	return int(rows), nil
 }
 
-// upload copies the points into X (on the worker): in one copy when no
-// column padding is needed, else through a padded staging buffer.
-func (s *dataset) upload(data []uint16) error {
+// upload copies rows lo..hi of data into the first hi-lo rows of X (on
+// the worker): in one copy when no column padding is needed, else through
+// a padded staging buffer whose padding stays zero. Resident points also
+// get their padding rows zeroed.
+func (s *dataset) upload(data []uint16, lo, hi int) error {
 	d := s.dev
 	if s.dp == s.d {
-		if err := d.htod(s.x, unsafe.Pointer(&data[0]), int64(len(data))*2); err != nil {
+		b := int64(hi-lo) * int64(s.d) * 2
+		if err := d.htod(s.x, unsafe.Pointer(&data[lo*s.d]), b); err != nil {
 			return err
 		}
-		s.toDev.Add(int64(len(data)) * 2)
+		s.toDev.Add(b)
 	} else {
 		const chunkBytes = 32 << 20
 		rows := max(1, chunkBytes/(s.dp*2))
-		stage := make([]uint16, rows*s.dp)
-		for lo := 0; lo < s.n; lo += rows {
-			hi := min(lo+rows, s.n)
-			for i := lo; i < hi; i++ {
-				copy(stage[(i-lo)*s.dp:(i-lo)*s.dp+s.d], data[i*s.d:(i+1)*s.d])
+		stage := make([]uint16, min(rows, hi-lo)*s.dp)
+		for c := lo; c < hi; c += rows {
+			e := min(c+rows, hi)
+			for i := c; i < e; i++ {
+				copy(stage[(i-c)*s.dp:(i-c)*s.dp+s.d], data[i*s.d:(i+1)*s.d])
 			}
-			b := int64(hi-lo) * int64(s.dp) * 2
-			if err := d.htod(s.x+uint64(lo*s.dp*2), unsafe.Pointer(&stage[0]), b); err != nil {
+			b := int64(e-c) * int64(s.dp) * 2
+			if err := d.htod(s.x+uint64((c-lo)*s.dp*2), unsafe.Pointer(&stage[0]), b); err != nil {
 				return err
 			}
 			s.toDev.Add(b)
 		}
 	}
-	// Padding rows are zero.
+	if s.batch > 0 {
+		return nil // rows past a batch's end are never read back: keys are reset per pass
+	}
 	return d.memset8(s.x+uint64(s.n)*uint64(s.dp)*2, 0, int64(s.np-s.n)*int64(s.dp)*2)
 }
 
@@ -224,9 +261,9 @@ func (s *dataset) launchUpdate(p anneal.StepParams, move bool) error {
 
 // split chooses how many blocks share the anchors of one row block, so
 // that small point sets still fill the GPU.
-func (s *dataset) split(v assignVariant) (ntiles, perSplit, splits int) {
+func (s *dataset) split(v assignVariant, rows int) (ntiles, perSplit, splits int) {
 	ntiles = s.mp / v.bn
-	rowBlocks := s.np / tileM
+	rowBlocks := roundUp(rows, tileM) / tileM
 	slots := v.blocksPerSMGuess * s.dev.info.SMs
 	want := max(1, (slots+rowBlocks-1)/rowBlocks)
 	splits = min(ntiles, want)
@@ -235,14 +272,15 @@ func (s *dataset) split(v assignVariant) (ntiles, perSplit, splits int) {
 	return
 }
 
-func (s *dataset) launchAssign(v assignVariant) error {
-	ntiles, per, splits := s.split(v)
-	return s.dev.launch("vlc_assign_"+v.name, s.np/tileM, splits, 256, v.smem(),
+// launchAssign assigns the first rows rows of X (all points, or a batch).
+func (s *dataset) launchAssign(v assignVariant, rows int) error {
+	ntiles, per, splits := s.split(v, rows)
+	return s.dev.launch("vlc_assign_"+v.name, roundUp(rows, tileM)/tileM, splits, 256, v.smem(),
 		s.x, s.a16, s.anorm, s.keys, i32(s.dp), i32(ntiles), i32(per))
 }
 
 func (s *dataset) record(i int) error {
-	if !s.timing {
+	if !s.timing || s.batch > 0 {
 		return nil
 	}
 	dr := s.dev.drv
@@ -266,6 +304,9 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 	if s.m == 0 {
 		return anneal.StepStats{}, errors.New("cuda: Step before SetAnchors")
 	}
+	if s.batch > 0 {
+		return s.passBatched(p, move)
+	}
 	var st anneal.StepStats
 	err := s.run(func() error {
 		d := s.dev
@@ -273,7 +314,7 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 			return err
 		}
 		steps := []func() error{
-			func() error { return s.launchAssign(s.variant) },
+			func() error { return s.launchAssign(s.variant, s.n) },
 			func() error {
 				return d.launch("vlc_finalize", (s.n+255)/256, 1, 256, 0,
 					s.keys, s.assign, s.stats, i64(s.statsWords), s.sc, i32(s.n), i32(s.m))
@@ -303,16 +344,11 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 		if err := s.record(len(steps)); err != nil {
 			return err
 		}
-		var sc struct {
-			energy  float64
-			changed uint32
-			_       uint32
+		var err error
+		st, err = s.scalars()
+		if err != nil {
+			return err
 		}
-		if err := d.dtoh(unsafe.Pointer(&sc), s.sc, scalarSize); err != nil {
-			return fmt.Errorf("cuda: step: %w", err)
-		}
-		s.toHost.Add(scalarSize)
-		st = anneal.StepStats{Energy: sc.energy / float64(s.n), Changed: int(sc.changed)}
 		if s.timing {
 			var t [4]float64
 			for i := range t {
@@ -324,6 +360,73 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 			s.last = KernelTimes{Assign: t[0], Finalize: t[1], Reduce: t[2], Update: t[3]}
 		}
 		return nil
+	})
+	return st, err
+}
+
+// scalars brings back the 16 bytes of a pass's energy and changed count
+// (on the worker).
+func (s *dataset) scalars() (anneal.StepStats, error) {
+	var sc struct {
+		energy  float64
+		changed uint32
+		_       uint32
+	}
+	if err := s.dev.dtoh(unsafe.Pointer(&sc), s.sc, scalarSize); err != nil {
+		return anneal.StepStats{}, fmt.Errorf("cuda: step: %w", err)
+	}
+	s.toHost.Add(scalarSize)
+	return anneal.StepStats{Energy: sc.energy / float64(s.n), Changed: int(sc.changed)}, nil
+}
+
+// passBatched is pass for points that stream through X a batch at a
+// time: per batch upload, assign, finalize (the statistics zeroed by the
+// first batch only) and reduce into the same sums; then one update.
+func (s *dataset) passBatched(p anneal.StepParams, move bool) (anneal.StepStats, error) {
+	var st anneal.StepStats
+	err := s.run(func() error {
+		d := s.dev
+		if err := d.memset8(s.sc, 0, scalarSize); err != nil {
+			return err
+		}
+		// The last batch's padding rows left keys behind; the first
+		// batch of this pass uses those slots.
+		if err := d.memset8(s.keys, 0xff, int64(s.batch)*8); err != nil {
+			return err
+		}
+		huber := move && !math.IsInf(float64(p.Tau), 1)
+		for lo := 0; lo < s.n; lo += s.batch {
+			hi := min(lo+s.batch, s.n)
+			if err := s.upload(s.host, lo, hi); err != nil {
+				return err
+			}
+			if err := s.launchAssign(s.variant, hi-lo); err != nil {
+				return err
+			}
+			words := s.statsWords
+			if lo > 0 {
+				words = 0
+			}
+			off := uint64(lo) * 4
+			if err := d.launch("vlc_finalize", (hi-lo+255)/256, 1, 256, 0,
+				s.keys, s.assign+off, s.stats, i64(words), s.sc, i32(hi-lo), i32(s.m)); err != nil {
+				return err
+			}
+			blocks := min((hi-lo+7)/8, 8*d.info.SMs)
+			if err := d.launch("vlc_reduce", blocks, 1, 256, 0,
+				s.x, s.assign+off, s.a32, s.dist+off, s.sum, s.sq, s.wsum, s.cnt, s.sc,
+				i32(hi-lo), i32(s.d), i32(s.dp), f32(p.Tau), b32(huber), b32(move)); err != nil {
+				return err
+			}
+		}
+		if move {
+			if err := s.launchUpdate(p, true); err != nil {
+				return err
+			}
+		}
+		var err error
+		st, err = s.scalars()
+		return err
 	})
 	return st, err
 }
@@ -433,6 +536,9 @@ func (s *dataset) TimeAssign(variant string, reps int) ([]float64, error) {
 	if s.m == 0 {
 		return nil, errors.New("cuda: TimeAssign before SetAnchors")
 	}
+	if s.batch > 0 {
+		return nil, errors.New("cuda: TimeAssign needs the points resident (they stream in batches here)")
+	}
 	times := make([]float64, reps)
 	err := s.run(func() error {
 		was := s.timing
@@ -442,7 +548,7 @@ func (s *dataset) TimeAssign(variant string, reps int) ([]float64, error) {
 			if err := s.record(0); err != nil {
 				return err
 			}
-			if err := s.launchAssign(v); err != nil {
+			if err := s.launchAssign(v, s.n); err != nil {
 				return err
 			}
 			if err := s.record(1); err != nil {

@@ -38,6 +38,8 @@ func (s *dataset) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint3
 		return errors.New("cuda: encode: rotated anchors not set")
 	case s.m == 0:
 		return errors.New("cuda: encode before SetAnchors")
+	case s.batch > 0:
+		return fmt.Errorf("cuda: encode: %w (they stream in batches of %d rows)", quant.ErrNotResident, s.batch)
 	}
 	signs := make([]float32, 0, len(l.Signs)*d)
 	for _, r := range l.Signs {

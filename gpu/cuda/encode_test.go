@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -101,5 +102,31 @@ func TestEncodeRotatedParity(t *testing.T) {
 			}
 		}
 		ds.Close()
+	}
+}
+
+// Streamed points are not encoded on the device: ErrNotResident, nothing
+// written, so the host encodes.
+func TestEncodeRotatedNotResident(t *testing.T) {
+	dev := device(t)
+	pts, _ := testutil.Clusters(1000, 16, 4, 1)
+	dev.batchRows = 256
+	ds, err := dev.Load(pts)
+	dev.batchRows = 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	anchors := anchorsNear(pts, 4, 0.1, 2)
+	if err := ds.SetAnchors(anchors, 4); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := quant.New(quant.Spec{Kind: quant.KindRotated, Dim: 16, Bits: 4, Seed: 1})
+	code.SetAnchors(anchors)
+	ids := make([]uint32, 1000)
+	codes, params := make([]byte, 1000*code.CodeBytes()), make([]byte, 4*code.ParamBytes())
+	err = ds.(quant.DeviceEncoder).EncodeRotated(code.(*quant.Rotated), anchors, ids, []uint64{0, 1000, 1000, 1000, 1000}, codes, params)
+	if !errors.Is(err, quant.ErrNotResident) || !bytes.Equal(codes, make([]byte, len(codes))) {
+		t.Fatalf("batched encode: %v", err)
 	}
 }

@@ -58,7 +58,20 @@ func (s *dataset) SampleDistances(rows []int, c int, keep bool, dist []float32) 
 				return err
 			}
 			s.toDev.Add(int64(n) * 4)
-			if err := d.launch("vlc_pp_gather", 4*d.info.SMs, 1, 256, 0, s.x, i32(s.dp), rb, i32(n), i32(s.d), s.pp.t); err != nil {
+			if s.batch > 0 {
+				// The points stream from the host: gather there.
+				t := make([]uint16, n*s.d)
+				for i, r := range rows {
+					for j := range s.d {
+						t[j*n+i] = s.host[r*s.d+j]
+					}
+				}
+				if err := d.htod(s.pp.t, unsafe.Pointer(&t[0]), int64(len(t))*2); err != nil {
+					s.freePP()
+					return err
+				}
+				s.toDev.Add(int64(len(t)) * 2)
+			} else if err := d.launch("vlc_pp_gather", 4*d.info.SMs, 1, 256, 0, s.x, i32(s.dp), rb, i32(n), i32(s.d), s.pp.t); err != nil {
 				s.freePP()
 				return err
 			}
