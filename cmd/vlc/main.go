@@ -1,12 +1,14 @@
 // Command vlc compresses embeddings into a searchable index and searches,
 // evaluates, describes and verifies such indexes.
 //
-//	vlc compress INPUT -o OUT [-dim D] [-bits 8] [-anchors M] [-metric l2|ip|cosine] [-backend auto|cpu] [-seed S]
+//	vlc compress INPUT -o OUT [-dim D] [-bits 8 | -ratio R | -subspaces S] [-code rotated|pq] [-anchors M] [-metric l2|ip|cosine] [-backend auto|cpu|cuda|webgpu] [-seed S]
 //	vlc search INDEX -query Q -k K [-nprobe P] [-rerank FILE]
 //	vlc eval INDEX -query Q (-gt GT.ivecs | -base FILE) [-k 10] [-nprobe P] [-rerank FILE] [-json]
 //	vlc eval INDEX... -query Q (-gt GT.ivecs | -base FILE) -sweep [-sweep-nprobe 1,4,16] [-plot OUT.png|.svg] [-json]
 //	vlc info INDEX [-json]
 //	vlc verify INDEX
+//	vlc bench [-backend B] [-n N] [-dim D] [-anchors M] [-iters K] [-json]
+//	vlc test-cuda [--large], vlc test-webgpu [--large]
 //
 // Flags may come before or after the positional arguments. Output for people
 // (progress, summaries, logs) goes to stderr, output for programs (search
@@ -40,6 +42,7 @@ var commands = map[string]command{
 	"info":     {"describe an index", runInfo},
 	"verify":   {"check every checksum of an index", runVerify},
 
+	"bench":       {"time annealing iterations of a backend: ms per iteration, TFLOP/s", runBench},
 	"test-cuda":   {"check the CUDA backend against the CPU and time both", runTestCUDA},
 	"test-webgpu": {"check the WebGPU backend against the CPU and time both", runTestWebGPU},
 }
