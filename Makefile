@@ -87,4 +87,5 @@ clean:
 .PHONY: ptx
 ptx:
 	nvcc -ptx -arch=compute_80 -O3 -o gpu/cuda/kernels.ptx gpu/cuda/kernels.cu
-	cd gpu/cuda && sha256sum kernels.cu > kernels.cu.sha256
+	nvcc -ptx -arch=compute_90a -O3 -o gpu/cuda/kernels_sm90.ptx gpu/cuda/kernels_sm90.cu
+	cd gpu/cuda && sha256sum kernels.cu > kernels.cu.sha256 && sha256sum kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256

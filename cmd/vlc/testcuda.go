@@ -81,7 +81,7 @@ func profileCUDA(ds anneal.Dataset, step func() error, flop float64, stderr io.W
 	fmt.Fprintf(stderr, "cuda kernels (median of %d Steps, CUDA events): assign %.3f ms, finalize %.3f, reduce %.3f, update %.3f\n",
 		len(kt), pick(func(t cuda.KernelTimes) float64 { return t.Assign }), pick(func(t cuda.KernelTimes) float64 { return t.Finalize }),
 		pick(func(t cuda.KernelTimes) float64 { return t.Reduce }), pick(func(t cuda.KernelTimes) float64 { return t.Update }))
-	for _, v := range cuda.AssignVariants() {
+	for _, v := range prof.Variants() {
 		ts, err := prof.TimeAssign(v, 20)
 		if err != nil {
 			return err

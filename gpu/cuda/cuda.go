@@ -20,14 +20,16 @@ import (
 // thread; a Device and its Datasets may be used from any goroutine, one
 // call at a time.
 type Device struct {
-	drv     *driver
-	w       *worker
-	dev     int32
-	ctx     uintptr
-	mod     uintptr
-	fn      map[string]uintptr
-	info    Info
-	variant assignVariant // the one Steps use
+	drv      *driver
+	w        *worker
+	dev      int32
+	ctx      uintptr
+	mod      uintptr
+	fn       map[string]uintptr
+	info     Info
+	variant  assignVariant   // the one Steps use
+	variants []assignVariant // those this device's PTX has
+	hopper   bool            // the sm_90a PTX is loaded
 	// batchRows, when positive, caps the rows kept on the device (the
 	// points then stream through in batches of that many): from
 	// VLC_CUDA_BATCH_ROWS, for tests and measurements. Zero: every point
@@ -63,11 +65,25 @@ func Open() (anneal.Device, error) {
 }
 
 // defaultVariant is the assign tile shape Steps use unless VLC_CUDA_ASSIGN
-// names another: the fastest on 1M x 768 x 4096 in docs/CUDA.md.
-const defaultVariant = "bn256k64s4"
+// names another: the fastest on 1M x 768 x 4096 in docs/CUDA.md, wgmma
+// where the GPU has it.
+const (
+	defaultVariant       = "bn256k64s4"
+	defaultHopperVariant = "wgmma"
+)
 
-func variantNamed(name string) (assignVariant, bool) {
-	for _, v := range assignVariants {
+// variantNames lists the assign variants this device has.
+func (d *Device) variantNames() []string {
+	var out []string
+	for _, v := range d.variants {
+		out = append(out, v.name)
+	}
+	return out
+}
+
+// variantNamed finds an assign variant this device has.
+func (d *Device) variantNamed(name string) (assignVariant, bool) {
+	for _, v := range d.variants {
 		if v.name == name {
 			return v, true
 		}
@@ -98,10 +114,6 @@ func open() (*Device, error) {
 	for i := range d.la.ptrs {
 		d.la.ptrs[i] = uintptr(unsafe.Pointer(&d.la.vals[i]))
 	}
-	name := defaultVariant
-	if v := os.Getenv("VLC_CUDA_ASSIGN"); v != "" {
-		name = v
-	}
 	if v := os.Getenv("VLC_CUDA_BATCH_ROWS"); v != "" {
 		r, err := strconv.Atoi(v)
 		if err != nil || r < 1 {
@@ -110,15 +122,22 @@ func open() (*Device, error) {
 		}
 		d.batchRows = r
 	}
-	var ok bool
-	if d.variant, ok = variantNamed(name); !ok {
-		d.w.stop()
-		return nil, fmt.Errorf("cuda: VLC_CUDA_ASSIGN=%q: want one of %s", name, strings.Join(AssignVariants(), ", "))
-	}
 	err = d.w.do(func() error { return d.init(ptx, src) })
 	if err != nil {
 		d.w.stop()
 		return nil, err
+	}
+	name := defaultVariant
+	if d.hopper {
+		name = defaultHopperVariant
+	}
+	if v := os.Getenv("VLC_CUDA_ASSIGN"); v != "" {
+		name = v
+	}
+	var ok bool
+	if d.variant, ok = d.variantNamed(name); !ok {
+		d.Close()
+		return nil, fmt.Errorf("cuda: VLC_CUDA_ASSIGN=%q: want one of %s", name, strings.Join(d.variantNames(), ", "))
 	}
 	return d, nil
 }
@@ -167,6 +186,12 @@ func (d *Device) init(ptx []byte, src string) error {
 			return err
 		}
 	}
+	// Hopper (9.0) gets the sm_90a PTX, which adds the wgmma assign,
+	// unless VLC_CUDA_PTX named a file (which may be either).
+	if src == "embedded" && d.info.CCMajor == 9 && d.info.CCMinor == 0 {
+		ptx, src = kernelsSM90PTX, "embedded sm_90a"
+	}
+	d.hopper = strings.Contains(string(ptx), ".target sm_90a")
 	d.info.PTXSource = src
 	if d.info.CCMajor < 8 {
 		d.releaseCtx()
@@ -185,7 +210,17 @@ func (d *Device) init(ptx []byte, src string) error {
 		}
 		return err
 	}
-	for _, name := range kernelNames {
+	d.variants = d.variants[:0]
+	names := kernelNames
+	for _, v := range assignVariants {
+		if v.hopper && d.hopper {
+			names = append(names[:len(names):len(names)], "vlc_assign_"+v.name)
+		}
+		if !v.hopper || d.hopper {
+			d.variants = append(d.variants, v)
+		}
+	}
+	for _, name := range names {
 		var f uintptr
 		cname := append([]byte(name), 0)
 		if err := dr.call("cuModuleGetFunction", dr.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), d.mod, uintptr(unsafe.Pointer(&cname[0]))); err != nil {
@@ -194,7 +229,7 @@ func (d *Device) init(ptx []byte, src string) error {
 		}
 		d.fn[name] = f
 	}
-	for _, v := range assignVariants {
+	for _, v := range d.variants {
 		// Static shared memory (1 KiB of row keys) comes on top.
 		if v.smem()+1024 > smemOptin {
 			d.unload()

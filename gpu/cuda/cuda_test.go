@@ -77,7 +77,7 @@ func runBackend(t *testing.T, dev anneal.Device, variant string, pts anneal.Poin
 	}
 	defer ds.Close()
 	if variant != "" {
-		v, ok := variantNamed(variant)
+		v, ok := dev.(*Device).variantNamed(variant)
 		if !ok {
 			t.Fatalf("no variant %q", variant)
 		}
@@ -185,7 +185,7 @@ func checkEnergy(t *testing.T, pts anneal.Points, anchors []float32, g, c result
 func TestAssignParity(t *testing.T) {
 	dev := device(t)
 	ref := cpu.New()
-	for _, variant := range AssignVariants() {
+	for _, variant := range dev.variantNames() {
 		for _, n := range []int{1, 127, 128, 129, 1000, 4099} {
 			for _, m := range []int{1, 7, 64, 65, 300} {
 				for _, d := range []int{1, 8, 15, 16, 17, 96, 130} {

@@ -522,13 +522,14 @@ func (s *dataset) Close() error {
 func (s *dataset) SetTiming(on bool)      { s.timing = on }
 func (s *dataset) LastTimes() KernelTimes { return s.last }
 func (s *dataset) AssignVariant() string  { return s.variant.name }
+func (s *dataset) Variants() []string     { return s.dev.variantNames() }
 
 // TimeAssign times the assign kernel alone with CUDA events. The keys it
 // leaves are reset, so the next Step is unaffected.
 func (s *dataset) TimeAssign(variant string, reps int) ([]float64, error) {
 	v, ok := s.variant, true
 	if variant != "" {
-		v, ok = variantNamed(variant)
+		v, ok = s.dev.variantNamed(variant)
 	}
 	if !ok {
 		return nil, fmt.Errorf("cuda: unknown assign variant %q", variant)

@@ -26,7 +26,7 @@ type Info struct {
 	SMs       int    // multiprocessors
 	CCMajor   int    // compute capability
 	CCMinor   int
-	PTXSource string // "embedded" or the file named by VLC_CUDA_PTX
+	PTXSource string // "embedded", "embedded sm_90a" (Hopper) or the file named by VLC_CUDA_PTX
 }
 
 // KernelTimes is where the device time of one Step or Assign went, in
@@ -52,6 +52,8 @@ type Profiler interface {
 	TimeAssign(variant string, reps int) ([]float64, error)
 	// AssignVariant is the variant Steps use.
 	AssignVariant() string
+	// Variants names the assign variants this device's PTX has.
+	Variants() []string
 }
 
 // kernelNames are the entry points the Go side launches; the PTX test
@@ -60,7 +62,9 @@ var kernelNames = []string{"vlc_finalize", "vlc_reduce", "vlc_update", "vlc_rot_
 
 func init() {
 	for _, v := range assignVariants {
-		kernelNames = append(kernelNames, "vlc_assign_"+v.name)
+		if !v.hopper {
+			kernelNames = append(kernelNames, "vlc_assign_"+v.name)
+		}
 	}
 }
 
@@ -70,22 +74,33 @@ func init() {
 type assignVariant struct {
 	name             string
 	bn, bk, stages   int
-	blocksPerSMGuess int // for choosing how to split small problems
+	blocksPerSMGuess int  // for choosing how to split small problems
+	hopper           bool // wgmma: only in the sm_90a PTX (kernels_sm90.cu)
 }
 
-// smem is the dynamic shared memory the variant needs.
-func (v assignVariant) smem() int { return v.stages * (128 + v.bn) * v.bk * 2 }
+// smem is the dynamic shared memory the variant needs (the wgmma variant
+// 1 KiB more, to align its stages to the 1024 bytes its swizzle needs).
+func (v assignVariant) smem() int {
+	s := v.stages * (128 + v.bn) * v.bk * 2
+	if v.hopper {
+		s += 1024
+	}
+	return s
+}
 
-// assignVariants must match the ASSIGN_VARIANT lines of kernels.cu.
+// assignVariants must match the ASSIGN_VARIANT lines of kernels.cu and
+// the wgmma kernel of kernels_sm90.cu.
 var assignVariants = []assignVariant{
-	{"bn128", 128, 32, 4, 2},
-	{"bn256", 256, 32, 3, 1},
-	{"bn128k64", 128, 64, 3, 2},
-	{"bn256k64", 256, 64, 3, 1},
-	{"bn256k64s4", 256, 64, 4, 1},
+	{"bn128", 128, 32, 4, 2, false},
+	{"bn256", 256, 32, 3, 1, false},
+	{"bn128k64", 128, 64, 3, 2, false},
+	{"bn256k64", 256, 64, 3, 1, false},
+	{"bn256k64s4", 256, 64, 4, 1, false},
+	{"wgmma", 256, 64, 4, 1, true},
 }
 
-// AssignVariants names the fused-assign tile shapes in the PTX.
+// AssignVariants names the fused-assign tile shapes of both PTX files
+// (wgmma only on Hopper: Profiler.Variants says what a device has).
 func AssignVariants() []string {
 	var names []string
 	for _, v := range assignVariants {

@@ -7,3 +7,5 @@ package cuda
 //
 //go:generate nvcc -ptx -arch=compute_80 -O3 -o kernels.ptx kernels.cu
 //go:generate sh -c "sha256sum kernels.cu > kernels.cu.sha256"
+//go:generate nvcc -ptx -arch=compute_90a -O3 -o kernels_sm90.ptx kernels_sm90.cu
+//go:generate sh -c "sha256sum kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256"

@@ -9,3 +9,9 @@ import _ "embed"
 //
 //go:embed kernels.ptx
 var kernelsPTX []byte
+
+// kernelsSM90PTX is kernels_sm90.cu (kernels.cu and the wgmma assign)
+// compiled to PTX for sm_90a, loaded instead on compute capability 9.0.
+//
+//go:embed kernels_sm90.ptx
+var kernelsSM90PTX []byte
