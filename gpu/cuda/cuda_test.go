@@ -529,3 +529,80 @@ func TestBatchedParity(t *testing.T) {
 		t.Errorf("4 batched passes moved %d bytes up, want %d (the points, once a pass)", up, want)
 	}
 }
+
+// The reduce by runs of sorted points gives the one-atomic-per-value
+// reduce's statistics to float32 rounding (the sums go in another order),
+// through robust Steps and an Assign, at dimensions around the 32-lane
+// registers; beyond maxRunDim the dataset keeps the per-point reduce.
+func TestReduceRunsParity(t *testing.T) {
+	dev := device(t)
+	inf := float32(math.Inf(1))
+	for _, c := range []struct{ n, d, m int }{{1, 1, 1}, {5000, 130, 70}, {3000, 768, 40}, {700, 33, 300}} {
+		pts, _ := testutil.Clusters(c.n, c.d, max(1, c.m/2), 31)
+		anchors := anchorsNear(pts, c.m, 0.1, 6)
+		run := func(runs bool) []result {
+			ds, err := dev.Load(pts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ds.Close()
+			if !ds.(*dataset).runs {
+				t.Fatalf("d=%d: not reducing by runs", c.d)
+			}
+			ds.(*dataset).runs = runs
+			if err := ds.SetAnchors(anchors, c.m); err != nil {
+				t.Fatal(err)
+			}
+			var res []result
+			for k := range 3 {
+				var r result
+				if k < 2 {
+					r.st, err = ds.Step(anneal.StepParams{Tau: 3, Rate: 0.5, MaxMove: inf})
+				} else {
+					r.st, err = ds.Assign()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.assign, r.anchors = make([]int32, c.n), make([]float32, c.m*c.d)
+				r.counts, r.variance = make([]int64, c.m), make([]float32, c.m*c.d)
+				if err := ds.Assignments(r.assign); err != nil {
+					t.Fatal(err)
+				}
+				if err := ds.Anchors(r.anchors); err != nil {
+					t.Fatal(err)
+				}
+				if err := ds.Stats(r.counts, r.variance); err != nil {
+					t.Fatal(err)
+				}
+				res = append(res, r)
+			}
+			return res
+		}
+		atomic, runs := run(false), run(true)
+		for k := range atomic {
+			a, b := atomic[k], runs[k]
+			if a.st.Changed != b.st.Changed || math.Abs(a.st.Energy-b.st.Energy) > 1e-6*(1+a.st.Energy) {
+				t.Errorf("%+v pass %d: per point %+v, runs %+v", c, k, a.st, b.st)
+			}
+			if !slices.Equal(a.assign, b.assign) || !slices.Equal(a.counts, b.counts) {
+				t.Fatalf("%+v pass %d: assignments or counts differ", c, k)
+			}
+			for i := range a.anchors {
+				if math.Abs(float64(a.anchors[i]-b.anchors[i])) > 1e-4*(1+math.Abs(float64(a.anchors[i]))) ||
+					math.Abs(float64(a.variance[i]-b.variance[i])) > 1e-4*(1+math.Abs(float64(a.variance[i]))) {
+					t.Fatalf("%+v pass %d, value %d: anchors %v / %v, variance %v / %v", c, k, i, a.anchors[i], b.anchors[i], a.variance[i], b.variance[i])
+				}
+			}
+		}
+	}
+	pts, _ := testutil.Clusters(300, 1100, 4, 1)
+	ds, err := dev.Load(pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	if ds.(*dataset).runs {
+		t.Error("d = 1100 reduces by runs, beyond maxRunDim")
+	}
+}

@@ -33,9 +33,15 @@ type dataset struct {
 	host  []uint16
 
 	x, assign, dist, keys, sc uint64 // device buffers of the points
+	perm                      uint64 // points sorted by anchor (reduce by runs)
 	a32, a16, anorm, stats    uint64 // device buffers of the anchors
-	sum, sq, wsum, cnt        uint64 // parts of stats
-	statsWords                int64
+	hcount, cursor            uint64 // points per anchor, and where each anchor's run starts
+	// runs: reduce over points sorted by anchor (vlc_reduce_runs), for
+	// resident points of d <= maxRunDim; else one atomic per point and
+	// dimension (vlc_reduce).
+	runs               bool
+	sum, sq, wsum, cnt uint64 // parts of stats
+	statsWords         int64
 
 	toDev, toHost atomic.Int64
 
@@ -83,6 +89,13 @@ func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 				s.freeAll()
 				return err
 			}
+		}
+		if s.batch == 0 && s.d <= maxRunDim {
+			if s.perm, err = d.alloc(int64(s.n) * 4); err != nil {
+				s.freeAll()
+				return err
+			}
+			s.runs = true
 		}
 		if s.batch == 0 {
 			if err := s.upload(p.Data, 0, s.n); err != nil {
@@ -182,7 +195,7 @@ func (s *dataset) upload(data []uint16, lo, hi int) error {
 // freeAll releases every buffer (on the worker).
 func (s *dataset) freeAll() {
 	s.freePP()
-	for _, p := range []*uint64{&s.x, &s.assign, &s.dist, &s.keys, &s.sc, &s.a32, &s.a16, &s.anorm, &s.stats} {
+	for _, p := range []*uint64{&s.x, &s.assign, &s.dist, &s.keys, &s.sc, &s.perm, &s.a32, &s.a16, &s.anorm, &s.stats, &s.hcount, &s.cursor} {
 		s.dev.free(*p)
 		*p = 0
 	}
@@ -195,7 +208,7 @@ func (s *dataset) freeAll() {
 }
 
 func (s *dataset) freeAnchors() {
-	for _, p := range []*uint64{&s.a32, &s.a16, &s.anorm, &s.stats} {
+	for _, p := range []*uint64{&s.a32, &s.a16, &s.anorm, &s.stats, &s.hcount, &s.cursor} {
 		s.dev.free(*p)
 		*p = 0
 	}
@@ -225,7 +238,8 @@ func (s *dataset) SetAnchors(a []float32, m int) error {
 			for _, b := range []struct {
 				p     *uint64
 				bytes int64
-			}{{&s.a32, int64(m) * int64(s.d) * 4}, {&s.a16, int64(mp) * int64(s.dp) * 2}, {&s.anorm, int64(mp) * 4}, {&s.stats, words * 4}} {
+			}{{&s.a32, int64(m) * int64(s.d) * 4}, {&s.a16, int64(mp) * int64(s.dp) * 2}, {&s.anorm, int64(mp) * 4}, {&s.stats, words * 4},
+				{&s.hcount, int64(m) * 4}, {&s.cursor, int64(m) * 4}} {
 				if *b.p, err = d.alloc(b.bytes); err != nil {
 					s.freeAnchors()
 					return err
@@ -321,6 +335,9 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 			},
 			func() error {
 				huber := move && !math.IsInf(float64(p.Tau), 1)
+				if s.runs {
+					return s.launchReduceRuns(p, huber, move)
+				}
 				blocks := min((s.n+7)/8, 8*d.info.SMs)
 				return d.launch("vlc_reduce", blocks, 1, 256, 0,
 					s.x, s.assign, s.a32, s.dist, s.sum, s.sq, s.wsum, s.cnt, s.sc,
@@ -362,6 +379,33 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 		return nil
 	})
 	return st, err
+}
+
+// maxRunDim is the largest dimension vlc_reduce_runs keeps in registers
+// (RUN_G x 256 in kernels.cu).
+const maxRunDim = 1024
+
+// launchReduceRuns sorts the points by anchor (counting sort: histogram,
+// scan, scatter) and reduces them run by run (on the worker).
+func (s *dataset) launchReduceRuns(p anneal.StepParams, huber, move bool) error {
+	d := s.dev
+	if err := d.memset8(s.hcount, 0, int64(s.m)*4); err != nil {
+		return err
+	}
+	grid := min((s.n+255)/256, 8*d.info.SMs)
+	if err := d.launch("vlc_hist", grid, 1, 256, 0, s.assign, s.hcount, i32(s.n)); err != nil {
+		return err
+	}
+	if err := d.launch("vlc_scan", 1, 1, 1024, 0, s.hcount, s.cursor, i32(s.m)); err != nil {
+		return err
+	}
+	if err := d.launch("vlc_scatter", grid, 1, 256, 0, s.assign, s.cursor, s.perm, i32(s.n)); err != nil {
+		return err
+	}
+	tasks := (s.n + 31) / 32
+	return d.launch("vlc_reduce_runs", min((tasks+7)/8, 8*d.info.SMs), 1, 256, 0,
+		s.x, s.assign, s.perm, s.a32, s.dist, s.sum, s.sq, s.wsum, s.cnt, s.sc,
+		i32(s.n), i32(s.d), i32(s.dp), f32(p.Tau), b32(huber), b32(move))
 }
 
 // scalars brings back the 16 bytes of a pass's energy and changed count

@@ -628,3 +628,147 @@ extern "C" __global__ void vlc_pp_dist(const unsigned short* __restrict__ T, int
     }
     if (!keep || t < dist[i]) dist[i] = t;
 }
+
+// ---------------------------------------------------------------------------
+// Reduce over points grouped by anchor (resident points, d <= 1024): a
+// counting sort of the points by anchor (vlc_hist, vlc_scan, vlc_scatter),
+// then vlc_reduce_runs, whose warps walk runs of consecutive sorted points,
+// keep the sums of the current anchor in registers and add them to the
+// statistics once per anchor per run instead of once per point: about one
+// atomic per 30 points where vlc_reduce does one per point and dimension.
+// The same sums as vlc_reduce, in another order.
+
+#define RUN_POINTS 32  // sorted points per warp task
+#define RUN_G 4        // 256-dimension groups per lane: d <= 256 * RUN_G
+
+extern "C" __global__ void vlc_hist(const int* __restrict__ assign, unsigned* count, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        atomicAdd(count + assign[i], 1u);
+}
+
+// vlc_scan (one block of 1024 threads): start[a] = count[0] + ... + count[a-1].
+extern "C" __global__ void vlc_scan(const unsigned* __restrict__ count, unsigned* start, int m) {
+    __shared__ unsigned part[1024];
+    const int t = threadIdx.x, per = (m + 1023) / 1024;
+    const int lo = min(m, t * per), hi = min(m, lo + per);
+    unsigned s = 0;
+    for (int a = lo; a < hi; a++) s += count[a];
+    part[t] = s;
+    __syncthreads();
+    for (int o = 1; o < 1024; o <<= 1) {
+        unsigned v = t >= o ? part[t - o] : 0;
+        __syncthreads();
+        part[t] += v;
+        __syncthreads();
+    }
+    unsigned run = part[t] - s;  // exclusive prefix of this thread's segment
+    for (int a = lo; a < hi; a++) {
+        start[a] = run;
+        run += count[a];
+    }
+}
+
+extern "C" __global__ void vlc_scatter(const int* __restrict__ assign, unsigned* cursor, unsigned* perm, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        perm[atomicAdd(cursor + assign[i], 1u)] = (unsigned)i;
+}
+
+extern "C" __global__ void vlc_reduce_runs(const unsigned short* __restrict__ X, const int* __restrict__ assign,
+                                           const unsigned* __restrict__ perm, const float* __restrict__ A32,
+                                           float* __restrict__ dist, float* sum, float* sq, float* wsum,
+                                           unsigned* cnt, Scalars* sc, int n, int d, int dp, float tau, int huber,
+                                           int move) {
+    // Lane l holds dimensions 256 g + 8 l .. +7 for g < RUN_G: one 16-byte
+    // load of 8 float16 values per group (rows of X are 128-byte aligned).
+    __shared__ double part[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const int tasks = (n + RUN_POINTS - 1) / RUN_POINTS;
+    double e = 0;
+    for (int task = blockIdx.x * nw + warp; task < tasks; task += gridDim.x * nw) {
+        const int p0 = task * RUN_POINTS, p1 = min(n, p0 + RUN_POINTS);
+        float accS[RUN_G][8], accQ[RUN_G][8];
+        float accW = 0.f;
+        unsigned accC = 0;
+        int cur = -1;
+#pragma unroll
+        for (int g = 0; g < RUN_G; g++)
+#pragma unroll
+            for (int t = 0; t < 8; t++) accS[g][t] = accQ[g][t] = 0.f;
+        for (int p = p0; p <= p1; p++) {
+            const int i = p < p1 ? (int)perm[p] : -1;
+            const int a = i >= 0 ? assign[i] : -1;
+            if (a != cur && cur >= 0) {  // flush the sums of anchor cur
+                float* su = sum + (size_t)cur * d;
+                float* q = sq + (size_t)cur * d;
+#pragma unroll
+                for (int g = 0; g < RUN_G; g++)
+#pragma unroll
+                    for (int t = 0; t < 8; t++) {
+                        const int j = 256 * g + 8 * lane + t;
+                        if (j < d) {
+                            if (move) atomicAdd(su + j, accS[g][t]);
+                            atomicAdd(q + j, accQ[g][t]);
+                        }
+                        accS[g][t] = accQ[g][t] = 0.f;
+                    }
+                if (lane == 0) {
+                    if (move) atomicAdd(wsum + cur, accW);
+                    atomicAdd(cnt + cur, accC);
+                }
+                accW = 0.f;
+                accC = 0;
+            }
+            if (i < 0) break;
+            cur = a;
+            const unsigned short* x = X + (size_t)i * dp;
+            const float* c = A32 + (size_t)a * d;
+            float r[RUN_G][8];
+            float s = 0.f;
+#pragma unroll
+            for (int g = 0; g < RUN_G; g++) {
+                const int j0 = 256 * g + 8 * lane;
+                if (j0 < d) {
+                    uint4 v = *reinterpret_cast<const uint4*>(x + j0);
+                    unsigned w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                    for (int t = 0; t < 8; t++) {
+                        const int j = j0 + t;
+                        const unsigned short h = (unsigned short)(w4[t >> 1] >> (16 * (t & 1)));
+                        r[g][t] = j < d ? h2f(h) - c[j] : 0.f;
+                        s += r[g][t] * r[g][t];
+                    }
+                } else {
+#pragma unroll
+                    for (int t = 0; t < 8; t++) r[g][t] = 0.f;
+                }
+            }
+#pragma unroll
+            for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+            float w = 1.f;
+            if (huber) {
+                float rr = sqrtf(s);
+                if (rr > tau) w = tau / rr;
+            }
+#pragma unroll
+            for (int g = 0; g < RUN_G; g++)
+#pragma unroll
+                for (int t = 0; t < 8; t++) {
+                    accS[g][t] += w * r[g][t];
+                    accQ[g][t] += r[g][t] * r[g][t];
+                }
+            accW += w;
+            accC++;
+            if (lane == 0) {
+                dist[i] = s;
+                e += s;
+            }
+        }
+    }
+    if (lane == 0) part[warp] = e;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int w = 0; w < nw; w++) t += part[w];
+        atomicAdd(&sc->energy, t);
+    }
+}
