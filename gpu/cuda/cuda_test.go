@@ -546,8 +546,8 @@ func TestReduceRunsParity(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ds.Close()
-			if !ds.(*dataset).runs {
-				t.Fatalf("d=%d: not reducing by runs", c.d)
+			if ds.(*dataset).perm == 0 || ds.(*dataset).runs != (c.n >= runMinPoints) {
+				t.Fatalf("d=%d, n=%d: perm %x, runs %v", c.d, c.n, ds.(*dataset).perm, ds.(*dataset).runs)
 			}
 			ds.(*dataset).runs = runs
 			if err := ds.SetAnchors(anchors, c.m); err != nil {
@@ -602,7 +602,7 @@ func TestReduceRunsParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ds.Close()
-	if ds.(*dataset).runs {
+	if ds.(*dataset).runs || ds.(*dataset).perm != 0 {
 		t.Error("d = 1100 reduces by runs, beyond maxRunDim")
 	}
 }

@@ -37,8 +37,8 @@ type dataset struct {
 	a32, a16, anorm, stats    uint64 // device buffers of the anchors
 	hcount, cursor            uint64 // points per anchor, and where each anchor's run starts
 	// runs: reduce over points sorted by anchor (vlc_reduce_runs), for
-	// resident points of d <= maxRunDim; else one atomic per point and
-	// dimension (vlc_reduce).
+	// resident points of d <= maxRunDim (which have perm), n >=
+	// runMinPoints; else one atomic per point and dimension (vlc_reduce).
 	runs               bool
 	sum, sq, wsum, cnt uint64 // parts of stats
 	statsWords         int64
@@ -95,7 +95,7 @@ func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 				s.freeAll()
 				return err
 			}
-			s.runs = true
+			s.runs = s.n >= runMinPoints
 		}
 		if s.batch == 0 {
 			if err := s.upload(p.Data, 0, s.n); err != nil {
@@ -382,8 +382,13 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 }
 
 // maxRunDim is the largest dimension vlc_reduce_runs keeps in registers
-// (RUN_G x 256 in kernels.cu).
-const maxRunDim = 1024
+// (RUN_G x 256 in kernels.cu); below runMinPoints its four launches cost
+// more than the atomics they save (10K x 128 x 256 on an H100: reduce
+// 0.053 ms by runs, 0.013 ms per point).
+const (
+	maxRunDim    = 1024
+	runMinPoints = 1 << 16
+)
 
 // launchReduceRuns sorts the points by anchor (counting sort: histogram,
 // scan, scatter) and reduces them run by run (on the worker).
