@@ -464,7 +464,6 @@ func TestBatchedParity(t *testing.T) {
 	const n, d, m = 5000, 130, 70
 	pts, _ := testutil.Clusters(n, d, 40, 21)
 	anchors := anchorsNear(pts, m, 0.1, 4)
-	inf := float32(math.Inf(1))
 	run := func(batch int) (res []result, up int64) {
 		dev.batchRows = batch
 		defer func() { dev.batchRows = 0 }()
@@ -480,51 +479,13 @@ func TestBatchedParity(t *testing.T) {
 			t.Fatal(err)
 		}
 		up0, _ := ds.Transfer()
-		for k := range 4 {
-			var r result
-			if k < 3 {
-				r.st, err = ds.Step(anneal.StepParams{Tau: 5, Rate: 0.5, MaxMove: inf})
-			} else {
-				r.st, err = ds.Assign()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.assign, r.anchors = make([]int32, n), make([]float32, m*d)
-			r.counts, r.variance = make([]int64, m), make([]float32, m*d)
-			if err := ds.Assignments(r.assign); err != nil {
-				t.Fatal(err)
-			}
-			if err := ds.Anchors(r.anchors); err != nil {
-				t.Fatal(err)
-			}
-			if err := ds.Stats(r.counts, r.variance); err != nil {
-				t.Fatal(err)
-			}
-			res = append(res, r)
-		}
+		res = passes(t, ds, n, m, d, 3, 5)
 		up1, _ := ds.Transfer()
 		return res, up1 - up0
 	}
 	whole, _ := run(0)
 	batched, up := run(1024)
-	for k := range whole {
-		w, b := whole[k], batched[k]
-		if w.st.Changed != b.st.Changed || math.Abs(w.st.Energy-b.st.Energy) > 1e-5*w.st.Energy {
-			t.Errorf("pass %d: resident %+v, batched %+v", k, w.st, b.st)
-		}
-		if !slices.Equal(w.assign, b.assign) || !slices.Equal(w.counts, b.counts) {
-			t.Fatalf("pass %d: assignments or counts differ", k)
-		}
-		for i := range w.anchors {
-			if math.Abs(float64(w.anchors[i]-b.anchors[i])) > 1e-4*(1+math.Abs(float64(w.anchors[i]))) {
-				t.Fatalf("pass %d: anchor value %d: resident %v, batched %v", k, i, w.anchors[i], b.anchors[i])
-			}
-			if math.Abs(float64(w.variance[i]-b.variance[i])) > 1e-4*(1+math.Abs(float64(w.variance[i]))) {
-				t.Fatalf("pass %d: variance %d: resident %v, batched %v", k, i, w.variance[i], b.variance[i])
-			}
-		}
-	}
+	sameResults(t, "resident / batched", whole, batched, 1e-5)
 	if want := int64(4) * n * int64(roundUp(d, tileK)) * 2; up != want {
 		t.Errorf("4 batched passes moved %d bytes up, want %d (the points, once a pass)", up, want)
 	}
@@ -536,7 +497,6 @@ func TestBatchedParity(t *testing.T) {
 // registers; beyond maxRunDim the dataset keeps the per-point reduce.
 func TestReduceRunsParity(t *testing.T) {
 	dev := device(t)
-	inf := float32(math.Inf(1))
 	for _, c := range []struct{ n, d, m int }{{1, 1, 1}, {5000, 130, 70}, {3000, 768, 40}, {700, 33, 300}} {
 		pts, _ := testutil.Clusters(c.n, c.d, max(1, c.m/2), 31)
 		anchors := anchorsNear(pts, c.m, 0.1, 6)
@@ -553,48 +513,9 @@ func TestReduceRunsParity(t *testing.T) {
 			if err := ds.SetAnchors(anchors, c.m); err != nil {
 				t.Fatal(err)
 			}
-			var res []result
-			for k := range 3 {
-				var r result
-				if k < 2 {
-					r.st, err = ds.Step(anneal.StepParams{Tau: 3, Rate: 0.5, MaxMove: inf})
-				} else {
-					r.st, err = ds.Assign()
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.assign, r.anchors = make([]int32, c.n), make([]float32, c.m*c.d)
-				r.counts, r.variance = make([]int64, c.m), make([]float32, c.m*c.d)
-				if err := ds.Assignments(r.assign); err != nil {
-					t.Fatal(err)
-				}
-				if err := ds.Anchors(r.anchors); err != nil {
-					t.Fatal(err)
-				}
-				if err := ds.Stats(r.counts, r.variance); err != nil {
-					t.Fatal(err)
-				}
-				res = append(res, r)
-			}
-			return res
+			return passes(t, ds, c.n, c.m, c.d, 2, 3)
 		}
-		atomic, runs := run(false), run(true)
-		for k := range atomic {
-			a, b := atomic[k], runs[k]
-			if a.st.Changed != b.st.Changed || math.Abs(a.st.Energy-b.st.Energy) > 1e-6*(1+a.st.Energy) {
-				t.Errorf("%+v pass %d: per point %+v, runs %+v", c, k, a.st, b.st)
-			}
-			if !slices.Equal(a.assign, b.assign) || !slices.Equal(a.counts, b.counts) {
-				t.Fatalf("%+v pass %d: assignments or counts differ", c, k)
-			}
-			for i := range a.anchors {
-				if math.Abs(float64(a.anchors[i]-b.anchors[i])) > 1e-4*(1+math.Abs(float64(a.anchors[i]))) ||
-					math.Abs(float64(a.variance[i]-b.variance[i])) > 1e-4*(1+math.Abs(float64(a.variance[i]))) {
-					t.Fatalf("%+v pass %d, value %d: anchors %v / %v, variance %v / %v", c, k, i, a.anchors[i], b.anchors[i], a.variance[i], b.variance[i])
-				}
-			}
-		}
+		sameResults(t, fmt.Sprintf("%+v per point / runs", c), run(false), run(true), 1e-6)
 	}
 	pts, _ := testutil.Clusters(300, 1100, 4, 1)
 	ds, err := dev.Load(pts)
@@ -604,5 +525,60 @@ func TestReduceRunsParity(t *testing.T) {
 	defer ds.Close()
 	if ds.(*dataset).runs || ds.(*dataset).perm != 0 {
 		t.Error("d = 1100 reduces by runs, beyond maxRunDim")
+	}
+}
+
+// passes runs steps robust Steps (Huber threshold tau, half rate) and an
+// Assign on ds, returning what the Dataset reports after each.
+func passes(t *testing.T, ds anneal.Dataset, n, m, d, steps int, tau float32) []result {
+	t.Helper()
+	inf := float32(math.Inf(1))
+	var res []result
+	for k := range steps + 1 {
+		var r result
+		var err error
+		if k < steps {
+			r.st, err = ds.Step(anneal.StepParams{Tau: tau, Rate: 0.5, MaxMove: inf})
+		} else {
+			r.st, err = ds.Assign()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.assign, r.anchors = make([]int32, n), make([]float32, m*d)
+		r.counts, r.variance = make([]int64, m), make([]float32, m*d)
+		if err := ds.Assignments(r.assign); err != nil {
+			t.Fatal(err)
+		}
+		if err := ds.Anchors(r.anchors); err != nil {
+			t.Fatal(err)
+		}
+		if err := ds.Stats(r.counts, r.variance); err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, r)
+	}
+	return res
+}
+
+// sameResults checks two runs of passes that differ only in the order of
+// float32 sums: the same assignments, counts and changed counts, energies
+// within tolE (relative), anchors and variances within 1e-4.
+func sameResults(t *testing.T, label string, a, b []result, tolE float64) {
+	t.Helper()
+	for k := range a {
+		x, y := a[k], b[k]
+		if x.st.Changed != y.st.Changed || math.Abs(x.st.Energy-y.st.Energy) > tolE*(1+x.st.Energy) {
+			t.Errorf("%s, pass %d: %+v / %+v", label, k, x.st, y.st)
+		}
+		if !slices.Equal(x.assign, y.assign) || !slices.Equal(x.counts, y.counts) {
+			t.Fatalf("%s, pass %d: assignments or counts differ", label, k)
+		}
+		for i := range x.anchors {
+			if math.Abs(float64(x.anchors[i]-y.anchors[i])) > 1e-4*(1+math.Abs(float64(x.anchors[i]))) ||
+				math.Abs(float64(x.variance[i]-y.variance[i])) > 1e-4*(1+math.Abs(float64(x.variance[i]))) {
+				t.Fatalf("%s, pass %d, value %d: anchors %v / %v, variance %v / %v", label, k, i, x.anchors[i], y.anchors[i], x.variance[i], y.variance[i])
+			}
+		}
 	}
 }

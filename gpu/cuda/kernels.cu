@@ -98,6 +98,30 @@ __device__ __forceinline__ unsigned long long pack_key(float v, int idx) {
     return ((unsigned long long)u << 32) | (unsigned)idx;
 }
 
+// row_min puts the best (distance, anchor) of the four lanes of a quad,
+// which hold the same row, into rowkey[row]: the lowest anchor among equal
+// distances.
+__device__ __forceinline__ void row_min(float v, int i, unsigned long long* rowkey, int row, int lane) {
+#pragma unroll
+    for (int o = 1; o <= 2; o <<= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, v, o);
+        int oi = __shfl_xor_sync(0xffffffffu, i, o);
+        if (ov < v || (ov == v && oi < i)) {
+            v = ov;
+            i = oi;
+        }
+    }
+    if ((lane & 3) == 0) atomicMin(&rowkey[row], pack_key(v, i));
+}
+
+// rows_to_keys merges the block's best per row into keys, once every
+// thread has done its row_min.
+__device__ __forceinline__ void rows_to_keys(const unsigned long long* rowkey, unsigned long long* keys, int rowBase,
+                                             int tid) {
+    __syncthreads();
+    for (int i = tid; i < BM; i += ATHREADS) atomicMin(&keys[rowBase + i], rowkey[i]);
+}
+
 template <int BN, int BK>
 __device__ __forceinline__ void assign_load(const unsigned short* __restrict__ X, const unsigned short* __restrict__ A,
                                             unsigned xs, int rowBase, int tile, int kc, int dp, int tid) {
@@ -245,23 +269,9 @@ __device__ __forceinline__ void assign_body(const unsigned short* __restrict__ X
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            float v = best[mt][h];
-            int i = bidx[mt][h];
-#pragma unroll
-            for (int o = 1; o <= 2; o <<= 1) {
-                float ov = __shfl_xor_sync(0xffffffffu, v, o);
-                int oi = __shfl_xor_sync(0xffffffffu, i, o);
-                if (ov < v || (ov == v && oi < i)) {
-                    v = ov;
-                    i = oi;
-                }
-            }
-            if ((lane & 3) == 0) atomicMin(&rowkey[wm * 64 + mt * 16 + (lane >> 2) + 8 * h], pack_key(v, i));
-        }
+        for (int h = 0; h < 2; h++) row_min(best[mt][h], bidx[mt][h], rowkey, wm * 64 + mt * 16 + (lane >> 2) + 8 * h, lane);
     }
-    __syncthreads();
-    for (int i = tid; i < BM; i += ATHREADS) atomicMin(&keys[rowBase + i], rowkey[i]);
+    rows_to_keys(rowkey, keys, rowBase, tid);
 }
 
 // The variants: BN anchors per tile, pipeline stages, BK. Dynamic shared

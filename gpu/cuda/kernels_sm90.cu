@@ -118,20 +118,6 @@ extern "C" __global__ void __launch_bounds__(ATHREADS)
     }
     cp_async_wait<0>();
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        float v = best[h];
-        int i = bidx[h];
-#pragma unroll
-        for (int o = 1; o <= 2; o <<= 1) {
-            float ov = __shfl_xor_sync(0xffffffffu, v, o);
-            int oi = __shfl_xor_sync(0xffffffffu, i, o);
-            if (ov < v || (ov == v && oi < i)) {
-                v = ov;
-                i = oi;
-            }
-        }
-        if ((lane & 3) == 0) atomicMin(&rowkey[wg * 64 + wq * 16 + (lane >> 2) + 8 * h], pack_key(v, i));
-    }
-    __syncthreads();
-    for (int i = tid; i < BM; i += ATHREADS) atomicMin(&keys[rowBase + i], rowkey[i]);
+    for (int h = 0; h < 2; h++) row_min(best[h], bidx[h], rowkey, wg * 64 + wq * 16 + (lane >> 2) + 8 * h, lane);
+    rows_to_keys(rowkey, keys, rowBase, tid);
 }
