@@ -458,13 +458,12 @@ func (c *PQ) EncodeList(codes, params []byte, a int, residuals []float32, count 
 		bLo, bHi = 0, 0
 	}
 	b0, bStep := grid(bLo, bHi)
-	bq := make([]float64, count)
 	cLo, cHi := math.Inf(1), math.Inf(-1)
 	for i, r := range raw {
 		k := onGrid(r.beta, b0, bStep)
 		codes[i*cb+c.nsub+1] = k
-		bq[i] = float64(b0) + float64(k)*float64(bStep)
-		cc := r.rr + 2*bq[i]*r.ax
+		bq := float64(b0) + float64(k)*float64(bStep)
+		cc := r.rr + 2*bq*r.ax
 		raw[i].rr = cc // C, from B as stored
 		cLo, cHi = min(cLo, cc), max(cHi, cc)
 	}
