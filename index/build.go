@@ -64,12 +64,10 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	spec := p.Meta.CodeSpec()
 	spec.Dim = d
 	code, err := quant.New(spec)
-	if err == nil {
-		spec = code.Spec() // the product code's subspaces, when given as bits
-	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrArgument, err)
 	}
+	spec = code.Spec() // the product code's subspaces, when given as bits
 
 	// Group the rows by anchor, ascending row order within a list.
 	offsets := make([]uint64, m+1)
