@@ -97,7 +97,7 @@ var assignVariants = []assignVariant{
 	{"bn128k64", 128, 64, 3, 2, false},
 	{"bn256k64", 256, 64, 3, 1, false},
 	{"bn256k64s4", 256, 64, 4, 1, false},
-	{"wgmma", 256, 64, 4, 1, true},
+	{"wgmma", 256, 64, 3, 1, true},
 }
 
 // AssignVariants names the fused-assign tile shapes of both PTX files

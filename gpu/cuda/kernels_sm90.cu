@@ -23,6 +23,7 @@ __device__ __forceinline__ unsigned long long wg_desc(unsigned addr) {
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+__device__ __forceinline__ void wg_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
 __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
 // d (128 float32 per thread) = (scale ? d : 0) + A (64 x 16, K-major) * B
@@ -39,11 +40,9 @@ __device__ __forceinline__ void wgmma_m64n256k16(float* d, unsigned long long da
 // 256 anchors per block, partial distances |a|^2 - 2 x.a, running argmin
 // in registers, 64-bit atomicMin into keys). 8 warps as 2 warpgroups, each
 // 64 points x 256 anchors (128 float32 accumulators a thread); the
-// dimension in stages of 64 through a 4-deep cp.async pipeline in the
-// swizzled layout wgmma reads. The stage is waited for after each 64
-// (4 wgmma k-steps): keeping wgmma groups in flight measured slower (the
-// compiler then inserts its own waits around the argmin).
-#define WG_STAGES 4
+// dimension in stages of 64 through a 3-deep cp.async pipeline in the
+// swizzled layout wgmma reads (3 stages measured faster than 4 here).
+#define WG_STAGES 3
 extern "C" __global__ void __launch_bounds__(ATHREADS)
     vlc_assign_wgmma(const unsigned short* __restrict__ X, const unsigned short* __restrict__ A,
                      const float* __restrict__ anorm, unsigned long long* __restrict__ keys, int dp, int ntiles,
@@ -72,48 +71,57 @@ extern "C" __global__ void __launch_bounds__(ATHREADS)
         if (s < T) assign_load<BNW, BKW>(X, A, sbase + s * STAGE, rowBase, t0 + s / KT, s % KT, dp, tid);
         cp_async_commit();
     }
-    int tile = t0, kc = 0;
-    for (int it = 0; it < T; it++) {
-        cp_async_wait<WG_STAGES - 2>();
-        fence_async_smem();  // the copies, visible to wgmma's (async) reads
-        __syncthreads();
-        {
-            int nx = it + WG_STAGES - 1;
-            if (nx < T) assign_load<BNW, BKW>(X, A, sbase + (nx % WG_STAGES) * STAGE, rowBase, t0 + nx / KT, nx % KT, dp, tid);
-            cp_async_commit();
+    // Within an anchor tile one wgmma group stays in flight (wait 1) while
+    // the next stage is issued; a barrier then lets the stage the finished
+    // group read take the next load. The tile's last stage waits for all,
+    // unconditionally before the argmin (a conditional wait there made the
+    // compiler insert its own and measured slower).
+    int it = 0;
+    for (int tile = t0; tile < t1; tile++) {
+        for (int kc = 0; kc < KT; kc++, it++) {
+            cp_async_wait<WG_STAGES - 2>();
+            fence_async_smem();  // the copies, visible to wgmma's (async) reads
+            __syncthreads();
+            const unsigned xs = sbase + (it % WG_STAGES) * STAGE + wg * 64 * 128;
+            const unsigned as = sbase + (it % WG_STAGES) * STAGE + BM * BKW * 2;
+            wg_fence();
+#pragma unroll
+            for (int ks = 0; ks < BKW / 16; ks++)
+                wgmma_m64n256k16(acc, wg_desc(xs + ks * 32), wg_desc(as + ks * 32), (kc > 0 || ks > 0) ? 1 : 0);
+            wg_commit();
+            if (kc + 1 < KT) {
+                wg_wait1();
+            } else {
+                wg_wait0();
+            }
+            __syncthreads();  // every warpgroup is done with the previous stage
+            {
+                int nx = it + WG_STAGES - 1;
+                if (nx < T) assign_load<BNW, BKW>(X, A, sbase + (nx % WG_STAGES) * STAGE, rowBase, t0 + nx / KT, nx % KT, dp, tid);
+                cp_async_commit();
+            }
         }
-        const unsigned xs = sbase + (it % WG_STAGES) * STAGE + wg * 64 * 128;
-        const unsigned as = sbase + (it % WG_STAGES) * STAGE + BM * BKW * 2;
-        wg_fence();
-#pragma unroll
-        for (int ks = 0; ks < BKW / 16; ks++)
-            wgmma_m64n256k16(acc, wg_desc(xs + ks * 32), wg_desc(as + ks * 32), (kc > 0 || ks > 0) ? 1 : 0);
-        wg_commit();
         wg_wait0();
-        if (++kc == KT) {
-            // Accumulator layout: warp wq of the warpgroup holds rows
-            // 16 wq + lane/4 (+8), and of every 8 columns the two at
-            // 2 (lane % 4): acc[4j + 2h + e] is row +8h, column 8j + e.
-            const int cb = tile * BNW + 2 * (lane & 3);
+        // Accumulator layout: warp wq of the warpgroup holds rows
+        // 16 wq + lane/4 (+8), and of every 8 columns the two at
+        // 2 (lane % 4): acc[4j + 2h + e] is row +8h, column 8j + e.
+        const int cb = tile * BNW + 2 * (lane & 3);
 #pragma unroll
-            for (int j = 0; j < 32; j++) {
-                const float n0 = anorm[cb + j * 8], n1 = anorm[cb + j * 8 + 1];
+        for (int j = 0; j < 32; j++) {
+            const float n0 = anorm[cb + j * 8], n1 = anorm[cb + j * 8 + 1];
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    float v0 = n0 - 2.f * acc[4 * j + 2 * h];
-                    float v1 = n1 - 2.f * acc[4 * j + 2 * h + 1];
-                    if (v0 < best[h]) {
-                        best[h] = v0;
-                        bidx[h] = cb + j * 8;
-                    }
-                    if (v1 < best[h]) {
-                        best[h] = v1;
-                        bidx[h] = cb + j * 8 + 1;
-                    }
+            for (int h = 0; h < 2; h++) {
+                float v0 = n0 - 2.f * acc[4 * j + 2 * h];
+                float v1 = n1 - 2.f * acc[4 * j + 2 * h + 1];
+                if (v0 < best[h]) {
+                    best[h] = v0;
+                    bidx[h] = cb + j * 8;
+                }
+                if (v1 < best[h]) {
+                    best[h] = v1;
+                    bidx[h] = cb + j * 8 + 1;
                 }
             }
-            kc = 0;
-            tile++;
         }
     }
     cp_async_wait<0>();
