@@ -704,9 +704,33 @@ extern "C" __global__ void vlc_reduce_runs(const unsigned short* __restrict__ X,
         for (int g = 0; g < RUN_G; g++)
 #pragma unroll
             for (int t = 0; t < 8; t++) accS[g][t] = accQ[g][t] = 0.f;
+        // The next point's index, anchor and row are loaded while the
+        // current one is summed: the chain perm -> assign -> X is what a
+        // warp otherwise waits on, point after point.
+        int ni = p0 < p1 ? (int)perm[p0] : -1;
+        int na = ni >= 0 ? assign[ni] : -1;
+        uint4 nx[RUN_G];
+#pragma unroll
+        for (int g = 0; g < RUN_G; g++) {
+            const int j0 = 256 * g + 8 * lane;
+            nx[g] = (ni >= 0 && j0 < d) ? *reinterpret_cast<const uint4*>(X + (size_t)ni * dp + j0) : make_uint4(0, 0, 0, 0);
+        }
         for (int p = p0; p <= p1; p++) {
-            const int i = p < p1 ? (int)perm[p] : -1;
-            const int a = i >= 0 ? assign[i] : -1;
+            const int i = ni, a = na;
+            uint4 xv[RUN_G];
+#pragma unroll
+            for (int g = 0; g < RUN_G; g++) xv[g] = nx[g];
+            if (p + 1 < p1) {
+                ni = (int)perm[p + 1];
+                na = assign[ni];
+#pragma unroll
+                for (int g = 0; g < RUN_G; g++) {
+                    const int j0 = 256 * g + 8 * lane;
+                    if (j0 < d) nx[g] = *reinterpret_cast<const uint4*>(X + (size_t)ni * dp + j0);
+                }
+            } else {
+                ni = na = -1;
+            }
             if (a != cur && cur >= 0) {  // flush the sums of anchor cur
                 float* su = sum + (size_t)cur * d;
                 float* q = sq + (size_t)cur * d;
@@ -730,7 +754,6 @@ extern "C" __global__ void vlc_reduce_runs(const unsigned short* __restrict__ X,
             }
             if (i < 0) break;
             cur = a;
-            const unsigned short* x = X + (size_t)i * dp;
             const float* c = A32 + (size_t)a * d;
             float r[RUN_G][8];
             float s = 0.f;
@@ -738,8 +761,7 @@ extern "C" __global__ void vlc_reduce_runs(const unsigned short* __restrict__ X,
             for (int g = 0; g < RUN_G; g++) {
                 const int j0 = 256 * g + 8 * lane;
                 if (j0 < d) {
-                    uint4 v = *reinterpret_cast<const uint4*>(x + j0);
-                    unsigned w4[4] = {v.x, v.y, v.z, v.w};
+                    unsigned w4[4] = {xv[g].x, xv[g].y, xv[g].z, xv[g].w};
 #pragma unroll
                     for (int t = 0; t < 8; t++) {
                         const int j = j0 + t;
