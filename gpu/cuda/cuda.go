@@ -51,6 +51,12 @@ var _ anneal.Device = (*Device)(nil)
 type launchArgs struct {
 	vals [24]uint64
 	ptrs [24]uintptr
+	// A launch whose first two parameters are tensor maps: mptrs point at
+	// the maps (copied into maps, 64-byte aligned as CUtensorMap is), then
+	// at vals.
+	maps    [2*16 + 8]uint64
+	mapBase int // index in maps of the first 64-byte aligned word
+	mptrs   [26]uintptr
 }
 
 // Open starts the CUDA backend on device 0. Without a driver the error
@@ -65,11 +71,11 @@ func Open() (anneal.Device, error) {
 }
 
 // defaultVariant is the assign tile shape Steps use unless VLC_CUDA_ASSIGN
-// names another: the fastest on 1M x 768 x 4096 in docs/CUDA.md, wgmma
+// names another: the fastest on 1M x 768 x 4096 in docs/CUDA.md, tma
 // where the GPU has it.
 const (
 	defaultVariant       = "bn256k64s4"
-	defaultHopperVariant = "wgmma"
+	defaultHopperVariant = "tma"
 )
 
 // variantNames lists the assign variants this device has.
@@ -113,6 +119,11 @@ func open() (*Device, error) {
 	d := &Device{drv: dr, w: startWorker(), la: &launchArgs{}, jitLog: make([]byte, 1<<14), fn: map[string]uintptr{}}
 	for i := range d.la.ptrs {
 		d.la.ptrs[i] = uintptr(unsafe.Pointer(&d.la.vals[i]))
+		d.la.mptrs[2+i] = d.la.ptrs[i]
+	}
+	d.la.mapBase = int((64 - uintptr(unsafe.Pointer(&d.la.maps[0]))%64) % 64 / 8)
+	for i := range 2 {
+		d.la.mptrs[i] = uintptr(unsafe.Pointer(&d.la.maps[d.la.mapBase+16*i]))
 	}
 	if v := os.Getenv("VLC_CUDA_BATCH_ROWS"); v != "" {
 		r, err := strconv.Atoi(v)
@@ -213,6 +224,9 @@ func (d *Device) init(ptx []byte, src string) error {
 	d.variants = d.variants[:0]
 	names := kernelNames
 	for _, v := range assignVariants {
+		if v.tma && dr.cuTensorMapEncodeTiled == 0 {
+			continue
+		}
 		if v.hopper && d.hopper {
 			names = append(names[:len(names):len(names)], "vlc_assign_"+v.name)
 		}
@@ -230,10 +244,11 @@ func (d *Device) init(ptx []byte, src string) error {
 		d.fn[name] = f
 	}
 	for _, v := range d.variants {
-		// Static shared memory (1 KiB of row keys) comes on top.
-		if v.smem()+1024 > smemOptin {
+		// Static shared memory (1 KiB of row keys, 64 bytes of mbarriers)
+		// comes on top.
+		if need := v.smem() + 1024 + 64; need > smemOptin {
 			d.unload()
-			return fmt.Errorf("cuda: assign variant %s needs %d bytes of shared memory, %s allows %d", v.name, v.smem()+1024, d.info.Name, smemOptin)
+			return fmt.Errorf("cuda: assign variant %s needs %d bytes of shared memory, %s allows %d", v.name, need, d.info.Name, smemOptin)
 		}
 		if err := dr.call("cuFuncSetAttribute", dr.cuFuncSetAttribute, d.fn["vlc_assign_"+v.name], cuFuncMaxDynSmem, uintptr(v.smem())); err != nil {
 			d.unload()
@@ -349,6 +364,44 @@ func (d *Device) launch(name string, gx, gy, block, smem int, args ...uint64) er
 	}
 	return d.drv.call(name, d.drv.cuLaunchKernel, d.fn[name], uintptr(gx), uintptr(gy), 1, uintptr(block), 1, 1,
 		uintptr(smem), 0, uintptr(unsafe.Pointer(&d.la.ptrs[0])), 0)
+}
+
+// launchMapped is launch for kernels whose first two parameters are
+// tensor maps.
+func (d *Device) launchMapped(name string, gx, gy, block, smem int, a, b *tensorMap, args ...uint64) error {
+	for i, m := range []*tensorMap{a, b} {
+		*(*tensorMap)(unsafe.Pointer(&d.la.maps[d.la.mapBase+16*i])) = *m
+	}
+	for i, v := range args {
+		d.la.vals[i] = v
+	}
+	return d.drv.call(name, d.drv.cuLaunchKernel, d.fn[name], uintptr(gx), uintptr(gy), 1, uintptr(block), 1, 1,
+		uintptr(smem), 0, uintptr(unsafe.Pointer(&d.la.mptrs[0])), 0)
+}
+
+// tensorMap is a CUtensorMap: 128 bytes the driver fills, opaque here.
+type tensorMap [16]uint64
+
+// Arguments of cuTensorMapEncodeTiled (cuda.h's enum values).
+const (
+	tmapFloat16    = 6 // CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+	tmapSwizzle128 = 3 // CU_TENSOR_MAP_SWIZZLE_128B
+	tmapL2Promo256 = 3 // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+)
+
+// encodeMap describes a rows x cols float16 matrix at ptr (row-major,
+// cols a multiple of 64) to the copy engine in boxes of 64 columns (128
+// bytes, swizzled as wgmma reads them) by boxRows rows.
+func (d *Device) encodeMap(ptr uint64, cols, rows, boxRows int) (tensorMap, error) {
+	var m tensorMap
+	dims := [2]uint64{uint64(cols), uint64(rows)}
+	strides := [1]uint64{uint64(cols) * 2}
+	box := [2]uint32{64, uint32(boxRows)}
+	elem := [2]uint32{1, 1}
+	err := d.drv.call("cuTensorMapEncodeTiled", d.drv.cuTensorMapEncodeTiled, uintptr(unsafe.Pointer(&m)), tmapFloat16, 2, uintptr(ptr),
+		uintptr(unsafe.Pointer(&dims[0])), uintptr(unsafe.Pointer(&strides[0])), uintptr(unsafe.Pointer(&box[0])),
+		uintptr(unsafe.Pointer(&elem[0])), 0, tmapSwizzle128, tmapL2Promo256, 0)
+	return m, err
 }
 
 func i32(v int) uint64     { return uint64(uint32(int32(v))) }

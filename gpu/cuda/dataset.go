@@ -47,11 +47,12 @@ type dataset struct {
 
 	pp ppState // k-means++ (SampleDistances)
 
-	variant assignVariant // assign tile shape, from the Device
-	timing  bool
-	ev      [5]uintptr
-	last    KernelTimes
-	closed  bool
+	variant    assignVariant // assign tile shape, from the Device
+	xMap, aMap cachedMap     // tensor maps of X and A16 (tma variant)
+	timing     bool
+	ev         [5]uintptr
+	last       KernelTimes
+	closed     bool
 }
 
 var _ anneal.Dataset = (*dataset)(nil)
@@ -289,8 +290,44 @@ func (s *dataset) split(v assignVariant, rows int) (ntiles, perSplit, splits int
 // launchAssign assigns the first rows rows of X (all points, or a batch).
 func (s *dataset) launchAssign(v assignVariant, rows int) error {
 	ntiles, per, splits := s.split(v, rows)
-	return s.dev.launch("vlc_assign_"+v.name, roundUp(rows, tileM)/tileM, splits, 256, v.smem(),
-		s.x, s.a16, s.anorm, s.keys, i32(s.dp), i32(ntiles), i32(per))
+	gx := roundUp(rows, tileM) / tileM
+	if !v.tma {
+		return s.dev.launch("vlc_assign_"+v.name, gx, splits, v.threads(), v.smem(),
+			s.x, s.a16, s.anorm, s.keys, i32(s.dp), i32(ntiles), i32(per))
+	}
+	xRows := s.np
+	if s.batch > 0 {
+		xRows = s.batch
+	}
+	xm, err := s.xMap.get(s.dev, s.x, s.dp, xRows, tileM)
+	if err != nil {
+		return err
+	}
+	am, err := s.aMap.get(s.dev, s.a16, s.dp, s.mp, v.bn)
+	if err != nil {
+		return err
+	}
+	return s.dev.launchMapped("vlc_assign_"+v.name, gx, splits, v.threads(), v.smem(), xm, am,
+		s.anorm, s.keys, i32(s.dp), i32(ntiles), i32(per))
+}
+
+// cachedMap keeps the tensor map of one buffer until the buffer or the
+// rows it covers change (a new anchor count, a shorter last batch).
+type cachedMap struct {
+	ptr        uint64
+	rows, cols int
+	m          tensorMap
+}
+
+func (c *cachedMap) get(d *Device, ptr uint64, cols, rows, boxRows int) (*tensorMap, error) {
+	if c.ptr != ptr || c.rows != rows || c.cols != cols {
+		m, err := d.encodeMap(ptr, cols, rows, boxRows)
+		if err != nil {
+			return nil, err
+		}
+		*c = cachedMap{ptr, rows, cols, m}
+	}
+	return &c.m, nil
 }
 
 func (s *dataset) record(i int) error {

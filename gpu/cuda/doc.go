@@ -77,10 +77,15 @@ type assignVariant struct {
 	bn, bk, stages   int
 	blocksPerSMGuess int  // for choosing how to split small problems
 	hopper           bool // wgmma: only in the sm_90a PTX (kernels_sm90.cu)
+	// tma: stages come by the bulk tensor copy engine, described by two
+	// tensor maps (points, anchors) that lead the kernel's parameters; a
+	// producer warpgroup beside the 8 consuming warps.
+	tma bool
 }
 
-// smem is the dynamic shared memory the variant needs (the wgmma variant
-// 1 KiB more, to align its stages to the 1024 bytes its swizzle needs).
+// smem is the dynamic shared memory the variant needs (the Hopper
+// variants 1 KiB more, to align their stages to the 1024 bytes the
+// 128-byte swizzle needs).
 func (v assignVariant) smem() int {
 	s := v.stages * (128 + v.bn) * v.bk * 2
 	if v.hopper {
@@ -89,19 +94,28 @@ func (v assignVariant) smem() int {
 	return s
 }
 
+// threads is the block size: 8 warps, and a producer warpgroup with tma.
+func (v assignVariant) threads() int {
+	if v.tma {
+		return 384
+	}
+	return 256
+}
+
 // assignVariants must match the ASSIGN_VARIANT lines of kernels.cu and
-// the wgmma kernel of kernels_sm90.cu.
+// the wgmma kernels of kernels_sm90.cu.
 var assignVariants = []assignVariant{
-	{"bn128", 128, 32, 4, 2, false},
-	{"bn256", 256, 32, 3, 1, false},
-	{"bn128k64", 128, 64, 3, 2, false},
-	{"bn256k64", 256, 64, 3, 1, false},
-	{"bn256k64s4", 256, 64, 4, 1, false},
-	{"wgmma", 256, 64, 3, 1, true},
+	{"bn128", 128, 32, 4, 2, false, false},
+	{"bn256", 256, 32, 3, 1, false, false},
+	{"bn128k64", 128, 64, 3, 2, false, false},
+	{"bn256k64", 256, 64, 3, 1, false, false},
+	{"bn256k64s4", 256, 64, 4, 1, false, false},
+	{"wgmma", 256, 64, 3, 1, true, false},
+	{"tma", 256, 64, 4, 1, true, true},
 }
 
 // AssignVariants names the fused-assign tile shapes of both PTX files
-// (wgmma only on Hopper: Profiler.Variants says what a device has).
+// (wgmma and tma only on Hopper: Profiler.Variants says what a device has).
 func AssignVariants() []string {
 	var names []string
 	for _, v := range assignVariants {

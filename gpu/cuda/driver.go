@@ -41,6 +41,9 @@ type driver struct {
 	cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD8, cuMemGetInfo                    uintptr
 	cuGetErrorName, cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime           uintptr
 	cuEventDestroy                                                                                 uintptr
+	// cuTensorMapEncodeTiled (CUDA 12.0 and later) is optional: without it
+	// the tma assign variant is not offered.
+	cuTensorMapEncodeTiled uintptr
 }
 
 var (
@@ -98,6 +101,9 @@ func loadDriver() (*driver, error) {
 				return
 			}
 			*s.p = p
+		}
+		if p, err := purego.Dlsym(lib, "cuTensorMapEncodeTiled"); err == nil {
+			d.cuTensorMapEncodeTiled = p
 		}
 		if err := d.call("cuInit", d.cuInit, 0); err != nil {
 			drvErr = fmt.Errorf("no CUDA driver: %w", err)

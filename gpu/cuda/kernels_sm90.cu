@@ -129,3 +129,142 @@ extern "C" __global__ void __launch_bounds__(ATHREADS)
     for (int h = 0; h < 2; h++) row_min(best[h], bidx[h], rowkey, wg * 64 + wq * 16 + (lane >> 2) + 8 * h, lane);
     rows_to_keys(rowkey, keys, rowBase, tid);
 }
+
+// A tensor map (CUtensorMap): 128 opaque bytes that the driver's
+// cuTensorMapEncodeTiled fills and the kernel takes by value.
+struct __align__(64) TensorMap {
+    unsigned long long v[16];
+};
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    asm volatile(
+        "{\n.reg .pred p;\nWAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra WAIT_%=;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+// Bulk tensor copy of one box (64 columns x rows) at (col, row) into
+// shared memory, completing on mbarrier bar.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, int col, int row, unsigned bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+        "l"(map), "r"(col), "r"(row), "r"(bar)
+        : "memory");
+}
+
+// Fused assign on wgmma fed by the bulk tensor copy engine: the contract
+// of vlc_assign_wgmma, with warp specialization. Warpgroup 0 is the
+// producer: one thread issues the copies of each stage (128 points and 256
+// anchors by 64 dimensions, 128-byte swizzled by the copy engine itself)
+// onto a "full" mbarrier. Warpgroups 1 and 2 consume, 64 points each,
+// and free a stage on its "empty" mbarrier once their wgmma group that read
+// it has completed. No block-wide barrier in the loop: the producer runs up
+// to TMA_STAGES stages ahead, through the argmin at each tile's end too.
+#define TMA_STAGES 4
+#define TMA_THREADS 384
+extern "C" __global__ void __launch_bounds__(TMA_THREADS, 1)
+    vlc_assign_tma(const __grid_constant__ TensorMap tx, const __grid_constant__ TensorMap ta,
+                   const float* __restrict__ anorm, unsigned long long* __restrict__ keys, int dp, int ntiles,
+                   int tilesPerSplit) {
+    constexpr int BNW = 256, BKW = 64;
+    constexpr int XBYTES = BM * BKW * 2, STAGE = (BM + BNW) * BKW * 2;
+    extern __shared__ __align__(128) unsigned char wsmem[];
+    __shared__ unsigned long long rowkey[BM];
+    __shared__ __align__(8) unsigned long long bars[2 * TMA_STAGES];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wg = warp >> 2, wq = warp & 3;
+    const int rowBase = blockIdx.x * BM;
+    const int t0 = blockIdx.y * tilesPerSplit, t1 = min(t0 + tilesPerSplit, ntiles);
+    if (t0 >= t1) return;
+    const int KT = dp / BKW, T = (t1 - t0) * KT;
+    const unsigned sbase = (smem_u32(wsmem) + 1023u) & ~1023u;
+    const unsigned full = smem_u32(&bars[0]), empty = smem_u32(&bars[TMA_STAGES]);
+    for (int i = tid; i < BM; i += TMA_THREADS) rowkey[i] = ~0ull;
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < TMA_STAGES; s++) {
+            mbar_init(full + 8 * s, 1);
+            mbar_init(empty + 8 * s, 8);  // one lane of each consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (tid == 0) {
+            for (int it = 0; it < T; it++) {
+                const int s = it % TMA_STAGES;
+                if (it >= TMA_STAGES) mbar_wait(empty + 8 * s, ((it / TMA_STAGES) & 1) ^ 1);
+                const unsigned dst = sbase + s * STAGE;
+                mbar_expect_tx(full + 8 * s, STAGE);
+                const int kc = it % KT, tile = t0 + it / KT;
+                tma_load_2d(dst, &tx, kc * BKW, rowBase, full + 8 * s);
+                tma_load_2d(dst + XBYTES, &ta, kc * BKW, tile * BNW, full + 8 * s);
+            }
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const int cg = wg - 1;  // consumer warpgroup: points 64 cg .. 64 cg + 63
+    float acc[128];
+    float best[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)};
+    int bidx[2] = {0x7fffffff, 0x7fffffff};
+    int it = 0;
+    for (int tile = t0; tile < t1; tile++) {
+        for (int kc = 0; kc < KT; kc++, it++) {
+            const int s = it % TMA_STAGES;
+            mbar_wait(full + 8 * s, (it / TMA_STAGES) & 1);
+            const unsigned xs = sbase + s * STAGE + cg * 64 * 128;
+            const unsigned as = sbase + s * STAGE + XBYTES;
+            wg_fence();
+#pragma unroll
+            for (int ks = 0; ks < BKW / 16; ks++)
+                wgmma_m64n256k16(acc, wg_desc(xs + ks * 32), wg_desc(as + ks * 32), (kc > 0 || ks > 0) ? 1 : 0);
+            wg_commit();
+            // The group before this one has read its stage: free it.
+            if (kc + 1 < KT) {
+                wg_wait1();
+                if (kc > 0 && lane == 0) mbar_arrive(empty + 8 * ((it - 1) % TMA_STAGES));
+            } else {
+                wg_wait0();
+                if (lane == 0) {
+                    if (kc > 0) mbar_arrive(empty + 8 * ((it - 1) % TMA_STAGES));
+                    mbar_arrive(empty + 8 * s);
+                }
+            }
+        }
+        const int cb = tile * BNW + 2 * (lane & 3);
+#pragma unroll
+        for (int j = 0; j < 32; j++) {
+            const float2 nn = __ldg(reinterpret_cast<const float2*>(anorm + cb + j * 8));
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float v0 = fmaf(-2.f, acc[4 * j + 2 * h], nn.x);
+                float v1 = fmaf(-2.f, acc[4 * j + 2 * h + 1], nn.y);
+                if (v0 < best[h]) {
+                    best[h] = v0;
+                    bidx[h] = cb + j * 8;
+                }
+                if (v1 < best[h]) {
+                    best[h] = v1;
+                    bidx[h] = cb + j * 8 + 1;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++) row_min(best[h], bidx[h], rowkey, cg * 64 + wq * 16 + (lane >> 2) + 8 * h, lane);
+    asm volatile("bar.sync 1, 256;" ::: "memory");  // the consumers only: the producer may be gone
+    for (int i = tid - 128; i < BM; i += 256) atomicMin(&keys[rowBase + i], rowkey[i]);
+}

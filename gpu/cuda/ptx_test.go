@@ -14,7 +14,8 @@ func TestPTXFresh(t *testing.T) {
 	checkPTX(t, "kernels.ptx", "kernels.cu.sha256", []string{"kernels.cu"},
 		[]string{".target sm_80", "mma.sync.aligned.m16n8k16"}, kernelNames)
 	checkPTX(t, "kernels_sm90.ptx", "kernels_sm90.cu.sha256", []string{"kernels.cu", "kernels_sm90.cu"},
-		[]string{".target sm_90a", "wgmma.mma_async.sync.aligned.m64n256k16"}, append(kernelNames[:len(kernelNames):len(kernelNames)], "vlc_assign_wgmma"))
+		[]string{".target sm_90a", "wgmma.mma_async.sync.aligned.m64n256k16", "cp.async.bulk.tensor.2d"},
+		append(kernelNames[:len(kernelNames):len(kernelNames)], "vlc_assign_wgmma", "vlc_assign_tma"))
 }
 
 // checkPTX checks that the recorded hashes are those of the sources, and
