@@ -315,6 +315,20 @@ extern "C" __global__ void vlc_finalize(unsigned long long* __restrict__ keys, i
         stats[j] = 0;
 }
 
+// add_block_energy adds the energies e that lane 0 of each of the block's
+// nw warps summed to sc->energy: one double atomic per block. Every thread
+// of the block calls it.
+__device__ __forceinline__ void add_block_energy(double e, Scalars* sc, int lane, int warp, int nw) {
+    __shared__ double part[32];
+    if (lane == 0) part[warp] = e;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int w = 0; w < nw; w++) t += part[w];
+        atomicAdd(&sc->energy, t);
+    }
+}
+
 // Reduce: one warp per point (grid-stride). r = x - A32[assign] in float32;
 // dist = sum r^2 (summed directly, not expanded); the Huber weight
 // w = min(1, tau/sqrt(dist)) when huber != 0; then, per dimension,
@@ -324,7 +338,6 @@ extern "C" __global__ void vlc_reduce(const unsigned short* __restrict__ X, cons
                                       const float* __restrict__ A32, float* __restrict__ dist, float* sum, float* sq,
                                       float* wsum, unsigned* cnt, Scalars* sc, int n, int d, int dp, float tau,
                                       int huber, int move) {
-    __shared__ double part[32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     double e = 0;
     for (int i = blockIdx.x * nw + warp; i < n; i += gridDim.x * nw) {
@@ -358,13 +371,7 @@ extern "C" __global__ void vlc_reduce(const unsigned short* __restrict__ X, cons
             atomicAdd(cnt + a, 1u);
         }
     }
-    if (lane == 0) part[warp] = e;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double t = 0;
-        for (int w = 0; w < nw; w++) t += part[w];
-        atomicAdd(&sc->energy, t);
-    }
+    add_block_energy(e, sc, lane, warp, nw);
 }
 
 // Sum of v over the block, the same value in every thread. Every thread
@@ -690,7 +697,6 @@ extern "C" __global__ void vlc_reduce_runs(const unsigned short* __restrict__ X,
                                            int move) {
     // Lane l holds dimensions 256 g + 8 l .. +7 for g < RUN_G: one 16-byte
     // load of 8 float16 values per group (rows of X are 128-byte aligned).
-    __shared__ double part[32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const int tasks = (n + RUN_POINTS - 1) / RUN_POINTS;
     double e = 0;
@@ -796,11 +802,5 @@ extern "C" __global__ void vlc_reduce_runs(const unsigned short* __restrict__ X,
             }
         }
     }
-    if (lane == 0) part[warp] = e;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double t = 0;
-        for (int w = 0; w < nw; w++) t += part[w];
-        atomicAdd(&sc->energy, t);
-    }
+    add_block_energy(e, sc, lane, warp, nw);
 }

@@ -36,6 +36,34 @@ __device__ __forceinline__ void wgmma_m64n256k16(float* d, unsigned long long da
         : "l"(da), "l"(db), "r"(scale));
 }
 
+// tile_argmin folds one finished 64 x 256 accumulator tile (x.a of this
+// warpgroup's 64 points and anchor tile tile) into the running best of the
+// thread's two rows: distance |a|^2 - 2 x.a, the lower anchor on ties.
+// Accumulator layout: warp wq of the warpgroup holds rows 16 wq + lane/4
+// (+8), and of every 8 columns the two at 2 (lane % 4): acc[4j + 2h + e]
+// is row +8h, column 8j + e.
+__device__ __forceinline__ void tile_argmin(const float* acc, const float* __restrict__ anorm, int tile, int lane,
+                                            float* best, int* bidx) {
+    const int cb = tile * 256 + 2 * (lane & 3);
+#pragma unroll
+    for (int j = 0; j < 32; j++) {
+        const float2 nn = __ldg(reinterpret_cast<const float2*>(anorm + cb + j * 8));
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const float v0 = fmaf(-2.f, acc[4 * j + 2 * h], nn.x);  // exact: one rounding, as n - 2 acc
+            const float v1 = fmaf(-2.f, acc[4 * j + 2 * h + 1], nn.y);
+            if (v0 < best[h]) {
+                best[h] = v0;
+                bidx[h] = cb + j * 8;
+            }
+            if (v1 < best[h]) {
+                best[h] = v1;
+                bidx[h] = cb + j * 8 + 1;
+            }
+        }
+    }
+}
+
 // Fused assign on wgmma: the contract of assign_body (128 points x tiles of
 // 256 anchors per block, partial distances |a|^2 - 2 x.a, running argmin
 // in registers, 64-bit atomicMin into keys). 8 warps as 2 warpgroups, each
@@ -102,27 +130,7 @@ extern "C" __global__ void __launch_bounds__(ATHREADS)
             }
         }
         wg_wait0();
-        // Accumulator layout: warp wq of the warpgroup holds rows
-        // 16 wq + lane/4 (+8), and of every 8 columns the two at
-        // 2 (lane % 4): acc[4j + 2h + e] is row +8h, column 8j + e.
-        const int cb = tile * BNW + 2 * (lane & 3);
-#pragma unroll
-        for (int j = 0; j < 32; j++) {
-            const float n0 = anorm[cb + j * 8], n1 = anorm[cb + j * 8 + 1];
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float v0 = n0 - 2.f * acc[4 * j + 2 * h];
-                float v1 = n1 - 2.f * acc[4 * j + 2 * h + 1];
-                if (v0 < best[h]) {
-                    best[h] = v0;
-                    bidx[h] = cb + j * 8;
-                }
-                if (v1 < best[h]) {
-                    best[h] = v1;
-                    bidx[h] = cb + j * 8 + 1;
-                }
-            }
-        }
+        tile_argmin(acc, anorm, tile, lane, best, bidx);
     }
     cp_async_wait<0>();
 #pragma unroll
@@ -244,24 +252,7 @@ extern "C" __global__ void __launch_bounds__(TMA_THREADS, 1)
                 }
             }
         }
-        const int cb = tile * BNW + 2 * (lane & 3);
-#pragma unroll
-        for (int j = 0; j < 32; j++) {
-            const float2 nn = __ldg(reinterpret_cast<const float2*>(anorm + cb + j * 8));
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float v0 = fmaf(-2.f, acc[4 * j + 2 * h], nn.x);
-                float v1 = fmaf(-2.f, acc[4 * j + 2 * h + 1], nn.y);
-                if (v0 < best[h]) {
-                    best[h] = v0;
-                    bidx[h] = cb + j * 8;
-                }
-                if (v1 < best[h]) {
-                    best[h] = v1;
-                    bidx[h] = cb + j * 8 + 1;
-                }
-            }
-        }
+        tile_argmin(acc, anorm, tile, lane, best, bidx);
     }
 #pragma unroll
     for (int h = 0; h < 2; h++) row_min(best[h], bidx[h], rowkey, cg * 64 + wq * 16 + (lane >> 2) + 8 * h, lane);
