@@ -456,9 +456,8 @@ func TestTooLarge(t *testing.T) {
 }
 
 // Points streamed in batches (a partial last batch, padded columns) give
-// the assignments of resident points and the same statistics to float32
-// rounding, through robust Steps and a final Assign; each pass moves the
-// points up once.
+// the same bits as resident points, through robust Steps and a final
+// Assign; each pass moves the points up once.
 func TestBatchedParity(t *testing.T) {
 	dev := device(t)
 	const n, d, m = 5000, 130, 70
@@ -485,19 +484,20 @@ func TestBatchedParity(t *testing.T) {
 	}
 	whole, _ := run(0)
 	batched, up := run(1024)
-	sameResults(t, "resident / batched", whole, batched, 1e-5)
+	sameResults(t, "resident / batched", whole, batched)
 	if want := int64(4) * n * int64(roundUp(d, tileK)) * 2; up != want {
 		t.Errorf("4 batched passes moved %d bytes up, want %d (the points, once a pass)", up, want)
 	}
 }
 
 // The reduce by runs of sorted points gives the one-atomic-per-value
-// reduce's statistics to float32 rounding (the sums go in another order),
-// through robust Steps and an Assign, at dimensions around the 32-lane
-// registers; beyond maxRunDim the dataset keeps the per-point reduce.
+// reduce's bits (the same fixed-point terms in another order), through
+// robust Steps and an Assign, at dimensions around the 32-lane registers
+// and for each of its 1 to 4 groups of 256; beyond maxRunDim the dataset
+// keeps the per-point reduce.
 func TestReduceRunsParity(t *testing.T) {
 	dev := device(t)
-	for _, c := range []struct{ n, d, m int }{{1, 1, 1}, {5000, 130, 70}, {3000, 768, 40}, {700, 33, 300}} {
+	for _, c := range []struct{ n, d, m int }{{1, 1, 1}, {5000, 130, 70}, {2000, 300, 20}, {3000, 768, 40}, {1500, 1000, 10}, {700, 33, 300}} {
 		pts, _ := testutil.Clusters(c.n, c.d, max(1, c.m/2), 31)
 		anchors := anchorsNear(pts, c.m, 0.1, 6)
 		run := func(runs bool) []result {
@@ -515,7 +515,7 @@ func TestReduceRunsParity(t *testing.T) {
 			}
 			return passes(t, ds, c.n, c.m, c.d, 2, 3)
 		}
-		sameResults(t, fmt.Sprintf("%+v per point / runs", c), run(false), run(true), 1e-6)
+		sameResults(t, fmt.Sprintf("%+v per point / runs", c), run(false), run(true))
 	}
 	pts, _ := testutil.Clusters(300, 1100, 4, 1)
 	ds, err := dev.Load(pts)
@@ -561,24 +561,46 @@ func passes(t *testing.T, ds anneal.Dataset, n, m, d, steps int, tau float32) []
 	return res
 }
 
-// sameResults checks two runs of passes that differ only in the order of
-// float32 sums: the same assignments, counts and changed counts, energies
-// within tolE (relative), anchors and variances within 1e-4.
-func sameResults(t *testing.T, label string, a, b []result, tolE float64) {
+// sameResults checks two runs of passes that differ only in the order in
+// which the reduce adds its terms: with fixed-point sums the same bits,
+// assignments, counts, energies, anchors and variances alike.
+func sameResults(t *testing.T, label string, a, b []result) {
 	t.Helper()
 	for k := range a {
 		x, y := a[k], b[k]
-		if x.st.Changed != y.st.Changed || math.Abs(x.st.Energy-y.st.Energy) > tolE*(1+x.st.Energy) {
+		if x.st != y.st {
 			t.Errorf("%s, pass %d: %+v / %+v", label, k, x.st, y.st)
 		}
 		if !slices.Equal(x.assign, y.assign) || !slices.Equal(x.counts, y.counts) {
 			t.Fatalf("%s, pass %d: assignments or counts differ", label, k)
 		}
 		for i := range x.anchors {
-			if math.Abs(float64(x.anchors[i]-y.anchors[i])) > 1e-4*(1+math.Abs(float64(x.anchors[i]))) ||
-				math.Abs(float64(x.variance[i]-y.variance[i])) > 1e-4*(1+math.Abs(float64(x.variance[i]))) {
+			if math.Float32bits(x.anchors[i]) != math.Float32bits(y.anchors[i]) || math.Float32bits(x.variance[i]) != math.Float32bits(y.variance[i]) {
 				t.Fatalf("%s, pass %d, value %d: anchors %v / %v, variance %v / %v", label, k, i, x.anchors[i], y.anchors[i], x.variance[i], y.variance[i])
 			}
 		}
+	}
+}
+
+// Two runs of the same Steps from the same start give the same bits, at a
+// size that takes the reduce by runs (many atomics landing in a different
+// order each time) and at one that takes the per-point reduce.
+func TestDeterministicSteps(t *testing.T) {
+	dev := device(t)
+	for _, c := range []struct{ n, d, m int }{{runMinPoints + 4000, 96, 200}, {3000, 130, 50}} {
+		pts, _ := testutil.Clusters(c.n, c.d, 60, 17)
+		anchors := anchorsNear(pts, c.m, 0.1, 3)
+		run := func() []result {
+			ds, err := dev.Load(pts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ds.Close()
+			if err := ds.SetAnchors(anchors, c.m); err != nil {
+				t.Fatal(err)
+			}
+			return passes(t, ds, c.n, c.m, c.d, 3, 2)
+		}
+		sameResults(t, fmt.Sprintf("%+v, run 1 / run 2", c), run(), run())
 	}
 }

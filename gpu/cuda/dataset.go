@@ -40,8 +40,10 @@ type dataset struct {
 	// resident points of d <= maxRunDim (which have perm), n >=
 	// runMinPoints; else one atomic per point and dimension (vlc_reduce).
 	runs               bool
-	sum, sq, wsum, cnt uint64 // parts of stats
-	statsWords         int64
+	sum, sq, wsum, cnt uint64    // parts of stats: int64 fixed point (fixed.go), cnt uint32
+	statsWords         int64     // 32-bit words of stats
+	xBound             float64   // the largest |x|
+	fix                fixScales // from xBound and the anchors, at SetAnchors
 
 	toDev, toHost atomic.Int64
 
@@ -72,7 +74,11 @@ func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 		return nil, fmt.Errorf("cuda: %d points: at most %d per dataset", p.N, math.MaxInt32-tileM)
 	}
 	s := &dataset{dev: d, n: p.N, d: p.Dim, dp: roundUp(p.Dim, tileK), np: roundUp(p.N, tileM), variant: d.variant}
-	err := d.run(func() error {
+	var err error
+	if s.xBound, err = maxAbsHalf(p.Data, p.Dim); err != nil {
+		return nil, err
+	}
+	err = d.run(func() error {
 		rows, err := d.residentRows(s.n, s.d)
 		if err != nil {
 			return err
@@ -229,12 +235,19 @@ func (s *dataset) SetAnchors(a []float32, m int) error {
 	if m < 1 || len(a) < m*s.d {
 		return fmt.Errorf("cuda: %d values do not make %d anchors of dimension %d", len(a), m, s.d)
 	}
+	aBound, err := maxAbs32(a[:m*s.d], s.d)
+	if err != nil {
+		return err
+	}
+	// Steps keep anchors within the bound: each moves to a point between
+	// itself and a weighted mean of points (Rate <= 1).
+	s.fix = newFixScales(s.n, s.d, max(s.xBound, aBound))
 	return s.run(func() error {
 		d := s.dev
 		if m != s.m {
 			s.freeAnchors()
 			mp := roundUp(m, anchorPad)
-			words := 2*int64(m)*int64(s.d) + 2*int64(m)
+			words := 2*(2*int64(m)*int64(s.d)+int64(m)) + int64(m)
 			var err error
 			for _, b := range []struct {
 				p     *uint64
@@ -253,8 +266,8 @@ func (s *dataset) SetAnchors(a []float32, m int) error {
 				return err
 			}
 			s.m, s.mp, s.statsWords = m, mp, words
-			md := uint64(m) * uint64(s.d) * 4
-			s.sum, s.sq, s.wsum, s.cnt = s.stats, s.stats+md, s.stats+2*md, s.stats+2*md+uint64(m)*4
+			md := uint64(m) * uint64(s.d) * 8
+			s.sum, s.sq, s.wsum, s.cnt = s.stats, s.stats+md, s.stats+2*md, s.stats+2*md+uint64(m)*8
 		}
 		b := int64(m) * int64(s.d) * 4
 		if err := d.htod(s.a32, unsafe.Pointer(&a[0]), b); err != nil {
@@ -271,7 +284,7 @@ func (s *dataset) launchUpdate(p anneal.StepParams, move bool) error {
 	capped := move && !math.IsInf(float64(p.MaxMove), 1)
 	return s.dev.launch("vlc_update", s.mp, 1, 128, 0,
 		s.a32, s.a16, s.anorm, s.sum, s.wsum, s.cnt, i32(s.m), i32(s.d), i32(s.dp),
-		f32(p.Rate), f32(p.MaxMove), b32(capped), b32(move))
+		f32(p.Rate), f32(p.MaxMove), b32(capped), b32(move), f32(1/s.fix.sum), f32(1/s.fix.w))
 }
 
 // split chooses how many blocks share the anchors of one row block, so
@@ -378,7 +391,8 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 				blocks := min((s.n+7)/8, 8*d.info.SMs)
 				return d.launch("vlc_reduce", blocks, 1, 256, 0,
 					s.x, s.assign, s.a32, s.dist, s.sum, s.sq, s.wsum, s.cnt, s.sc,
-					i32(s.n), i32(s.d), i32(s.dp), f32(p.Tau), b32(huber), b32(move))
+					i32(s.n), i32(s.d), i32(s.dp), f32(p.Tau), b32(huber), b32(move),
+					f32(s.fix.sum), f32(s.fix.sq), f32(s.fix.w), f32(s.fix.energy))
 			},
 			func() error {
 				if !move {
@@ -445,16 +459,20 @@ func (s *dataset) launchReduceRuns(p anneal.StepParams, huber, move bool) error 
 		return err
 	}
 	tasks := (s.n + 31) / 32
-	return d.launch("vlc_reduce_runs", min((tasks+7)/8, 8*d.info.SMs), 1, 256, 0,
+	// The variant for the fewest 256-dimension groups: its fixed-point
+	// sums take 2 x 8 64-bit registers a group.
+	name := fmt.Sprintf("vlc_reduce_runs%d", (s.d+255)/256)
+	return d.launch(name, min((tasks+7)/8, 8*d.info.SMs), 1, 256, 0,
 		s.x, s.assign, s.perm, s.a32, s.dist, s.sum, s.sq, s.wsum, s.cnt, s.sc,
-		i32(s.n), i32(s.d), i32(s.dp), f32(p.Tau), b32(huber), b32(move))
+		i32(s.n), i32(s.d), i32(s.dp), f32(p.Tau), b32(huber), b32(move),
+		f32(s.fix.sum), f32(s.fix.sq), f32(s.fix.w), f32(s.fix.energy))
 }
 
 // scalars brings back the 16 bytes of a pass's energy and changed count
 // (on the worker).
 func (s *dataset) scalars() (anneal.StepStats, error) {
 	var sc struct {
-		energy  float64
+		energy  int64 // fixed point
 		changed uint32
 		_       uint32
 	}
@@ -462,7 +480,7 @@ func (s *dataset) scalars() (anneal.StepStats, error) {
 		return anneal.StepStats{}, fmt.Errorf("cuda: step: %w", err)
 	}
 	s.toHost.Add(scalarSize)
-	return anneal.StepStats{Energy: sc.energy / float64(s.n), Changed: int(sc.changed)}, nil
+	return anneal.StepStats{Energy: float64(sc.energy) / float64(s.fix.energy) / float64(s.n), Changed: int(sc.changed)}, nil
 }
 
 // passBatched is pass for points that stream through X a batch at a
@@ -501,7 +519,8 @@ func (s *dataset) passBatched(p anneal.StepParams, move bool) (anneal.StepStats,
 			blocks := min((hi-lo+7)/8, 8*d.info.SMs)
 			if err := d.launch("vlc_reduce", blocks, 1, 256, 0,
 				s.x, s.assign+off, s.a32, s.dist+off, s.sum, s.sq, s.wsum, s.cnt, s.sc,
-				i32(hi-lo), i32(s.d), i32(s.dp), f32(p.Tau), b32(huber), b32(move)); err != nil {
+				i32(hi-lo), i32(s.d), i32(s.dp), f32(p.Tau), b32(huber), b32(move),
+				f32(s.fix.sum), f32(s.fix.sq), f32(s.fix.w), f32(s.fix.energy)); err != nil {
 				return err
 			}
 		}
@@ -548,16 +567,16 @@ func (s *dataset) Stats(counts []int64, variance []float32) error {
 		return errors.New("cuda: Stats before SetAnchors")
 	}
 	md := s.m * s.d
-	sq := make([]float32, md)
+	sq := make([]int64, md)
 	cnt := make([]uint32, s.m)
 	err := s.run(func() error {
-		if err := s.dev.dtoh(unsafe.Pointer(&sq[0]), s.sq, int64(md)*4); err != nil {
+		if err := s.dev.dtoh(unsafe.Pointer(&sq[0]), s.sq, int64(md)*8); err != nil {
 			return err
 		}
 		if err := s.dev.dtoh(unsafe.Pointer(&cnt[0]), s.cnt, int64(s.m)*4); err != nil {
 			return err
 		}
-		s.toHost.Add(int64(md)*4 + int64(s.m)*4)
+		s.toHost.Add(int64(md)*8 + int64(s.m)*4)
 		return nil
 	})
 	if err != nil {
@@ -568,7 +587,7 @@ func (s *dataset) Stats(counts []int64, variance []float32) error {
 	}
 	for i := 0; i < md && i < len(variance); i++ {
 		if c := cnt[i/s.d]; c > 0 {
-			variance[i] = sq[i] / float32(c)
+			variance[i] = float32(float64(sq[i]) / float64(s.fix.sq) / float64(c))
 		} else {
 			variance[i] = 0
 		}

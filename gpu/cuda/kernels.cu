@@ -24,14 +24,21 @@
 //                            ~0 between steps
 //   assign n        int32    anchor of each point, -1 before the first assign
 //   dist   n        float32  |x - A32[assign]|^2 of the last reduce
-//   stats  sum (m x d f32), sq (m x d f32), wsum (m f32), cnt (m u32)
-//   sc     Scalars  energy (double sum of dist) and changed count
+//   stats  sum (m x d i64), sq (m x d i64), wsum (m i64), cnt (m u32):
+//          fixed point (below)
+//   sc     Scalars  energy (fixed-point sum of dist) and changed count
+//
+// Fixed point: the reduce adds every term t (w r, r^2, w, dist) as the
+// 64-bit integer rint(t * scale), scale a power of two the Go side picks
+// from a bound on |x| and |a| so that no sum can overflow. Integer sums do
+// not depend on the order of the additions, so the statistics, the anchors
+// and the energy are the same bits from run to run (float atomics were not).
 
 #define BM 128      // points per assign block
 #define ATHREADS 256
 
 struct Scalars {
-    double energy;
+    long long energy;  // fixed point, scale se
     unsigned int changed;
     unsigned int pad;
 };
@@ -315,40 +322,53 @@ extern "C" __global__ void vlc_finalize(unsigned long long* __restrict__ keys, i
         stats[j] = 0;
 }
 
-// add_block_energy adds the energies e that lane 0 of each of the block's
-// nw warps summed to sc->energy: one double atomic per block. Every thread
-// of the block calls it.
-__device__ __forceinline__ void add_block_energy(double e, Scalars* sc, int lane, int warp, int nw) {
-    __shared__ double part[32];
+// fix is term t in fixed point (see the buffer notes above).
+__device__ __forceinline__ long long fix(float t, float scale) { return __float2ll_rn(t * scale); }
+
+// fix_add adds term t in fixed point to *p.
+__device__ __forceinline__ void fix_add(long long* p, float t, float scale) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)fix(t, scale));
+}
+
+// add_block_energy adds the fixed-point energies e that lane 0 of each of
+// the block's nw warps summed to sc->energy: one atomic per block. Every
+// thread of the block calls it.
+__device__ __forceinline__ void add_block_energy(long long e, Scalars* sc, int lane, int warp, int nw) {
+    __shared__ long long part[32];
     if (lane == 0) part[warp] = e;
     __syncthreads();
     if (threadIdx.x == 0) {
-        double t = 0;
+        long long t = 0;
         for (int w = 0; w < nw; w++) t += part[w];
-        atomicAdd(&sc->energy, t);
+        atomicAdd(reinterpret_cast<unsigned long long*>(&sc->energy), (unsigned long long)t);
     }
 }
 
 // Reduce: one warp per point (grid-stride). r = x - A32[assign] in float32;
 // dist = sum r^2 (summed directly, not expanded); the Huber weight
 // w = min(1, tau/sqrt(dist)) when huber != 0; then, per dimension,
-// sum += w*r (when move != 0) and sq += r^2, with float32 atomics; per
-// anchor wsum += w and cnt += 1; sc->energy += dist (double).
+// sum += w*r (when move != 0) and sq += r^2, with 64-bit integer atomics
+// in fixed point (scales ss, sq2, sw, se); per anchor wsum += w and cnt +=
+// 1; sc->energy += dist.
 extern "C" __global__ void vlc_reduce(const unsigned short* __restrict__ X, const int* __restrict__ assign,
-                                      const float* __restrict__ A32, float* __restrict__ dist, float* sum, float* sq,
-                                      float* wsum, unsigned* cnt, Scalars* sc, int n, int d, int dp, float tau,
-                                      int huber, int move) {
+                                      const float* __restrict__ A32, float* __restrict__ dist, long long* sum,
+                                      long long* sq, long long* wsum, unsigned* cnt, Scalars* sc, int n, int d, int dp,
+                                      float tau, int huber, int move, float ss, float sq2, float sw, float se) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    double e = 0;
+    long long e = 0;
     for (int i = blockIdx.x * nw + warp; i < n; i += gridDim.x * nw) {
         const int a = assign[i];
         const unsigned short* x = X + (size_t)i * dp;
         const float* c = A32 + (size_t)a * d;
+        // dist in vlc_reduce_runs' order (lane l: dimensions 256 g + 8 l
+        // .. +7, g ascending, then the same shuffle tree), explicit fused
+        // multiply-adds: the same bits there and here.
         float s = 0.f;
-        for (int j = lane; j < d; j += 32) {
-            float r = h2f(x[j]) - c[j];
-            s += r * r;
-        }
+        for (int j0 = 8 * lane; j0 < d; j0 += 256)
+            for (int j = j0; j < j0 + 8 && j < d; j++) {
+                float r = h2f(x[j]) - c[j];
+                s = __fmaf_rn(r, r, s);
+            }
 #pragma unroll
         for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
         s = __shfl_sync(0xffffffffu, s, 0);
@@ -357,17 +377,17 @@ extern "C" __global__ void vlc_reduce(const unsigned short* __restrict__ X, cons
             float rr = sqrtf(s);
             if (rr > tau) w = tau / rr;
         }
-        float* su = sum + (size_t)a * d;
-        float* q = sq + (size_t)a * d;
+        long long* su = sum + (size_t)a * d;
+        long long* q = sq + (size_t)a * d;
         for (int j = lane; j < d; j += 32) {
             float r = h2f(x[j]) - c[j];
-            if (move) atomicAdd(su + j, w * r);
-            atomicAdd(q + j, r * r);
+            if (move) fix_add(su + j, w * r, ss);
+            fix_add(q + j, r * r, sq2);
         }
         if (lane == 0) {
             dist[i] = s;
-            e += s;
-            if (move) atomicAdd(wsum + a, w);
+            e += fix(s, se);
+            if (move) fix_add(wsum + a, w, sw);
             atomicAdd(cnt + a, 1u);
         }
     }
@@ -392,9 +412,11 @@ __device__ float block_sum(float v, float* red) {
 // sum/wsum|) when capped != 0; empty anchors stay. Then (always) A16 row =
 // float16(A32 row) rounded to nearest even and anorm[a] = |A16 row|^2.
 // Rows a >= m only get anorm[a] = +Inf. SetAnchors runs it with move = 0.
-extern "C" __global__ void vlc_update(float* A32, unsigned short* A16, float* anorm, const float* __restrict__ sum,
-                                      const float* __restrict__ wsum, const unsigned* __restrict__ cnt, int m, int d,
-                                      int dp, float rate, float maxmove, int capped, int move) {
+// sum and wsum are fixed point: invs and invw are 1/ss and 1/sw.
+extern "C" __global__ void vlc_update(float* A32, unsigned short* A16, float* anorm, const long long* __restrict__ sum,
+                                      const long long* __restrict__ wsum, const unsigned* __restrict__ cnt, int m,
+                                      int d, int dp, float rate, float maxmove, int capped, int move, float invs,
+                                      float invw) {
     __shared__ float red[32];
     const int a = blockIdx.x;
     if (a >= m) {
@@ -403,19 +425,19 @@ extern "C" __global__ void vlc_update(float* A32, unsigned short* A16, float* an
     }
     float* c = A32 + (size_t)a * d;
     if (move && cnt[a] > 0) {
-        const float inv = rate / wsum[a];
-        const float* su = sum + (size_t)a * d;
+        const float inv = rate / (float)((double)wsum[a] * invw);
+        const long long* su = sum + (size_t)a * d;
         float scale = 1.f;
         if (capped) {
             float nn = 0.f;
             for (int j = threadIdx.x; j < d; j += blockDim.x) {
-                float mv = su[j] * inv;
+                float mv = (float)((double)su[j] * invs) * inv;
                 nn += mv * mv;
             }
             float len = sqrtf(block_sum(nn, red));
             if (len > maxmove) scale = maxmove / len;
         }
-        for (int j = threadIdx.x; j < d; j += blockDim.x) c[j] += scale * (su[j] * inv);
+        for (int j = threadIdx.x; j < d; j += blockDim.x) c[j] += scale * ((float)((double)su[j] * invs) * inv);
     }
     unsigned short* h = A16 + (size_t)a * dp;
     float nn = 0.f;
@@ -653,10 +675,10 @@ extern "C" __global__ void vlc_pp_dist(const unsigned short* __restrict__ T, int
 // keep the sums of the current anchor in registers and add them to the
 // statistics once per anchor per run instead of once per point: about one
 // atomic per 30 points where vlc_reduce does one per point and dimension.
-// The same sums as vlc_reduce, in another order.
+// The same sums as vlc_reduce, to the bit: both add the same fixed-point
+// terms, in an order that does not matter.
 
 #define RUN_POINTS 32  // sorted points per warp task
-#define RUN_G 4        // 256-dimension groups per lane: d <= 256 * RUN_G
 
 extern "C" __global__ void vlc_hist(const int* __restrict__ assign, unsigned* count, int n) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
@@ -690,47 +712,50 @@ extern "C" __global__ void vlc_scatter(const int* __restrict__ assign, unsigned*
         perm[atomicAdd(cursor + assign[i], 1u)] = (unsigned)i;
 }
 
-extern "C" __global__ void vlc_reduce_runs(const unsigned short* __restrict__ X, const int* __restrict__ assign,
-                                           const unsigned* __restrict__ perm, const float* __restrict__ A32,
-                                           float* __restrict__ dist, float* sum, float* sq, float* wsum,
-                                           unsigned* cnt, Scalars* sc, int n, int d, int dp, float tau, int huber,
-                                           int move) {
-    // Lane l holds dimensions 256 g + 8 l .. +7 for g < RUN_G: one 16-byte
-    // load of 8 float16 values per group (rows of X are 128-byte aligned).
+// reduce_runs is vlc_reduce_runs for d <= 256 G: lane l holds dimensions
+// 256 g + 8 l .. +7 for g < G (one 16-byte load of 8 float16 values per
+// group; rows of X are 128-byte aligned), and the fixed-point sums of the
+// current anchor for them, 2 x 8 G 64-bit registers.
+template <int G>
+__device__ __forceinline__ void reduce_runs(const unsigned short* __restrict__ X, const int* __restrict__ assign,
+                                            const unsigned* __restrict__ perm, const float* __restrict__ A32,
+                                            float* __restrict__ dist, long long* sum, long long* sq, long long* wsum,
+                                            unsigned* cnt, Scalars* sc, int n, int d, int dp, float tau, int huber,
+                                            int move, float ss, float sq2, float sw, float se) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const int tasks = (n + RUN_POINTS - 1) / RUN_POINTS;
-    double e = 0;
+    long long e = 0;
     for (int task = blockIdx.x * nw + warp; task < tasks; task += gridDim.x * nw) {
         const int p0 = task * RUN_POINTS, p1 = min(n, p0 + RUN_POINTS);
-        float accS[RUN_G][8], accQ[RUN_G][8];
-        float accW = 0.f;
+        long long accS[G][8], accQ[G][8];
+        long long accW = 0;
         unsigned accC = 0;
         int cur = -1;
 #pragma unroll
-        for (int g = 0; g < RUN_G; g++)
+        for (int g = 0; g < G; g++)
 #pragma unroll
-            for (int t = 0; t < 8; t++) accS[g][t] = accQ[g][t] = 0.f;
+            for (int t = 0; t < 8; t++) accS[g][t] = accQ[g][t] = 0;
         // The next point's index, anchor and row are loaded while the
         // current one is summed: the chain perm -> assign -> X is what a
         // warp otherwise waits on, point after point.
         int ni = p0 < p1 ? (int)perm[p0] : -1;
         int na = ni >= 0 ? assign[ni] : -1;
-        uint4 nx[RUN_G];
+        uint4 nx[G];
 #pragma unroll
-        for (int g = 0; g < RUN_G; g++) {
+        for (int g = 0; g < G; g++) {
             const int j0 = 256 * g + 8 * lane;
             nx[g] = (ni >= 0 && j0 < d) ? *reinterpret_cast<const uint4*>(X + (size_t)ni * dp + j0) : make_uint4(0, 0, 0, 0);
         }
         for (int p = p0; p <= p1; p++) {
             const int i = ni, a = na;
-            uint4 xv[RUN_G];
+            uint4 xv[G];
 #pragma unroll
-            for (int g = 0; g < RUN_G; g++) xv[g] = nx[g];
+            for (int g = 0; g < G; g++) xv[g] = nx[g];
             if (p + 1 < p1) {
                 ni = (int)perm[p + 1];
                 na = assign[ni];
 #pragma unroll
-                for (int g = 0; g < RUN_G; g++) {
+                for (int g = 0; g < G; g++) {
                     const int j0 = 256 * g + 8 * lane;
                     if (j0 < d) nx[g] = *reinterpret_cast<const uint4*>(X + (size_t)ni * dp + j0);
                 }
@@ -738,33 +763,33 @@ extern "C" __global__ void vlc_reduce_runs(const unsigned short* __restrict__ X,
                 ni = na = -1;
             }
             if (a != cur && cur >= 0) {  // flush the sums of anchor cur
-                float* su = sum + (size_t)cur * d;
-                float* q = sq + (size_t)cur * d;
+                unsigned long long* su = reinterpret_cast<unsigned long long*>(sum + (size_t)cur * d);
+                unsigned long long* q = reinterpret_cast<unsigned long long*>(sq + (size_t)cur * d);
 #pragma unroll
-                for (int g = 0; g < RUN_G; g++)
+                for (int g = 0; g < G; g++)
 #pragma unroll
                     for (int t = 0; t < 8; t++) {
                         const int j = 256 * g + 8 * lane + t;
                         if (j < d) {
-                            if (move) atomicAdd(su + j, accS[g][t]);
-                            atomicAdd(q + j, accQ[g][t]);
+                            if (move) atomicAdd(su + j, (unsigned long long)accS[g][t]);
+                            atomicAdd(q + j, (unsigned long long)accQ[g][t]);
                         }
-                        accS[g][t] = accQ[g][t] = 0.f;
+                        accS[g][t] = accQ[g][t] = 0;
                     }
                 if (lane == 0) {
-                    if (move) atomicAdd(wsum + cur, accW);
+                    if (move) atomicAdd(reinterpret_cast<unsigned long long*>(wsum + cur), (unsigned long long)accW);
                     atomicAdd(cnt + cur, accC);
                 }
-                accW = 0.f;
+                accW = 0;
                 accC = 0;
             }
             if (i < 0) break;
             cur = a;
             const float* c = A32 + (size_t)a * d;
-            float r[RUN_G][8];
+            float r[G][8];
             float s = 0.f;
 #pragma unroll
-            for (int g = 0; g < RUN_G; g++) {
+            for (int g = 0; g < G; g++) {
                 const int j0 = 256 * g + 8 * lane;
                 if (j0 < d) {
                     unsigned w4[4] = {xv[g].x, xv[g].y, xv[g].z, xv[g].w};
@@ -773,7 +798,7 @@ extern "C" __global__ void vlc_reduce_runs(const unsigned short* __restrict__ X,
                         const int j = j0 + t;
                         const unsigned short h = (unsigned short)(w4[t >> 1] >> (16 * (t & 1)));
                         r[g][t] = j < d ? h2f(h) - c[j] : 0.f;
-                        s += r[g][t] * r[g][t];
+                        s = __fmaf_rn(r[g][t], r[g][t], s);
                     }
                 } else {
 #pragma unroll
@@ -788,19 +813,33 @@ extern "C" __global__ void vlc_reduce_runs(const unsigned short* __restrict__ X,
                 if (rr > tau) w = tau / rr;
             }
 #pragma unroll
-            for (int g = 0; g < RUN_G; g++)
+            for (int g = 0; g < G; g++)
 #pragma unroll
                 for (int t = 0; t < 8; t++) {
-                    accS[g][t] += w * r[g][t];
-                    accQ[g][t] += r[g][t] * r[g][t];
+                    if (move) accS[g][t] += fix(w * r[g][t], ss);
+                    accQ[g][t] += fix(r[g][t] * r[g][t], sq2);
                 }
-            accW += w;
+            if (move) accW += fix(w, sw);
             accC++;
             if (lane == 0) {
                 dist[i] = s;
-                e += s;
+                e += fix(s, se);
             }
         }
     }
     add_block_energy(e, sc, lane, warp, nw);
 }
+
+// vlc_reduce_runs<G>: the entry points for d <= 256, 512, 768, 1024.
+#define REDUCE_RUNS(G)                                                                                                \
+    extern "C" __global__ void vlc_reduce_runs##G(                                                                    \
+        const unsigned short* __restrict__ X, const int* __restrict__ assign, const unsigned* __restrict__ perm,      \
+        const float* __restrict__ A32, float* __restrict__ dist, long long* sum, long long* sq, long long* wsum,      \
+        unsigned* cnt, Scalars* sc, int n, int d, int dp, float tau, int huber, int move, float ss, float sq2,        \
+        float sw, float se) {                                                                                         \
+        reduce_runs<G>(X, assign, perm, A32, dist, sum, sq, wsum, cnt, sc, n, d, dp, tau, huber, move, ss, sq2, sw, se); \
+    }
+REDUCE_RUNS(1)
+REDUCE_RUNS(2)
+REDUCE_RUNS(3)
+REDUCE_RUNS(4)

@@ -1,0 +1,112 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/x448/float16"
+
+	"github.com/vlc-embed/vlc/vecfile"
+)
+
+// The reduce adds its terms as 64-bit integers, each term t as
+// rint(t * scale) for a power of two scale (kernels.cu: fixed point), so
+// that its sums, and the anchors and energies made from them, do not
+// depend on the order in which the GPU's atomics land. fixScales picks the
+// scales from a bound on the data, so that no sum can overflow and the
+// rest of the 63 bits keep as much precision as they can.
+
+// fixScales are the scales of the four kinds of terms.
+type fixScales struct {
+	sum    float32 // w r, per anchor and dimension
+	sq     float32 // r^2, per anchor and dimension
+	w      float32 // the Huber weight w (<= 1), per anchor
+	energy float32 // |x - a|^2, over all points
+}
+
+// newFixScales returns the scales for n points of dimension d whose values
+// and anchors' values are at most bound in magnitude. A residual r = x - a
+// is then at most 2 bound; the scales allow twice that, and every sum of n
+// terms stays below 2^62.
+func newFixScales(n, d int, bound float64) fixScales {
+	r := 4 * max(bound, 1e-30)
+	nf := float64(max(n, 1))
+	return fixScales{
+		sum:    scaleFor(nf * r),
+		sq:     scaleFor(nf * r * r),
+		w:      scaleFor(2 * nf),
+		energy: scaleFor(nf * float64(max(d, 1)) * r * r),
+	}
+}
+
+// scaleFor is the largest power of two s (within float32's normal range,
+// with room for its inverse) with limit * s <= 2^62.
+func scaleFor(limit float64) float32 {
+	e := 62 - int(math.Ceil(math.Log2(limit)))
+	e = min(max(e, -120), 120)
+	return float32(math.Ldexp(1, e))
+}
+
+// maxAbsHalf returns the largest magnitude among float16 values (raw
+// bits), on all cores, or an error naming the first value (row and column
+// of rows of dim values) that is not finite: an Inf or NaN would leave no
+// bound for the fixed-point sums.
+func maxAbsHalf(data []uint16, dim int) (float64, error) {
+	const chunk = 1 << 20
+	parts := (len(data) + chunk - 1) / chunk
+	maxes := make([]uint16, parts)
+	bad := make([]int, parts)
+	var wg sync.WaitGroup
+	next := make(chan int, parts)
+	for p := range parts {
+		next <- p
+	}
+	close(next)
+	for range min(parts, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range next {
+				lo, hi := p*chunk, min(len(data), (p+1)*chunk)
+				var m uint16
+				for _, h := range data[lo:hi] {
+					m = max(m, h&0x7fff)
+				}
+				maxes[p], bad[p] = m, -1
+				if m >= 0x7c00 { // an exponent of all ones: Inf or NaN
+					for i, h := range data[lo:hi] {
+						if h&0x7fff >= 0x7c00 {
+							bad[p] = lo + i
+							break
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var m uint16
+	for p := range parts {
+		if bad[p] >= 0 {
+			i := bad[p]
+			return 0, fmt.Errorf("cuda: point %d, dimension %d: %v: %w", i/dim, i%dim, float16.Frombits(data[i]).Float32(), vecfile.ErrNonFinite)
+		}
+		m = max(m, maxes[p])
+	}
+	return float64(float16.Frombits(m).Float32()), nil
+}
+
+// maxAbs32 is maxAbsHalf for float32 values (anchors).
+func maxAbs32(data []float32, dim int) (float64, error) {
+	var m float64
+	for i, v := range data {
+		a := math.Abs(float64(v))
+		if math.IsInf(a, 0) || math.IsNaN(a) {
+			return 0, fmt.Errorf("cuda: anchor %d, dimension %d: %v: %w", i/dim, i%dim, v, vecfile.ErrNonFinite)
+		}
+		m = max(m, a)
+	}
+	return m, nil
+}
