@@ -43,7 +43,13 @@ func maintain(anchors []float32, counts []int64, variance []float32, d, n int, m
 		i, j int
 		dist float32
 	}
-	nn := nearestOther(anchors, d, free)
+	// A pair needs dist < MergeFrac * min(radius): the search for i's
+	// nearest other can stop at MergeFrac * radius[i].
+	bound := make([]float64, m)
+	for i := range m {
+		bound[i] = mergeFrac * radius[i]
+	}
+	nn := nearestOther(anchors, d, free, bound)
 	var pairs []pair
 	for i, p := range nn {
 		if p.j >= 0 && float64(p.dist) < mergeFrac*math.Min(radius[i], radius[p.j]) {
@@ -133,9 +139,11 @@ type neighbour struct {
 	dist float32
 }
 
-// nearestOther finds, for every anchor not marked skip, the nearest other
-// anchor not marked skip (squared L2; ties to the lowest index).
-func nearestOther(anchors []float32, d int, skip []bool) []neighbour {
+// nearestOther finds, for every anchor i not marked skip, the nearest
+// other anchor not marked skip (squared L2; ties to the lowest index)
+// among those closer than bound[i], or none (j = -1). Most pairs are far
+// beyond the bound, and vec.L2Below drops them after a few dimensions.
+func nearestOther(anchors []float32, d int, skip []bool, bound []float64) []neighbour {
 	m := len(skip)
 	out := make([]neighbour, m)
 	par.For(m, 16, func(lo, hi int) {
@@ -149,7 +157,11 @@ func nearestOther(anchors []float32, d int, skip []bool) []neighbour {
 				if j == i || skip[j] {
 					continue
 				}
-				if v := vec.L2(a, anchors[j*d:(j+1)*d]); out[i].j < 0 || v < out[i].dist {
+				limit := bound[i]
+				if out[i].j >= 0 {
+					limit = min(limit, float64(out[i].dist)) // a tie keeps the lower j
+				}
+				if v, ok := vec.L2Below(a, anchors[j*d:(j+1)*d], limit); ok {
 					out[i] = neighbour{j, v}
 				}
 			}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/vlc-embed/vlc/internal/vec"
 )
 
 func TestMaintain(t *testing.T) {
@@ -31,5 +33,78 @@ func TestMaintain(t *testing.T) {
 	}
 	if anchors[3*d] == anchors[2*d] {
 		t.Error("split halves coincide")
+	}
+}
+
+// nearestOther with bounds finds what the full search finds wherever the
+// nearest other anchor is within the bound, and nothing elsewhere; ties go
+// to the lower index.
+func TestNearestOtherBounded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const m, d = 300, 70
+	anchors := make([]float32, m*d)
+	for i := range anchors {
+		anchors[i] = float32(rng.NormFloat64())
+	}
+	copy(anchors[7*d:8*d], anchors[3*d:4*d])  // exact ties: 3 and 7 coincide,
+	copy(anchors[9*d:10*d], anchors[3*d:4*d]) // and 9 too
+	for i := 20; i < 40; i++ {                // close pairs
+		for j := range d {
+			anchors[(i+20)*d+j] = anchors[i*d+j] + float32(rng.NormFloat64()*0.05)
+		}
+	}
+	skip := make([]bool, m)
+	skip[11], skip[25] = true, true
+	bound := make([]float64, m)
+	for i := range bound {
+		bound[i] = []float64{0, 0.2, 1, 50, math.Inf(1)}[i%5]
+	}
+	got := nearestOther(anchors, d, skip, bound)
+	for i := range m {
+		want := neighbour{j: -1}
+		if !skip[i] {
+			for j := range m {
+				if j == i || skip[j] {
+					continue
+				}
+				if v := vec.L2(anchors[i*d:(i+1)*d], anchors[j*d:(j+1)*d]); want.j < 0 || v < want.dist {
+					want = neighbour{j, v}
+				}
+			}
+			if want.j >= 0 && float64(want.dist) >= bound[i] {
+				want = neighbour{j: -1}
+			}
+		}
+		if got[i] != want {
+			t.Errorf("anchor %d (bound %v): %+v, want %+v", i, bound[i], got[i], want)
+		}
+	}
+	if got[3].j != 7 && bound[3] > 0 {
+		t.Errorf("anchor 3: nearest %d, want 7 (a tie with 9, the lower index)", got[3].j)
+	}
+}
+
+// BenchmarkMaintain: one maintenance pass over 4096 anchors of dimension
+// 768 (the issue-4 size), where the merge search dominates.
+func BenchmarkMaintain(b *testing.B) {
+	const m, d, n = 4096, 768, 1_000_000
+	rng := rand.New(rand.NewPCG(1, 1))
+	anchors := make([]float32, m*d)
+	for i := range anchors {
+		anchors[i] = float32(rng.NormFloat64())
+	}
+	counts := make([]int64, m)
+	variance := make([]float32, m*d)
+	for i := range counts {
+		counts[i] = n / m
+	}
+	for i := range variance {
+		variance[i] = 0.5
+	}
+	work := make([]float32, m*d)
+	b.ResetTimer()
+	for range b.N {
+		copy(work, anchors)
+		maintain(work, append([]int64(nil), counts...), variance, d, n, 0.05, rand.New(rand.NewPCG(2, 2)))
 	}
 }

@@ -50,6 +50,38 @@ func L2(a, b []float32) float32 {
 	return s
 }
 
+// L2Below returns L2(a, b) and true when that is below bound, else false
+// (and a partial sum) as soon as the partial sums reach bound: each partial
+// sum of the non-negative terms is at most the final one, in float32 as in
+// exact arithmetic, so nothing below bound is dropped, and what is kept is
+// L2's bits. For nearest-neighbour searches where most pairs are far.
+func L2Below(a, b []float32, bound float64) (float32, bool) {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	j := 0
+	for j+4 <= len(a) {
+		for end := min(j+16, len(a)-len(a)%4); j < end; j += 4 {
+			d0 := a[j] - b[j]
+			d1 := a[j+1] - b[j+1]
+			d2 := a[j+2] - b[j+2]
+			d3 := a[j+3] - b[j+3]
+			s0 += d0 * d0
+			s1 += d1 * d1
+			s2 += d2 * d2
+			s3 += d3 * d3
+		}
+		if p := (s0 + s1) + (s2 + s3); float64(p) >= bound {
+			return p, false
+		}
+	}
+	s := (s0 + s1) + (s2 + s3)
+	for ; j < len(a); j++ {
+		d := a[j] - b[j]
+		s += d * d
+	}
+	return s, float64(s) < bound
+}
+
 // Dot4 returns the dot products of x with a0..a3 in one pass over x, each
 // with the same accumulation order as Dot.
 func Dot4(x, a0, a1, a2, a3 []float32) (r0, r1, r2, r3 float32) {

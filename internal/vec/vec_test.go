@@ -85,3 +85,28 @@ func TestNormalize(t *testing.T) {
 		t.Errorf("zero vector became %v", z)
 	}
 }
+
+// L2Below keeps exactly the pairs below the bound, with L2's bits, also at
+// bounds equal to the distance and at lengths around its 64-value blocks.
+func TestL2Below(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 3, 4, 63, 64, 65, 67, 128, 130, 768} {
+		for range 50 {
+			a, b := make([]float32, n), make([]float32, n)
+			for j := range a {
+				a[j] = float32(rng.NormFloat64())
+				b[j] = a[j] + float32(rng.NormFloat64()*0.1)
+			}
+			want := L2(a, b)
+			for _, bound := range []float64{0, float64(want) * 0.5, float64(want), math.Nextafter(float64(want), 2e9), float64(want) * 2, math.Inf(1)} {
+				got, ok := L2Below(a, b, bound)
+				if ok != (float64(want) < bound) {
+					t.Fatalf("n=%d, L2 %v, bound %v: ok %v", n, want, bound, ok)
+				}
+				if ok && math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("n=%d: L2Below %v, L2 %v", n, got, want)
+				}
+			}
+		}
+	}
+}
