@@ -29,10 +29,7 @@ func initPlusPlus(pts Points, m, s int, rng *rand.Rand, ds Dataset) ([]float32, 
 		return nil, err
 	}
 	for k := 1; k < m; k++ {
-		var total float64
-		for _, v := range dist {
-			total += float64(v)
-		}
+		total := sum64(dist)
 		pick := rng.IntN(s) // all remaining points coincide with an anchor
 		if total > 0 {
 			// D^2 sampling; rounding can leave r >= 0 after the last point,
@@ -104,4 +101,24 @@ func sample(n, s int, rng *rand.Rand) []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// sum64 is the float64 sum of v with four interleaved partial sums (as
+// vec.Dot): four independent chains of additions, about four times as fast
+// as one on the 65,536 distances of every k-means++ round; the order is
+// fixed, so the total depends on v alone.
+func sum64(v []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		s0 += float64(v[i])
+		s1 += float64(v[i+1])
+		s2 += float64(v[i+2])
+		s3 += float64(v[i+3])
+	}
+	s := (s0 + s1) + (s2 + s3)
+	for ; i < len(v); i++ {
+		s += float64(v[i])
+	}
+	return s
 }

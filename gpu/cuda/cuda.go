@@ -35,6 +35,9 @@ type Device struct {
 	// VLC_CUDA_BATCH_ROWS, for tests and measurements. Zero: every point
 	// resident when they fit, batches sized from free memory when not.
 	batchRows int
+	// encodePerSM is the number of encoding threads per SM
+	// (VLC_CUDA_ENCODE_THREADS, default encodeThreads).
+	encodePerSM int
 	la        *launchArgs
 	jitLog    []byte
 	name      [256]byte
@@ -132,6 +135,15 @@ func open() (*Device, error) {
 			return nil, fmt.Errorf("cuda: VLC_CUDA_BATCH_ROWS=%q: want a positive number of rows", v)
 		}
 		d.batchRows = r
+	}
+	d.encodePerSM = encodeThreads
+	if v := os.Getenv("VLC_CUDA_ENCODE_THREADS"); v != "" {
+		r, err := strconv.Atoi(v)
+		if err != nil || r < 32 || r > 2048 {
+			d.w.stop()
+			return nil, fmt.Errorf("cuda: VLC_CUDA_ENCODE_THREADS=%q: want 32 to 2048 threads per SM", v)
+		}
+		d.encodePerSM = r
 	}
 	err = d.w.do(func() error { return d.init(ptx, src) })
 	if err != nil {

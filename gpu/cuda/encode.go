@@ -50,7 +50,7 @@ func (s *dataset) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint3
 	}
 	return s.run(func() error {
 		dev := s.dev
-		threads := min(n, encodeThreads*dev.info.SMs)
+		threads := min(n, dev.encodePerSM*dev.info.SMs)
 		grid := (threads + 127) / 128
 		threads = grid * 128
 		var bufs []uint64

@@ -480,17 +480,57 @@ extern "C" __global__ void vlc_rot_sumsq(const unsigned short* __restrict__ X, i
     }
 }
 
-// fwht_t: the orthonormal Walsh-Hadamard transform of the p values of one
-// thread starting at element off (stride T), as quant's fwht.
-__device__ void fwht_t(float* r, long long T, int off, int p, float scale) {
-    for (int h = 1; h < p; h *= 2)
-        for (int i = 0; i < p; i += 2 * h)
-            for (int j = i; j < i + h; j++) {
-                float a = r[(off + j) * T], b = r[(off + j + h) * T];
-                r[(off + j) * T] = a + b;
-                r[(off + j + h) * T] = a - b;
+// fwht_pass runs R = 2, 4 or 8 consecutive stages h, 2h, .. of the
+// transform on the p values of one thread starting at element off (stride
+// T): each group of R values j, j + h, .., j + (R-1) h goes through the
+// stages in registers, the same additions on the same operands as one
+// stage at a time, with R loads in flight instead of two. The last pass
+// also applies the scale.
+template <int R>
+__device__ __forceinline__ void fwht_pass(float* r, long long T, int off, int p, int h, bool last, float scale) {
+    for (int i = 0; i < p; i += R * h)
+        for (int j = i; j < i + h; j++) {
+            float v[R];
+#pragma unroll
+            for (int q = 0; q < R; q++) v[q] = r[(off + j + q * h) * T];
+#pragma unroll
+            for (int s = 1; s < R; s *= 2)
+#pragma unroll
+                for (int q = 0; q < R; q++)
+                    if ((q & s) == 0) {
+                        const float a = v[q], b = v[q + s];
+                        v[q] = __fadd_rn(a, b);
+                        v[q + s] = __fsub_rn(a, b);
+                    }
+            if (last) {
+#pragma unroll
+                for (int q = 0; q < R; q++) v[q] = __fmul_rn(v[q], scale);
             }
-    for (int j = 0; j < p; j++) r[(off + j) * T] = __fmul_rn(r[(off + j) * T], scale);
+#pragma unroll
+            for (int q = 0; q < R; q++) r[(off + j + q * h) * T] = v[q];
+        }
+}
+
+// fwht_t: the orthonormal Walsh-Hadamard transform of the p values (a power
+// of two) of one thread starting at element off (stride T), as quant's
+// fwht: stages h = 1, 2, 4, .. (three at a time), then every value times
+// scale.
+__device__ void fwht_t(float* r, long long T, int off, int p, float scale) {
+    int h = 1;
+    while (h < p) {
+        const int left = p / h;  // 2^(stages left)
+        if (left >= 8) {
+            fwht_pass<8>(r, T, off, p, h, left == 8, scale);
+            h *= 8;
+        } else if (left == 4) {
+            fwht_pass<4>(r, T, off, p, h, true, scale);
+            h *= 4;
+        } else {
+            fwht_pass<2>(r, T, off, p, h, true, scale);
+            h *= 2;
+        }
+    }
+    if (p == 1) r[off * T] = __fmul_rn(r[off * T], scale);
 }
 
 struct RotHead {
@@ -523,7 +563,15 @@ extern "C" __global__ void vlc_rot_encode(const unsigned short* __restrict__ X, 
         const float* an = anch + (long long)a * d;
         for (int j = 0; j < d; j++) r[j * T] = h2f(x[j]) - an[j];
         for (int k = 0; k < 3; k++) {
-            for (int j = 0; j < d; j++) r[j * T] = __fmul_rn(r[j * T], signs[k * d + j]);
+            int j = 0;
+            for (; j + 8 <= d; j += 8) {  // 8 loads in flight
+                float v[8];
+#pragma unroll
+                for (int q = 0; q < 8; q++) v[q] = r[(j + q) * T];
+#pragma unroll
+                for (int q = 0; q < 8; q++) r[(j + q) * T] = __fmul_rn(v[q], signs[k * d + j + q]);
+            }
+            for (; j < d; j++) r[j * T] = __fmul_rn(r[j * T], signs[k * d + j]);
             fwht_t(r, T, 0, p, scale);
             if (p != d) fwht_t(r, T, d - p, p, scale);
         }
