@@ -101,8 +101,9 @@ func (c *Rotated) Dim() int        { return c.dim }
 func (c *Rotated) CodeBytes() int  { return c.packed + 4 }
 func (c *Rotated) ParamBytes() int { return 4 }
 
-// ErrNotResident is a DeviceEncoder's answer when its points stream from
-// the host rather than stay on the device.
+// ErrNotResident is a DeviceEncoder's answer when it cannot encode the
+// points itself: they stream from the host rather than stay on the device,
+// or they are beyond its kernel's limits. The host encodes them instead.
 var ErrNotResident = errors.New("quant: the points are not resident on the device")
 
 // RotatedLayout is what a device needs to write the rotated code itself,

@@ -38,9 +38,9 @@ type Device struct {
 	// encodePerSM is the number of encoding threads per SM
 	// (VLC_CUDA_ENCODE_THREADS, default encodeThreads).
 	encodePerSM int
-	la        *launchArgs
-	jitLog    []byte
-	name      [256]byte
+	la          *launchArgs
+	jitLog      []byte
+	name        [256]byte
 
 	mu     sync.Mutex
 	closed bool

@@ -14,11 +14,17 @@ import (
 var _ quant.DeviceEncoder = (*dataset)(nil)
 
 // encodeThreads is the number of encoding threads per SM: each keeps a
-// residual and two arrays of sort keys (20 bytes a dimension) in scratch.
+// residual and three arrays of sort keys (16 bytes a dimension) in scratch.
+// encodeBlock is ENC_BLOCK of kernels.cu, and maxEncodeDim the largest
+// dimension its 16-bit radix counts hold.
 // Measured on an H100 (1M x 768, 4 bits): 128, 256, 512, 1024 and 2048 a
 // SM gave compress times within the run-to-run spread (encoding and
 // writing 1.9-2.3 s), so the smaller scratch wins.
-const encodeThreads = 256
+const (
+	encodeThreads = 256
+	encodeBlock   = 64
+	maxEncodeDim  = 65535
+)
 
 // EncodeRotated writes the rotated code of every point on the device, the
 // bytes quant.Rotated.EncodeList writes on the host (TestEncodeRotatedParity):
@@ -40,6 +46,8 @@ func (s *dataset) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint3
 		return errors.New("cuda: encode before SetAnchors")
 	case s.batch > 0:
 		return fmt.Errorf("cuda: encode: %w (they stream in batches of %d rows)", quant.ErrNotResident, s.batch)
+	case d > maxEncodeDim:
+		return fmt.Errorf("cuda: encode: dimension %d beyond the kernel's %d: %w", d, maxEncodeDim, quant.ErrNotResident)
 	}
 	signs := make([]float32, 0, len(l.Signs)*d)
 	for _, r := range l.Signs {
@@ -51,8 +59,8 @@ func (s *dataset) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint3
 	return s.run(func() error {
 		dev := s.dev
 		threads := min(n, dev.encodePerSM*dev.info.SMs)
-		grid := (threads + 127) / 128
-		threads = grid * 128
+		grid := (threads + encodeBlock - 1) / encodeBlock
+		threads = grid * encodeBlock
 		var bufs []uint64
 		defer func() {
 			for _, b := range bufs {
@@ -135,13 +143,17 @@ func (s *dataset) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint3
 		if err != nil {
 			return fmt.Errorf("cuda: encode scratch: %w", err)
 		}
-		ks, err := alloc(2 * int64(threads) * int64(d) * 8)
+		ks, err := alloc(2 * int64(threads) * int64(d) * 4)
 		if err != nil {
 			return fmt.Errorf("cuda: encode scratch: %w", err)
 		}
-		if err := dev.launch("vlc_rot_encode", grid, 1, 128, 0,
+		sorted, err := alloc(int64(threads) * int64(d) * 4)
+		if err != nil {
+			return fmt.Errorf("cuda: encode scratch: %w", err)
+		}
+		if err := dev.launch("vlc_rot_encode", grid, 1, encodeBlock, 0,
 			s.x, i32(s.dp), s.assign, anch, rotA, idb, i32(n), i32(d), i32(l.P), sg, f32(l.Scale),
-			i32(l.Bits), i32(l.Packed), b32(l.IP), sl, out, corr, rs, ks); err != nil {
+			i32(l.Bits), i32(l.Packed), b32(l.IP), sl, out, corr, rs, ks, sorted); err != nil {
 			return err
 		}
 		levels := make([]byte, n*l.Packed)

@@ -542,19 +542,25 @@ struct RotHead {
 // bytes an entry), the two float16 corrections to corr (the host appends
 // them). slist holds each list's s (the float32 of Fit); signs 3 x d; rotA
 // the rotated anchors (ip form only).
-// Scratch: r T*d float32, keys 2*T*d uint64, T = gridDim.x*blockDim.x.
-extern "C" __global__ void vlc_rot_encode(const unsigned short* __restrict__ X, int dp,
+// Scratch: r T*d float32, keys 2*T*d uint32 (interleaved), sorted T*d
+// uint32 (each thread's d in a row), T = gridDim.x*blockDim.x;
+// blocks of ENC_BLOCK threads, whose radix-sort counts live in shared
+// memory (in local memory, indexed by the data, they went to L2).
+#define ENC_BLOCK 64
+extern "C" __global__ void __launch_bounds__(ENC_BLOCK) vlc_rot_encode(const unsigned short* __restrict__ X, int dp,
                                           const int* __restrict__ assign, const float* __restrict__ anch,
                                           const float* __restrict__ rotA, const unsigned* __restrict__ ids,
                                           int n, int d, int p, const float* __restrict__ signs, float scale,
                                           int bits, int packed, int ip, const float* __restrict__ slist,
                                           unsigned char* codes, unsigned short* corr, float* rs,
-                                          unsigned long long* ks) {
+                                          unsigned* ks, unsigned* sorted) {
+    __shared__ unsigned short scount[256 * ENC_BLOCK];
     const long long T = (long long)gridDim.x * blockDim.x;
     const int tid = blockIdx.x * blockDim.x + threadIdx.x;
     float* r = rs + tid;
-    unsigned long long* keys = ks + tid;
-    unsigned long long* tmp = ks + T * d + tid;
+    unsigned* keys = ks + tid;
+    unsigned* tmp = ks + T * d + tid;
+    unsigned short* count = scount + threadIdx.x;  // count[b * ENC_BLOCK]
     const int L = (1 << bits) - 1, steps = (L - 1) / 2;
     const int cb = packed;
     for (int e = tid; e < n; e += T) {
@@ -592,29 +598,40 @@ extern "C" __global__ void vlc_rot_encode(const unsigned short* __restrict__ X, 
             for (int j = 0; j < d; j++) {
                 float v = r[j * T];
                 if (v != 0) {
-                    keys[(long long)nk * T] = ((unsigned long long)(~__float_as_uint(fabsf(v))) << 32) | (unsigned)j;
+                    keys[(long long)nk * T] = ~__float_as_uint(fabsf(v));
                     nk++;
                 }
             }
-            // LSD radix sort by the high 32 bits, as quant's radixHigh32
-            // (keys are distinct, so any correct sort gives its order).
-            unsigned long long *src = keys, *dst = tmp;
-            for (int shift = 32; shift < 64; shift += 8) {
-                int count[256];
-                for (int b = 0; b < 256; b++) count[b] = 0;
-                for (int i = 0; i < nk; i++) count[(src[(long long)i * T] >> shift) & 255]++;
-                int pos = 0;
-                for (int b = 0; b < 256; b++) { int c = count[b]; count[b] = pos; pos += c; }
-                for (int i = 0; i < nk; i++) {
-                    unsigned long long kv = src[(long long)i * T];
-                    dst[(long long)(count[(kv >> shift) & 255]++) * T] = kv;
+            // LSD radix sort of ~|v| (ascending: |v| descending). quant's
+            // radixHigh32 sorts the same 32 bits with the index below
+            // them; the loop below reads only the values, which equal
+            // keys leave the same.
+            // The last pass writes this thread's row of sorted: the loop
+            // after it walks the sorted values from 'steps' places at once,
+            // each onward one by one, which a row serves from L1 where the
+            // interleaved layout would load a sector a value.
+            unsigned *src = keys, *dst = tmp;
+            unsigned* row = sorted + (long long)tid * d;
+            for (int shift = 0; shift < 32; shift += 8) {
+                for (int b = 0; b < 256; b++) count[b * ENC_BLOCK] = 0;
+                for (int i = 0; i < nk; i++) count[((src[(long long)i * T] >> shift) & 255) * ENC_BLOCK]++;
+                unsigned short pos = 0;
+                for (int b = 0; b < 256; b++) {
+                    unsigned short c = count[b * ENC_BLOCK];
+                    count[b * ENC_BLOCK] = pos;
+                    pos += c;
                 }
-                unsigned long long* sw = src; src = dst; dst = sw;
+                const long long stride = shift == 24 ? 1 : T;
+                unsigned* out = shift == 24 ? row : dst;
+                for (int i = 0; i < nk; i++) {
+                    const unsigned kv = src[(long long)i * T];
+                    out[(long long)(count[((kv >> shift) & 255) * ENC_BLOCK]++) * stride] = kv;
+                }
+                unsigned* sw = src; src = dst; dst = sw;
             }
-            // src holds the sorted keys (4 passes: back in keys).
             RotHead heads[8];
             for (int k = 1; k <= steps; k++) {
-                heads[k - 1].t = __ddiv_rn((double)k, (double)__uint_as_float(~(unsigned)(src[0] >> 32)));
+                heads[k - 1].t = __ddiv_rn((double)k, (double)__uint_as_float(~row[0]));
                 heads[k - 1].k = k;
                 heads[k - 1].i = 0;
             }
@@ -623,10 +640,10 @@ extern "C" __global__ void vlc_rot_encode(const unsigned short* __restrict__ X, 
                 RotHead h = heads[0];
                 int k = h.k;
                 double t = h.t;
-                ua = __dadd_rn(ua, (double)__uint_as_float(~(unsigned)(src[(long long)h.i * T] >> 32)));
+                ua = __dadd_rn(ua, (double)__uint_as_float(~row[h.i]));
                 uu = __dadd_rn(uu, (double)(2 * k));
                 if (++h.i < nk) {
-                    h.t = __ddiv_rn((double)k, (double)__uint_as_float(~(unsigned)(src[(long long)h.i * T] >> 32)));
+                    h.t = __ddiv_rn((double)k, (double)__uint_as_float(~row[h.i]));
                     int q = 0;
                     while (q + 1 < live && (heads[q + 1].t < h.t || (heads[q + 1].t == h.t && heads[q + 1].k < k))) {
                         heads[q] = heads[q + 1];
@@ -696,6 +713,9 @@ extern "C" __global__ void vlc_pp_dist(const unsigned short* __restrict__ T, int
     if (i >= s) return;
     float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     int j = 0;
+    // Unrolled: 16 loads of this point's column in flight (the centre's
+    // come from L1); the order of the additions is vec.L2's.
+#pragma unroll 4
     for (; j + 4 <= d; j += 4) {
         long long o = (long long)j * s;
         float d0 = h2f(T[o + i]) - h2f(T[o + c]);
