@@ -28,21 +28,12 @@ func initPlusPlus(pts Points, m, s int, rng *rand.Rand, ds Dataset) ([]float32, 
 	if err := distances(first, false); err != nil {
 		return nil, err
 	}
+	blocks := make([]float64, (s+drawBlock-1)/drawBlock)
 	for k := 1; k < m; k++ {
-		total := sum64(dist)
+		total := blockSums(dist, blocks)
 		pick := rng.IntN(s) // all remaining points coincide with an anchor
 		if total > 0 {
-			// D^2 sampling; rounding can leave r >= 0 after the last point,
-			// which then keeps the last point with a positive distance.
-			r := rng.Float64() * total
-			for i, v := range dist {
-				if v > 0 {
-					pick = i
-					if r -= float64(v); r < 0 {
-						break
-					}
-				}
-			}
+			pick = drawD2(dist, blocks, rng.Float64()*total)
 		}
 		f16.DecodeRow(anchors[k*d:(k+1)*d], pts.Data[idx[pick]*d:(idx[pick]+1)*d])
 		if k < m-1 {
@@ -103,22 +94,62 @@ func sample(n, s int, rng *rand.Rand) []int {
 	return out
 }
 
-// sum64 is the float64 sum of v with four interleaved partial sums (as
-// vec.Dot): four independent chains of additions, about four times as fast
-// as one on the 65,536 distances of every k-means++ round; the order is
-// fixed, so the total depends on v alone.
-func sum64(v []float32) float64 {
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(v); i += 4 {
-		s0 += float64(v[i])
-		s1 += float64(v[i+1])
-		s2 += float64(v[i+2])
-		s3 += float64(v[i+3])
+// drawBlock is how many distances the D^2 draw skips at once.
+const drawBlock = 64
+
+// blockSums sets blocks[b] to the float64 sum of dist's block b of
+// drawBlock values (four interleaved partial sums, as vec.Dot) and returns
+// their sum in order: the k-means++ total, in a fixed order, so that it
+// depends on dist alone, and in four independent chains of additions.
+func blockSums(dist []float32, blocks []float64) float64 {
+	var total float64
+	for b := range blocks {
+		v := dist[b*drawBlock : min(len(dist), (b+1)*drawBlock)]
+		var s0, s1, s2, s3 float64
+		i := 0
+		for ; i+4 <= len(v); i += 4 {
+			s0 += float64(v[i])
+			s1 += float64(v[i+1])
+			s2 += float64(v[i+2])
+			s3 += float64(v[i+3])
+		}
+		s := (s0 + s1) + (s2 + s3)
+		for ; i < len(v); i++ {
+			s += float64(v[i])
+		}
+		blocks[b] = s
+		total += s
 	}
-	s := (s0 + s1) + (s2 + s3)
-	for ; i < len(v); i++ {
-		s += float64(v[i])
+	return total
+}
+
+// drawD2 returns the point that the draw r in [0, total) falls on: r is
+// taken down block by block while it stays >= 0, then point by point in the
+// block where it would not, the first point that takes it below 0 is
+// drawn. Rounding can leave r >= 0 after the last point; the last point
+// with a positive distance is drawn then.
+func drawD2(dist []float32, blocks []float64, r float64) int {
+	last := -1 // a block with a positive sum, the last so far
+	for b, bs := range blocks {
+		if bs > 0 {
+			last = b
+		}
+		if r-bs >= 0 {
+			r -= bs
+			continue
+		}
+		for i := b * drawBlock; i < min(len(dist), (b+1)*drawBlock); i++ {
+			if v := float64(dist[i]); v > 0 {
+				if r -= v; r < 0 {
+					return i
+				}
+			}
+		}
 	}
-	return s
+	for i := min(len(dist), (last+1)*drawBlock) - 1; i >= 0; i-- {
+		if dist[i] > 0 {
+			return i
+		}
+	}
+	return len(dist) - 1 // unreachable with a positive total
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -40,7 +41,7 @@ type driver struct {
 	cuModuleLoadDataEx, cuModuleUnload, cuModuleGetFunction, cuFuncSetAttribute, cuLaunchKernel    uintptr
 	cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD8, cuMemGetInfo                    uintptr
 	cuGetErrorName, cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime           uintptr
-	cuEventDestroy                                                                                 uintptr
+	cuEventDestroy, cuMemAllocHost, cuMemFreeHost                                                  uintptr
 	// cuTensorMapEncodeTiled (CUDA 12.0 and later) is optional: without it
 	// the tma assign variant is not offered.
 	cuTensorMapEncodeTiled uintptr
@@ -94,6 +95,8 @@ func loadDriver() (*driver, error) {
 			{&d.cuEventSynchronize, "cuEventSynchronize"},
 			{&d.cuEventElapsedTime, "cuEventElapsedTime"},
 			{&d.cuEventDestroy, "cuEventDestroy_v2"},
+			{&d.cuMemAllocHost, "cuMemAllocHost_v2"},
+			{&d.cuMemFreeHost, "cuMemFreeHost"},
 		} {
 			p, err := purego.Dlsym(lib, s.name)
 			if err != nil {
@@ -159,29 +162,60 @@ func cString(p *byte) string {
 // context is current per thread, and Go moves goroutines between threads
 // (without the lock the first allocation after cuCtxSetCurrent failed with
 // CUDA_ERROR_INVALID_CONTEXT). Every driver call of a Device runs here.
+//
+// Both sides poll for spinWait before they park: calls often come
+// microseconds apart (k-means++ asks for distances 4096 times in a row),
+// and waking a parked goroutine on another thread cost tens of
+// microseconds a call on the H100 machine.
 type worker struct {
 	jobs chan func()
 	once sync.Once
 }
 
+const spinWait = 200 * time.Microsecond
+
 func startWorker() *worker {
-	w := &worker{jobs: make(chan func())}
+	w := &worker{jobs: make(chan func(), 1)}
 	go func() {
 		runtime.LockOSThread()
 		// The thread is not unlocked: it ends with the goroutine, and with
 		// it whatever context was current on it.
-		for f := range w.jobs {
+		for {
+			f, ok := poll(w.jobs)
+			if !ok {
+				return
+			}
 			f()
 		}
 	}()
 	return w
 }
 
+// poll receives from c, polling for spinWait before it blocks.
+func poll[T any](c chan T) (T, bool) {
+	start := time.Now()
+	for i := 0; ; i++ {
+		select {
+		case v, ok := <-c:
+			return v, ok
+		default:
+		}
+		if i%64 == 63 {
+			if time.Since(start) > spinWait {
+				v, ok := <-c
+				return v, ok
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
 // do runs f on the worker and returns its error.
 func (w *worker) do(f func() error) error {
 	done := make(chan error, 1)
 	w.jobs <- func() { done <- f() }
-	return <-done
+	err, _ := poll(done)
+	return err
 }
 
 func (w *worker) stop() { w.once.Do(func() { close(w.jobs) }) }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/quant"
 )
 
@@ -167,10 +168,14 @@ func (s *dataset) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint3
 			return err
 		}
 		s.toHost.Add(int64(len(levels) + len(cs)))
-		for e := range n {
-			copy(codes[e*cb:], levels[e*l.Packed:(e+1)*l.Packed])
-			copy(codes[e*cb+l.Packed:(e+1)*cb], cs[4*e:4*e+4])
-		}
+		// Interleave levels and corrections on all cores (one core took
+		// 0.23 s for 1M x 768 at 4 bits).
+		par.For(n, 4096, func(lo, hi int) {
+			for e := lo; e < hi; e++ {
+				copy(codes[e*cb:], levels[e*l.Packed:(e+1)*l.Packed])
+				copy(codes[e*cb+l.Packed:(e+1)*cb], cs[4*e:4*e+4])
+			}
+		})
 		return nil
 	})
 }

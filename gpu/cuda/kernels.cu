@@ -706,34 +706,36 @@ extern "C" __global__ void vlc_pp_gather(const unsigned short* __restrict__ X, i
 }
 
 // vlc_pp_dist: dist[i] = |T_i - T_c|^2, or the smaller of that and dist[i]
-// when keep.
-extern "C" __global__ void vlc_pp_dist(const unsigned short* __restrict__ T, int s, int d, int c,
-                                       int keep, float* dist) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= s) return;
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int j = 0;
-    // Unrolled: 16 loads of this point's column in flight (the centre's
-    // come from L1); the order of the additions is vec.L2's.
+// when keep. Blocks of 128 threads for 32 points: warp w sums chain w of
+// vec.L2's four (dimensions j = w mod 4) for the 32 points, in its order;
+// warp 0 then adds the chains as vec.L2 does, and the tail. Four warps a
+// point keep 4x the loads in flight of a thread a point.
+extern "C" __global__ void __launch_bounds__(128) vlc_pp_dist(const unsigned short* __restrict__ T, int s, int d,
+                                                              int c, int keep, float* dist) {
+    __shared__ float part[4][32];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int i = blockIdx.x * 32 + lane;
+    const int d4 = d & ~3;
+    float acc = 0;
+    if (i < s) {
 #pragma unroll 4
-    for (; j + 4 <= d; j += 4) {
-        long long o = (long long)j * s;
-        float d0 = h2f(T[o + i]) - h2f(T[o + c]);
-        float d1 = h2f(T[o + s + i]) - h2f(T[o + s + c]);
-        float d2 = h2f(T[o + 2 * s + i]) - h2f(T[o + 2 * s + c]);
-        float d3 = h2f(T[o + 3 * s + i]) - h2f(T[o + 3 * s + c]);
-        s0 = __fadd_rn(s0, __fmul_rn(d0, d0));
-        s1 = __fadd_rn(s1, __fmul_rn(d1, d1));
-        s2 = __fadd_rn(s2, __fmul_rn(d2, d2));
-        s3 = __fadd_rn(s3, __fmul_rn(d3, d3));
+        for (int j = w; j < d4; j += 4) {
+            const long long o = (long long)j * s;
+            const float e = h2f(T[o + i]) - h2f(T[o + c]);
+            acc = __fadd_rn(acc, __fmul_rn(e, e));
+        }
     }
-    float t = __fadd_rn(__fadd_rn(s0, s1), __fadd_rn(s2, s3));
-    for (; j < d; j++) {
-        long long o = (long long)j * s;
-        float e = h2f(T[o + i]) - h2f(T[o + c]);
-        t = __fadd_rn(t, __fmul_rn(e, e));
+    part[w][lane] = acc;
+    __syncthreads();
+    if (w == 0 && i < s) {
+        float t = __fadd_rn(__fadd_rn(part[0][lane], part[1][lane]), __fadd_rn(part[2][lane], part[3][lane]));
+        for (int j = d4; j < d; j++) {
+            const long long o = (long long)j * s;
+            const float e = h2f(T[o + i]) - h2f(T[o + c]);
+            t = __fadd_rn(t, __fmul_rn(e, e));
+        }
+        if (!keep || t < dist[i]) dist[i] = t;
     }
-    if (!keep || t < dist[i]) dist[i] = t;
 }
 
 // ---------------------------------------------------------------------------

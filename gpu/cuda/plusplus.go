@@ -17,6 +17,10 @@ type ppState struct {
 	rows    *int // &rows[0] of the sample it was built for
 	s       int
 	t, dist uint64
+	// pinned is page-locked host memory for the distances: the copy of a
+	// round comes back at the bus's speed, not through the driver's
+	// staging of pageable memory.
+	pinned unsafe.Pointer
 }
 
 // SampleDistances computes k-means++'s distance update on the device
@@ -44,6 +48,10 @@ func (s *dataset) SampleDistances(rows []int, c int, keep bool, dist []float32) 
 				return err
 			}
 			if s.pp.dist, err = d.alloc(int64(n) * 4); err != nil {
+				s.freePP()
+				return err
+			}
+			if err := d.drv.call("cuMemAllocHost", d.drv.cuMemAllocHost, uintptr(unsafe.Pointer(&s.pp.pinned)), uintptr(n)*4); err != nil {
 				s.freePP()
 				return err
 			}
@@ -79,12 +87,13 @@ func (s *dataset) SampleDistances(rows []int, c int, keep bool, dist []float32) 
 		}
 		// With keep, the distances the device kept from the last call
 		// are dist as the caller holds it (the interface's contract).
-		if err := d.launch("vlc_pp_dist", (n+255)/256, 1, 256, 0, s.pp.t, i32(n), i32(s.d), i32(c), b32(keep), s.pp.dist); err != nil {
+		if err := d.launch("vlc_pp_dist", (n+31)/32, 1, 128, 0, s.pp.t, i32(n), i32(s.d), i32(c), b32(keep), s.pp.dist); err != nil {
 			return err
 		}
-		if err := d.dtoh(unsafe.Pointer(&dist[0]), s.pp.dist, int64(n)*4); err != nil {
+		if err := d.dtoh(s.pp.pinned, s.pp.dist, int64(n)*4); err != nil {
 			return err
 		}
+		copy(dist[:n], unsafe.Slice((*float32)(s.pp.pinned), n))
 		s.toHost.Add(int64(n) * 4)
 		return nil
 	})
@@ -94,5 +103,8 @@ func (s *dataset) SampleDistances(rows []int, c int, keep bool, dist []float32) 
 func (s *dataset) freePP() {
 	s.dev.free(s.pp.t)
 	s.dev.free(s.pp.dist)
+	if s.pp.pinned != nil {
+		s.dev.drv.call("cuMemFreeHost", s.dev.drv.cuMemFreeHost, uintptr(s.pp.pinned))
+	}
 	s.pp = ppState{}
 }
