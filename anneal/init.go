@@ -98,26 +98,30 @@ func sample(n, s int, rng *rand.Rand) []int {
 const drawBlock = 64
 
 // blockSums sets blocks[b] to the float64 sum of dist's block b of
-// drawBlock values (four interleaved partial sums, as vec.Dot) and returns
-// their sum in order: the k-means++ total, in a fixed order, so that it
-// depends on dist alone, and in four independent chains of additions.
+// drawBlock values (four interleaved partial sums, as vec.Dot), on all
+// cores, and returns their sum in order: the k-means++ total, in a fixed
+// order, so that it depends on dist alone.
 func blockSums(dist []float32, blocks []float64) float64 {
+	par.For(len(blocks), 64, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			v := dist[b*drawBlock : min(len(dist), (b+1)*drawBlock)]
+			var s0, s1, s2, s3 float64
+			i := 0
+			for ; i+4 <= len(v); i += 4 {
+				s0 += float64(v[i])
+				s1 += float64(v[i+1])
+				s2 += float64(v[i+2])
+				s3 += float64(v[i+3])
+			}
+			s := (s0 + s1) + (s2 + s3)
+			for ; i < len(v); i++ {
+				s += float64(v[i])
+			}
+			blocks[b] = s
+		}
+	})
 	var total float64
-	for b := range blocks {
-		v := dist[b*drawBlock : min(len(dist), (b+1)*drawBlock)]
-		var s0, s1, s2, s3 float64
-		i := 0
-		for ; i+4 <= len(v); i += 4 {
-			s0 += float64(v[i])
-			s1 += float64(v[i+1])
-			s2 += float64(v[i+2])
-			s3 += float64(v[i+3])
-		}
-		s := (s0 + s1) + (s2 + s3)
-		for ; i < len(v); i++ {
-			s += float64(v[i])
-		}
-		blocks[b] = s
+	for _, s := range blocks {
 		total += s
 	}
 	return total

@@ -35,6 +35,9 @@ type Device struct {
 	// VLC_CUDA_BATCH_ROWS, for tests and measurements. Zero: every point
 	// resident when they fit, batches sized from free memory when not.
 	batchRows int
+	// stage is page-locked host memory for large copies back (on the
+	// worker; allocated on first use).
+	stage []byte
 	// encodePerSM is the number of encoding threads per SM
 	// (VLC_CUDA_ENCODE_THREADS, default encodeThreads).
 	encodePerSM int
@@ -302,7 +305,14 @@ func (d *Device) Close() error {
 		return nil
 	}
 	d.closed = true
-	d.w.do(func() error { d.unload(); return nil })
+	d.w.do(func() error {
+		if d.stage != nil {
+			d.drv.call("cuMemFreeHost", d.drv.cuMemFreeHost, uintptr(unsafe.Pointer(&d.stage[0])))
+			d.stage = nil
+		}
+		d.unload()
+		return nil
+	})
 	d.w.stop()
 	return nil
 }
@@ -319,6 +329,21 @@ func (d *Device) run(f func() error) error {
 }
 
 // The helpers below run on the worker.
+
+// stageBytes is the size of the page-locked staging buffer.
+const stageBytes = 32 << 20
+
+// staging returns the page-locked staging buffer, allocating it once.
+func (d *Device) staging() ([]byte, error) {
+	if d.stage == nil {
+		var p unsafe.Pointer
+		if err := d.drv.call("cuMemAllocHost", d.drv.cuMemAllocHost, uintptr(unsafe.Pointer(&p)), stageBytes); err != nil {
+			return nil, err
+		}
+		d.stage = unsafe.Slice((*byte)(p), stageBytes)
+	}
+	return d.stage, nil
+}
 
 func (d *Device) alloc(bytes int64) (uint64, error) {
 	var p uint64

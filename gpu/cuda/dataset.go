@@ -74,11 +74,15 @@ func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 		return nil, fmt.Errorf("cuda: %d points: at most %d per dataset", p.N, math.MaxInt32-tileM)
 	}
 	s := &dataset{dev: d, n: p.N, d: p.Dim, dp: roundUp(p.Dim, tileK), np: roundUp(p.N, tileM), variant: d.variant}
-	var err error
-	if s.xBound, err = maxAbsHalf(p.Data, p.Dim); err != nil {
-		return nil, err
-	}
-	err = d.run(func() error {
+	// The bound of the fixed-point sums is found on the host's cores
+	// while the worker uploads the points.
+	bound := make(chan error, 1)
+	go func() {
+		var err error
+		s.xBound, err = maxAbsHalf(p.Data, p.Dim)
+		bound <- err
+	}()
+	err := d.run(func() error {
 		rows, err := d.residentRows(s.n, s.d)
 		if err != nil {
 			return err
@@ -126,6 +130,10 @@ func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 		}
 		return nil
 	})
+	if berr := <-bound; err == nil && berr != nil {
+		s.Close()
+		err = berr
+	}
 	if err != nil {
 		return nil, err
 	}

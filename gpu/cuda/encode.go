@@ -157,25 +157,39 @@ func (s *dataset) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint3
 			i32(l.Bits), i32(l.Packed), b32(l.IP), sl, out, corr, rs, ks, sorted); err != nil {
 			return err
 		}
-		levels := make([]byte, n*l.Packed)
-		if l.Packed > 0 {
-			if err := dev.dtoh(unsafe.Pointer(&levels[0]), out, int64(len(levels))); err != nil {
-				return err
-			}
-		}
 		cs := make([]byte, 4*n)
 		if err := dev.dtoh(unsafe.Pointer(&cs[0]), corr, int64(len(cs))); err != nil {
 			return err
 		}
-		s.toHost.Add(int64(len(levels) + len(cs)))
-		// Interleave levels and corrections on all cores (one core took
-		// 0.23 s for 1M x 768 at 4 bits).
-		par.For(n, 4096, func(lo, hi int) {
-			for e := lo; e < hi; e++ {
-				copy(codes[e*cb:], levels[e*l.Packed:(e+1)*l.Packed])
-				copy(codes[e*cb+l.Packed:(e+1)*cb], cs[4*e:4*e+4])
+		// The levels come back a chunk of entries at a time through the
+		// page-locked staging buffer, and go straight to their place in
+		// codes beside the corrections, on all cores (a pageable copy of
+		// all 384 MB of 1M x 768 at 4 bits, then one core interleaving,
+		// took 0.5 s).
+		stage, err := dev.staging()
+		if err != nil {
+			return err
+		}
+		per := n
+		if l.Packed > 0 {
+			per = max(1, len(stage)/l.Packed)
+		}
+		for lo := 0; lo < n; lo += per {
+			hi := min(n, lo+per)
+			if l.Packed > 0 {
+				if err := dev.dtoh(unsafe.Pointer(&stage[0]), out+uint64(lo*l.Packed), int64((hi-lo)*l.Packed)); err != nil {
+					return err
+				}
 			}
-		})
+			par.For(hi-lo, 4096, func(a, b int) {
+				for e := lo + a; e < lo+b; e++ {
+					k := e - lo
+					copy(codes[e*cb:], stage[k*l.Packed:(k+1)*l.Packed])
+					copy(codes[e*cb+l.Packed:(e+1)*cb], cs[4*e:4*e+4])
+				}
+			})
+		}
+		s.toHost.Add(int64(n*l.Packed + len(cs)))
 		return nil
 	})
 }

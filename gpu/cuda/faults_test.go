@@ -10,6 +10,7 @@ import (
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/internal/testutil"
+	"github.com/vlc-embed/vlc/vecfile"
 )
 
 // GPU fault tests: they need a CUDA driver and device and skip without
@@ -145,4 +146,32 @@ func TestUseAfterClose(t *testing.T) {
 		t.Error("Load on a closed Device succeeded")
 	}
 	ds2.Close()
+}
+
+// A point or an anchor that is not finite leaves no bound for the
+// fixed-point sums: Load and SetAnchors refuse it by name, and nothing
+// stays allocated.
+func TestNonFiniteRefused(t *testing.T) {
+	dev := device(t)
+	before := freeMem(t, dev)
+	pts, _ := testutil.Clusters(500, 20, 3, 1)
+	bad := append([]uint16(nil), pts.Data...)
+	bad[3*20+2] = 0x7c00 // +Inf
+	_, err := dev.Load(anneal.Points{Data: bad, N: pts.N, Dim: pts.Dim})
+	if !errors.Is(err, vecfile.ErrNonFinite) || !strings.Contains(err.Error(), "point 3, dimension 2") {
+		t.Fatalf("Load with +Inf at point 3, dimension 2: %v", err)
+	}
+	ds, err := dev.Load(pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := make([]float32, 4*20)
+	anchors[2*20+5] = float32(math.NaN())
+	if err := ds.SetAnchors(anchors, 4); !errors.Is(err, vecfile.ErrNonFinite) || !strings.Contains(err.Error(), "anchor 2, dimension 5") {
+		t.Errorf("SetAnchors with NaN at anchor 2, dimension 5: %v", err)
+	}
+	ds.Close()
+	if after := freeMem(t, dev); after < before-(1<<20) {
+		t.Errorf("free memory %d before, %d after", before, after)
+	}
 }
