@@ -156,6 +156,9 @@ func open() (*Device, error) {
 	name := defaultVariant
 	if d.hopper {
 		name = defaultHopperVariant
+		if _, ok := d.variantNamed(name); !ok {
+			name = "wgmma" // a driver older than CUDA 12.0: no tensor maps
+		}
 	}
 	if v := os.Getenv("VLC_CUDA_ASSIGN"); v != "" {
 		name = v
