@@ -17,7 +17,7 @@ const (
 	tileM      = 128 // BM: points per assign block; X rows are padded to it
 	tileK      = 64  // the largest BK: X and A16 columns are padded to it
 	anchorPad  = 256 // A16 rows padded to the largest BN of any variant
-	scalarSize = 16  // struct Scalars: float64 energy, uint32 changed, pad
+	scalarSize = 16  // struct Scalars: int64 energy, uint32 changed, float32 maxdist
 )
 
 type dataset struct {
@@ -43,7 +43,10 @@ type dataset struct {
 	sum, sq, wsum, cnt uint64    // parts of stats: int64 fixed point (fixed.go), cnt uint32
 	statsWords         int64     // 32-bit words of stats
 	xBound             float64   // the largest |x|
-	fix                fixScales // from xBound and the anchors, at SetAnchors
+	fix                fixScales // for the next pass (fixed.go)
+	statFix            fixScales // those of the statistics on the device
+	fixSet             bool      // a pass has set fix from its distances
+	rescaled           int       // passes reduced twice (finishPass)
 
 	toDev, toHost atomic.Int64
 
@@ -247,9 +250,12 @@ func (s *dataset) SetAnchors(a []float32, m int) error {
 	if err != nil {
 		return err
 	}
-	// Steps keep anchors within the bound: each moves to a point between
-	// itself and a weighted mean of points (Rate <= 1).
-	s.fix = newFixScales(s.n, s.d, max(s.xBound, aBound))
+	// Before any pass, scales for the bound on every distance; after one,
+	// the scales the last pass chose go on (a pass that meets a point
+	// beyond them reduces again).
+	if bound := boundDist(s.d, max(s.xBound, aBound)); !s.fixSet || float64(s.fix.smax) > bound {
+		s.fix = scalesFor(s.n, bound)
+	}
 	return s.run(func() error {
 		d := s.dev
 		if m != s.m {
@@ -292,7 +298,7 @@ func (s *dataset) launchUpdate(p anneal.StepParams, move bool) error {
 	capped := move && !math.IsInf(float64(p.MaxMove), 1)
 	return s.dev.launch("vlc_update", s.mp, 1, 128, 0,
 		s.a32, s.a16, s.anorm, s.sum, s.wsum, s.cnt, i32(s.m), i32(s.d), i32(s.dp),
-		f32(p.Rate), f32(p.MaxMove), b32(capped), b32(move), f32(1/s.fix.sum), f32(1/s.fix.w))
+		f32(p.Rate), f32(p.MaxMove), b32(capped), b32(move), f32(1/s.fix.sum), f32(1/s.fix.w), s.sc, f32(s.fix.smax))
 }
 
 // split chooses how many blocks share the anchors of one row block, so
@@ -391,17 +397,7 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 				return d.launch("vlc_finalize", (s.n+255)/256, 1, 256, 0,
 					s.keys, s.assign, s.stats, i64(s.statsWords), s.sc, i32(s.n), i32(s.m))
 			},
-			func() error {
-				huber := move && !math.IsInf(float64(p.Tau), 1)
-				if s.runs {
-					return s.launchReduceRuns(p, huber, move)
-				}
-				blocks := min((s.n+7)/8, 8*d.info.SMs)
-				return d.launch("vlc_reduce", blocks, 1, 256, 0,
-					s.x, s.assign, s.a32, s.dist, s.sum, s.sq, s.wsum, s.cnt, s.sc,
-					i32(s.n), i32(s.d), i32(s.dp), f32(p.Tau), b32(huber), b32(move),
-					f32(s.fix.sum), f32(s.fix.sq), f32(s.fix.w), f32(s.fix.energy))
-			},
+			func() error { return s.launchReduce(p, move) },
 			func() error {
 				if !move {
 					return nil
@@ -421,7 +417,7 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 			return err
 		}
 		var err error
-		st, err = s.scalars()
+		st, err = s.finishPass(p, move, func() error { return s.launchReduce(p, move) })
 		if err != nil {
 			return err
 		}
@@ -476,24 +472,82 @@ func (s *dataset) launchReduceRuns(p anneal.StepParams, huber, move bool) error 
 		f32(s.fix.sum), f32(s.fix.sq), f32(s.fix.w), f32(s.fix.energy))
 }
 
-// scalars brings back the 16 bytes of a pass's energy and changed count
-// (on the worker).
-func (s *dataset) scalars() (anneal.StepStats, error) {
-	var sc struct {
-		energy  int64 // fixed point
-		changed uint32
-		_       uint32
+// launchReduce launches the reduce of a resident pass: by runs or per
+// point, with the scales s.fix.
+func (s *dataset) launchReduce(p anneal.StepParams, move bool) error {
+	huber := move && !math.IsInf(float64(p.Tau), 1)
+	if s.runs {
+		return s.launchReduceRuns(p, huber, move)
 	}
-	if err := s.dev.dtoh(unsafe.Pointer(&sc), s.sc, scalarSize); err != nil {
-		return anneal.StepStats{}, fmt.Errorf("cuda: step: %w", err)
+	d := s.dev
+	blocks := min((s.n+7)/8, 8*d.info.SMs)
+	return d.launch("vlc_reduce", blocks, 1, 256, 0,
+		s.x, s.assign, s.a32, s.dist, s.sum, s.sq, s.wsum, s.cnt, s.sc,
+		i32(s.n), i32(s.d), i32(s.dp), f32(p.Tau), b32(huber), b32(move),
+		f32(s.fix.sum), f32(s.fix.sq), f32(s.fix.w), f32(s.fix.energy))
+}
+
+// scalars are the 16 bytes a pass brings back.
+type scalars struct {
+	energy  int64 // fixed point
+	changed uint32
+	maxDist float32
+}
+
+// finishPass brings back a pass's scalars (on the worker). When the pass
+// met a point further than its scales allow, the update moved nothing and
+// the sums may have overflowed: reduce (again, with scales for the
+// distance measured) and update run once more; the changed count is the
+// first run's. Then the next pass's scales follow this one's largest
+// distance, with room to grow 4x.
+func (s *dataset) finishPass(p anneal.StepParams, move bool, reduce func() error) (anneal.StepStats, error) {
+	var sc scalars
+	read := func() error {
+		if err := s.dev.dtoh(unsafe.Pointer(&sc), s.sc, scalarSize); err != nil {
+			return fmt.Errorf("cuda: step: %w", err)
+		}
+		s.toHost.Add(scalarSize)
+		return nil
 	}
-	s.toHost.Add(scalarSize)
-	return anneal.StepStats{Energy: float64(sc.energy) / float64(s.fix.energy) / float64(s.n), Changed: int(sc.changed)}, nil
+	if err := read(); err != nil {
+		return anneal.StepStats{}, err
+	}
+	changed := sc.changed
+	if sc.maxDist > s.fix.smax {
+		s.fix = scalesFor(s.n, 2*float64(sc.maxDist))
+		d := s.dev
+		for _, z := range []struct {
+			off, bytes int64
+		}{{0, 8}, {12, 4}} { // energy, maxdist
+			if err := d.memset8(s.sc+uint64(z.off), 0, z.bytes); err != nil {
+				return anneal.StepStats{}, err
+			}
+		}
+		if err := d.memset8(s.stats, 0, s.statsWords*4); err != nil {
+			return anneal.StepStats{}, err
+		}
+		if err := reduce(); err != nil {
+			return anneal.StepStats{}, err
+		}
+		if move {
+			if err := s.launchUpdate(p, true); err != nil {
+				return anneal.StepStats{}, err
+			}
+		}
+		if err := read(); err != nil {
+			return anneal.StepStats{}, err
+		}
+		s.rescaled++
+	}
+	s.statFix = s.fix
+	s.fix, s.fixSet = scalesFor(s.n, 4*float64(sc.maxDist)), true
+	return anneal.StepStats{Energy: float64(sc.energy) / float64(s.statFix.energy) / float64(s.n), Changed: int(changed)}, nil
 }
 
 // passBatched is pass for points that stream through X a batch at a
 // time: per batch upload, assign, finalize (the statistics zeroed by the
-// first batch only) and reduce into the same sums; then one update.
+// first batch only) and reduce into the same sums; then one update. A
+// second reduce (finishPass) streams the batches again.
 func (s *dataset) passBatched(p anneal.StepParams, move bool) (anneal.StepStats, error) {
 	var st anneal.StepStats
 	err := s.run(func() error {
@@ -506,31 +560,8 @@ func (s *dataset) passBatched(p anneal.StepParams, move bool) (anneal.StepStats,
 		if err := d.memset8(s.keys, 0xff, int64(s.batch)*8); err != nil {
 			return err
 		}
-		huber := move && !math.IsInf(float64(p.Tau), 1)
-		for lo := 0; lo < s.n; lo += s.batch {
-			hi := min(lo+s.batch, s.n)
-			if err := s.upload(s.host, lo, hi); err != nil {
-				return err
-			}
-			if err := s.launchAssign(s.variant, hi-lo); err != nil {
-				return err
-			}
-			words := s.statsWords
-			if lo > 0 {
-				words = 0
-			}
-			off := uint64(lo) * 4
-			if err := d.launch("vlc_finalize", (hi-lo+255)/256, 1, 256, 0,
-				s.keys, s.assign+off, s.stats, i64(words), s.sc, i32(hi-lo), i32(s.m)); err != nil {
-				return err
-			}
-			blocks := min((hi-lo+7)/8, 8*d.info.SMs)
-			if err := d.launch("vlc_reduce", blocks, 1, 256, 0,
-				s.x, s.assign+off, s.a32, s.dist+off, s.sum, s.sq, s.wsum, s.cnt, s.sc,
-				i32(hi-lo), i32(s.d), i32(s.dp), f32(p.Tau), b32(huber), b32(move),
-				f32(s.fix.sum), f32(s.fix.sq), f32(s.fix.w), f32(s.fix.energy)); err != nil {
-				return err
-			}
+		if err := s.batches(p, move, true); err != nil {
+			return err
 		}
 		if move {
 			if err := s.launchUpdate(p, true); err != nil {
@@ -538,10 +569,45 @@ func (s *dataset) passBatched(p anneal.StepParams, move bool) (anneal.StepStats,
 			}
 		}
 		var err error
-		st, err = s.scalars()
+		st, err = s.finishPass(p, move, func() error { return s.batches(p, move, false) })
 		return err
 	})
 	return st, err
+}
+
+// batches streams the points through X and reduces each batch, assigning
+// it first when assign (on the worker).
+func (s *dataset) batches(p anneal.StepParams, move, assign bool) error {
+	d := s.dev
+	huber := move && !math.IsInf(float64(p.Tau), 1)
+	for lo := 0; lo < s.n; lo += s.batch {
+		hi := min(lo+s.batch, s.n)
+		if err := s.upload(s.host, lo, hi); err != nil {
+			return err
+		}
+		off := uint64(lo) * 4
+		if assign {
+			if err := s.launchAssign(s.variant, hi-lo); err != nil {
+				return err
+			}
+			words := s.statsWords
+			if lo > 0 {
+				words = 0
+			}
+			if err := d.launch("vlc_finalize", (hi-lo+255)/256, 1, 256, 0,
+				s.keys, s.assign+off, s.stats, i64(words), s.sc, i32(hi-lo), i32(s.m)); err != nil {
+				return err
+			}
+		}
+		blocks := min((hi-lo+7)/8, 8*d.info.SMs)
+		if err := d.launch("vlc_reduce", blocks, 1, 256, 0,
+			s.x, s.assign+off, s.a32, s.dist+off, s.sum, s.sq, s.wsum, s.cnt, s.sc,
+			i32(hi-lo), i32(s.d), i32(s.dp), f32(p.Tau), b32(huber), b32(move),
+			f32(s.fix.sum), f32(s.fix.sq), f32(s.fix.w), f32(s.fix.energy)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *dataset) Step(p anneal.StepParams) (anneal.StepStats, error) { return s.pass(p, true) }
@@ -595,7 +661,7 @@ func (s *dataset) Stats(counts []int64, variance []float32) error {
 	}
 	for i := 0; i < md && i < len(variance); i++ {
 		if c := cnt[i/s.d]; c > 0 {
-			variance[i] = float32(float64(sq[i]) / float64(s.fix.sq) / float64(c))
+			variance[i] = float32(float64(sq[i]) / float64(s.statFix.sq) / float64(c))
 		} else {
 			variance[i] = 0
 		}

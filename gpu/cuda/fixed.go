@@ -14,31 +14,46 @@ import (
 // The reduce adds its terms as 64-bit integers, each term t as
 // rint(t * scale) for a power of two scale (kernels.cu: fixed point), so
 // that its sums, and the anchors and energies made from them, do not
-// depend on the order in which the GPU's atomics land. fixScales picks the
-// scales from a bound on the data, so that no sum can overflow and the
-// rest of the 63 bits keep as much precision as they can.
+// depend on the order in which the GPU's atomics land. The scales are
+// picked for a largest point distance smax: a point's terms are then at
+// most smax (r^2, dist) and sqrt(smax) (w r), so no sum of n terms can
+// overflow, and the rest of the 63 bits keep as much precision as they
+// can. The first pass takes smax from a bound on the data (every |x| and
+// |a| at most B: dist <= d (2B)^2); each later pass from the largest
+// distance the pass before measured, with room to grow; a pass that
+// meets a point beyond its smax moves nothing and is reduced again with
+// scales for the distance it measured (dataset.pass). So the scales
+// follow the data's real spread, not its worst case: one far outlier
+// costs precision only while it sits far from its anchor.
 
-// fixScales are the scales of the four kinds of terms.
+// fixScales are the scales of the four kinds of terms, and the largest
+// point distance they allow.
 type fixScales struct {
 	sum    float32 // w r, per anchor and dimension
 	sq     float32 // r^2, per anchor and dimension
 	w      float32 // the Huber weight w (<= 1), per anchor
 	energy float32 // |x - a|^2, over all points
+	smax   float32 // the largest |x - a|^2 of a point
 }
 
-// newFixScales returns the scales for n points of dimension d whose values
-// and anchors' values are at most bound in magnitude. A residual r = x - a
-// is then at most 2 bound; the scales allow twice that, and every sum of n
-// terms stays below 2^62.
-func newFixScales(n, d int, bound float64) fixScales {
-	r := 4 * max(bound, 1e-30)
+// scalesFor returns the scales for n points none further than smax from
+// its anchor: every sum of n terms stays below 2^62.
+func scalesFor(n int, smax float64) fixScales {
+	smax = min(max(smax, 1e-30), math.MaxFloat32)
 	nf := float64(max(n, 1))
 	return fixScales{
-		sum:    scaleFor(nf * r),
-		sq:     scaleFor(nf * r * r),
+		sum:    scaleFor(nf * math.Sqrt(smax)),
+		sq:     scaleFor(nf * smax),
 		w:      scaleFor(2 * nf),
-		energy: scaleFor(nf * float64(max(d, 1)) * r * r),
+		energy: scaleFor(nf * smax),
+		smax:   float32(smax),
 	}
+}
+
+// boundDist is the largest distance of a point from an anchor when every
+// value of both is at most bound in magnitude, twice over for rounding.
+func boundDist(d int, bound float64) float64 {
+	return 2 * float64(d) * (2 * bound) * (2 * bound)
 }
 
 // scaleFor is the largest power of two s (within float32's normal range,

@@ -31,32 +31,46 @@ func TestScaleFor(t *testing.T) {
 	}
 }
 
-// The worst sums the bound allows fit in an int64, and a typical sum keeps
+// The worst sums the scales allow fit in an int64, and a typical sum keeps
 // far more precision than float32 would.
-func TestFixScales(t *testing.T) {
-	const n, d, bound = 1_000_000, 768, 0.2
-	f := newFixScales(n, d, bound)
-	r := 2 * bound // the largest residual under the bound
+func TestScalesFor(t *testing.T) {
+	const n, smax = 1_000_000, 3.5
+	f := scalesFor(n, smax)
 	for _, c := range []struct {
 		name  string
-		term  float64
-		count float64
+		term  float64 // the largest term, twice over for w (the weights' room)
 		scale float32
-	}{{"sum", r, n, f.sum}, {"sq", r * r, n, f.sq}, {"w", 1, n, f.w}, {"energy", d * r * r, n, f.energy}} {
-		if worst := c.count * math.Round(c.term*float64(c.scale)); worst >= math.MaxInt64 {
-			t.Errorf("%s: %g terms of %g at scale %g overflow", c.name, c.count, c.term, c.scale)
+	}{{"sum", math.Sqrt(smax), f.sum}, {"sq", smax, f.sq}, {"w", 2, f.w}, {"energy", smax, f.energy}} {
+		if worst := n * math.Round(c.term*float64(c.scale)); worst >= math.MaxInt64 {
+			t.Errorf("%s: %d terms of %g at scale %g overflow", c.name, n, c.term, c.scale)
 		}
+		if worst := n * math.Round(c.term*float64(c.scale)*2); worst < 1<<62 {
+			t.Errorf("%s: scale %g is not the largest that fits", c.name, c.scale)
+		}
+	}
+	if f.smax != smax {
+		t.Errorf("smax %v, want %v", f.smax, smax)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var fixed int64
 	var exact float64
 	for range 10000 {
-		v := float32((rng.Float64()*2 - 1) * r)
+		v := float32((rng.Float64()*2 - 1) * math.Sqrt(smax) * 0.1)
 		fixed += int64(math.RoundToEven(float64(v * f.sum)))
 		exact += float64(v)
 	}
 	if got := float64(fixed) / float64(f.sum); math.Abs(got-exact) > 1e-9 {
 		t.Errorf("10,000 terms: fixed point %.12g, exact %.12g", got, exact)
+	}
+	// The bound holds for any point and anchor within it.
+	const d, b = 5, 2.0
+	x, a := []float64{b, -b, b, -b, b}, []float64{-b, b, -b, b, -b}
+	var dist float64
+	for j := range d {
+		dist += (x[j] - a[j]) * (x[j] - a[j])
+	}
+	if bd := boundDist(d, b); dist > bd {
+		t.Errorf("distance %v beyond boundDist %v", dist, bd)
 	}
 }
 

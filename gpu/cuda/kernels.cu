@@ -29,10 +29,13 @@
 //   sc     Scalars  energy (fixed-point sum of dist) and changed count
 //
 // Fixed point: the reduce adds every term t (w r, r^2, w, dist) as the
-// 64-bit integer rint(t * scale), scale a power of two the Go side picks
-// from a bound on |x| and |a| so that no sum can overflow. Integer sums do
-// not depend on the order of the additions, so the statistics, the anchors
-// and the energy are the same bits from run to run (float atomics were not).
+// 64-bit integer rint(t * scale), scales powers of two the Go side picks
+// for a largest point distance smax so that no sum of n terms can
+// overflow; the reduce records the pass's largest distance (maxdist), and
+// the update moves nothing when it exceeds smax (the Go side then runs the
+// reduce again with scales for it). Integer sums do not depend on the
+// order of the additions, so the statistics, the anchors and the energy
+// are the same bits from run to run (float atomics were not).
 
 #define BM 128      // points per assign block
 #define ATHREADS 256
@@ -40,7 +43,7 @@
 struct Scalars {
     long long energy;  // fixed point, scale se
     unsigned int changed;
-    unsigned int pad;
+    unsigned int maxdist;  // the largest dist of the pass, float32 bits
 };
 
 __device__ __forceinline__ float h2f(unsigned short h) {
@@ -330,17 +333,27 @@ __device__ __forceinline__ void fix_add(long long* p, float t, float scale) {
     atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)fix(t, scale));
 }
 
-// add_block_energy adds the fixed-point energies e that lane 0 of each of
-// the block's nw warps summed to sc->energy: one atomic per block. Every
-// thread of the block calls it.
-__device__ __forceinline__ void add_block_energy(long long e, Scalars* sc, int lane, int warp, int nw) {
+// add_block_scalars adds the fixed-point energies e that lane 0 of each of
+// the block's nw warps summed to sc->energy, and their largest distances
+// mx to sc->maxdist: one atomic each per block. Every thread of the block
+// calls it.
+__device__ __forceinline__ void add_block_scalars(long long e, float mx, Scalars* sc, int lane, int warp, int nw) {
     __shared__ long long part[32];
-    if (lane == 0) part[warp] = e;
+    __shared__ float pmax[32];
+    if (lane == 0) {
+        part[warp] = e;
+        pmax[warp] = mx;
+    }
     __syncthreads();
     if (threadIdx.x == 0) {
         long long t = 0;
-        for (int w = 0; w < nw; w++) t += part[w];
+        float m = 0.f;
+        for (int w = 0; w < nw; w++) {
+            t += part[w];
+            m = fmaxf(m, pmax[w]);
+        }
         atomicAdd(reinterpret_cast<unsigned long long*>(&sc->energy), (unsigned long long)t);
+        atomicMax(&sc->maxdist, __float_as_uint(m));  // dist >= 0: its bits order as unsigned
     }
 }
 
@@ -356,6 +369,7 @@ extern "C" __global__ void vlc_reduce(const unsigned short* __restrict__ X, cons
                                       float tau, int huber, int move, float ss, float sq2, float sw, float se) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     long long e = 0;
+    float mx = 0.f;
     for (int i = blockIdx.x * nw + warp; i < n; i += gridDim.x * nw) {
         const int a = assign[i];
         const unsigned short* x = X + (size_t)i * dp;
@@ -387,11 +401,12 @@ extern "C" __global__ void vlc_reduce(const unsigned short* __restrict__ X, cons
         if (lane == 0) {
             dist[i] = s;
             e += fix(s, se);
+            mx = fmaxf(mx, s);
             if (move) fix_add(wsum + a, w, sw);
             atomicAdd(cnt + a, 1u);
         }
     }
-    add_block_energy(e, sc, lane, warp, nw);
+    add_block_scalars(e, mx, sc, lane, warp, nw);
 }
 
 // Sum of v over the block, the same value in every thread. Every thread
@@ -412,11 +427,14 @@ __device__ float block_sum(float v, float* red) {
 // sum/wsum|) when capped != 0; empty anchors stay. Then (always) A16 row =
 // float16(A32 row) rounded to nearest even and anorm[a] = |A16 row|^2.
 // Rows a >= m only get anorm[a] = +Inf. SetAnchors runs it with move = 0.
-// sum and wsum are fixed point: invs and invw are 1/ss and 1/sw.
+// sum and wsum are fixed point: invs and invw are 1/ss and 1/sw; nothing
+// moves when the reduce saw a point further than its scales allow
+// (sc->maxdist > smax: the sums may have overflowed) or an anchor's
+// weights sum to 0.
 extern "C" __global__ void vlc_update(float* A32, unsigned short* A16, float* anorm, const long long* __restrict__ sum,
                                       const long long* __restrict__ wsum, const unsigned* __restrict__ cnt, int m,
                                       int d, int dp, float rate, float maxmove, int capped, int move, float invs,
-                                      float invw) {
+                                      float invw, const Scalars* __restrict__ sc, float smax) {
     __shared__ float red[32];
     const int a = blockIdx.x;
     if (a >= m) {
@@ -424,7 +442,7 @@ extern "C" __global__ void vlc_update(float* A32, unsigned short* A16, float* an
         return;
     }
     float* c = A32 + (size_t)a * d;
-    if (move && cnt[a] > 0) {
+    if (move && cnt[a] > 0 && wsum[a] > 0 && __uint_as_float(sc->maxdist) <= smax) {
         const float inv = rate / (float)((double)wsum[a] * invw);
         const long long* su = sum + (size_t)a * d;
         float scale = 1.f;
@@ -795,6 +813,7 @@ __device__ __forceinline__ void reduce_runs(const unsigned short* __restrict__ X
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const int tasks = (n + RUN_POINTS - 1) / RUN_POINTS;
     long long e = 0;
+    float mx = 0.f;
     for (int task = blockIdx.x * nw + warp; task < tasks; task += gridDim.x * nw) {
         const int p0 = task * RUN_POINTS, p1 = min(n, p0 + RUN_POINTS);
         long long accS[G][8], accQ[G][8];
@@ -894,10 +913,11 @@ __device__ __forceinline__ void reduce_runs(const unsigned short* __restrict__ X
             if (lane == 0) {
                 dist[i] = s;
                 e += fix(s, se);
+                mx = fmaxf(mx, s);
             }
         }
     }
-    add_block_energy(e, sc, lane, warp, nw);
+    add_block_scalars(e, mx, sc, lane, warp, nw);
 }
 
 // vlc_reduce_runs<G>: the entry points for d <= 256, 512, 768, 1024.
