@@ -63,6 +63,16 @@ type SampleDistancer interface {
 	SampleDistances(rows []int, c int, keep bool, dist []float32) error
 }
 
+// PlusPlusDrawer is implemented by datasets that run all of k-means++'s
+// rounds where the points are (gpu/cuda): each round's distances, block
+// sums and D^2 draw in the host's arithmetic (PlusPlusRounds), so the
+// picks are the host's, without a round trip a round.
+type PlusPlusDrawer interface {
+	// DrawPlusPlus returns the positions in rows picked by rounds 1 to
+	// len(u) from the first centre rows[first], as PlusPlusRounds does.
+	DrawPlusPlus(rows []int, first int, u []float64, fallback []int) ([]int, error)
+}
+
 // StepParams sets how far one Step moves the anchors. With Tau, Rate and
 // MaxMove all at their limits (+Inf, 1, +Inf) a Step is one Lloyd iteration.
 type StepParams struct {

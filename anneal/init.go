@@ -12,37 +12,67 @@ import (
 // initPlusPlus picks m starting anchors by k-means++ (D^2 sampling) on a
 // seeded sample of s points. Duplicate points can leave fewer than m
 // distinct candidates; the remaining anchors are then drawn uniformly. The
-// distances are computed by ds when it is a SampleDistancer (the points on
-// a GPU), else on the host; both give the same bits, so the same anchors.
+// random numbers of every round are drawn first, so that a device can run
+// all the rounds (PlusPlusDrawer); otherwise the distances are computed by
+// ds when it is a SampleDistancer (the points on a GPU), else on the host.
+// Every way gives the same bits, so the same anchors.
 func initPlusPlus(pts Points, m, s int, rng *rand.Rand, ds Dataset) ([]float32, error) {
 	d := pts.Dim
 	idx := sample(pts.N, s, rng)
-	anchors := make([]float32, m*d)
-	dist := make([]float32, s)
-	distances := hostDistances(pts, idx, dist)
-	if sd, ok := ds.(SampleDistancer); ok {
-		distances = func(c int, keep bool) error { return sd.SampleDistances(idx, c, keep, dist) }
-	}
 	first := rng.IntN(s)
-	f16.DecodeRow(anchors[:d], pts.Data[idx[first]*d:(idx[first]+1)*d])
+	u, fallback := make([]float64, m-1), make([]int, m-1)
+	for k := range m - 1 {
+		fallback[k] = rng.IntN(s) // when all remaining points coincide with an anchor
+		u[k] = rng.Float64()
+	}
+	var picks []int
+	var err error
+	if dr, ok := ds.(PlusPlusDrawer); ok {
+		picks, err = dr.DrawPlusPlus(idx, first, u, fallback)
+	} else {
+		dist := make([]float32, s)
+		distances := hostDistances(pts, idx, dist)
+		if sd, ok := ds.(SampleDistancer); ok {
+			distances = func(c int, keep bool) error { return sd.SampleDistances(idx, c, keep, dist) }
+		}
+		picks, err = PlusPlusRounds(first, u, fallback, dist, distances)
+	}
+	if err != nil {
+		return nil, err
+	}
+	anchors := make([]float32, m*d)
+	for k, p := range append([]int{first}, picks...) {
+		f16.DecodeRow(anchors[k*d:(k+1)*d], pts.Data[idx[p]*d:(idx[p]+1)*d])
+	}
+	return anchors, nil
+}
+
+// PlusPlusRounds runs k-means++'s rounds 1 to len(u) on the host and
+// returns their picks (positions in the sample): distances(c, keep) brings
+// dist to the sample's squared distances from centre c (the smaller of
+// those and dist's when keep); a round draws with r = u[k-1] times the
+// total of the block sums (drawD2), or takes fallback[k-1] when the total
+// is 0. Exported as the reference a PlusPlusDrawer must match.
+func PlusPlusRounds(first int, u []float64, fallback []int, dist []float32, distances func(c int, keep bool) error) ([]int, error) {
 	if err := distances(first, false); err != nil {
 		return nil, err
 	}
-	blocks := make([]float64, (s+drawBlock-1)/drawBlock)
-	for k := 1; k < m; k++ {
+	blocks := make([]float64, (len(dist)+drawBlock-1)/drawBlock)
+	picks := make([]int, len(u))
+	for k := range u {
 		total := blockSums(dist, blocks)
-		pick := rng.IntN(s) // all remaining points coincide with an anchor
+		pick := fallback[k]
 		if total > 0 {
-			pick = drawD2(dist, blocks, rng.Float64()*total)
+			pick = drawD2(dist, blocks, float64(u[k]*total)) // float64(): rounded, never fused
 		}
-		f16.DecodeRow(anchors[k*d:(k+1)*d], pts.Data[idx[pick]*d:(idx[pick]+1)*d])
-		if k < m-1 {
+		picks[k] = pick
+		if k+1 < len(u) {
 			if err := distances(pick, true); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return anchors, nil
+	return picks, nil
 }
 
 // hostDistances returns k-means++'s distance update on the host's cores:

@@ -59,7 +59,7 @@ type Profiler interface {
 // kernelNames are the entry points the Go side launches; the PTX test
 // checks that the committed PTX defines each.
 var kernelNames = []string{"vlc_finalize", "vlc_reduce", "vlc_update", "vlc_rot_sumsq", "vlc_rot_encode", "vlc_pp_gather", "vlc_pp_dist",
-	"vlc_hist", "vlc_scan", "vlc_scatter", "vlc_reduce_runs1", "vlc_reduce_runs2", "vlc_reduce_runs3", "vlc_reduce_runs4"}
+	"vlc_pp_blocksums", "vlc_pp_draw", "vlc_hist", "vlc_scan", "vlc_scatter", "vlc_reduce_runs1", "vlc_reduce_runs2", "vlc_reduce_runs3", "vlc_reduce_runs4"}
 
 func init() {
 	for _, v := range assignVariants {

@@ -724,13 +724,15 @@ extern "C" __global__ void vlc_pp_gather(const unsigned short* __restrict__ X, i
 }
 
 // vlc_pp_dist: dist[i] = |T_i - T_c|^2, or the smaller of that and dist[i]
-// when keep. Blocks of 128 threads for 32 points: warp w sums chain w of
+// when keep; c is *cptr when cptr is not null (a pick made on the device). Blocks of 128 threads for 32 points: warp w sums chain w of
 // vec.L2's four (dimensions j = w mod 4) for the 32 points, in its order;
 // warp 0 then adds the chains as vec.L2 does, and the tail. Four warps a
 // point keep 4x the loads in flight of a thread a point.
 extern "C" __global__ void __launch_bounds__(128) vlc_pp_dist(const unsigned short* __restrict__ T, int s, int d,
-                                                              int c, int keep, float* dist) {
+                                                              int c, const int* __restrict__ cptr, int keep,
+                                                              float* dist) {
     __shared__ float part[4][32];
+    if (cptr) c = *cptr;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int i = blockIdx.x * 32 + lane;
     const int d4 = d & ~3;
@@ -754,6 +756,77 @@ extern "C" __global__ void __launch_bounds__(128) vlc_pp_dist(const unsigned sho
         }
         if (!keep || t < dist[i]) dist[i] = t;
     }
+}
+
+// k-means++ rounds on the device (anneal.PlusPlusRounds, with its
+// arithmetic): per round vlc_pp_blocksums, vlc_pp_draw and vlc_pp_dist
+// queue on the stream with no round trip; the host reads the picks once.
+#define PP_BLOCK 64  // anneal's drawBlock
+
+// vlc_pp_blocksums: blocks[b] = the float64 sum of dist's block b of
+// PP_BLOCK values, as anneal.blockSums: four chains, (s0+s1)+(s2+s3), then
+// the tail.
+extern "C" __global__ void vlc_pp_blocksums(const float* __restrict__ dist, int s, double* blocks, int nb) {
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nb) return;
+    const int lo = b * PP_BLOCK, len = min(s, lo + PP_BLOCK) - lo;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int i = 0;
+    for (; i + 4 <= len; i += 4) {
+        s0 = __dadd_rn(s0, (double)dist[lo + i]);
+        s1 = __dadd_rn(s1, (double)dist[lo + i + 1]);
+        s2 = __dadd_rn(s2, (double)dist[lo + i + 2]);
+        s3 = __dadd_rn(s3, (double)dist[lo + i + 3]);
+    }
+    double t = __dadd_rn(__dadd_rn(s0, s1), __dadd_rn(s2, s3));
+    for (; i < len; i++) t = __dadd_rn(t, (double)dist[lo + i]);
+    blocks[b] = t;
+}
+
+// vlc_pp_draw (one thread): round k's pick, as anneal.drawD2: the total of
+// the block sums in order; r = u[k-1] * total taken down block by block
+// while it stays >= 0, then point by point; the last point with a positive
+// distance when rounding leaves r >= 0; fallback[k-1] when the total is 0.
+extern "C" __global__ void vlc_pp_draw(const float* __restrict__ dist, int s, const double* __restrict__ blocks,
+                                       int nb, const double* __restrict__ u, const int* __restrict__ fallback,
+                                       int* picks, int k) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    double total = 0;
+    for (int b = 0; b < nb; b++) total = __dadd_rn(total, blocks[b]);
+    int pick = fallback[k - 1];
+    if (total > 0) {
+        double r = __dmul_rn(u[k - 1], total);
+        int last = -1;
+        pick = -1;
+        for (int b = 0; b < nb && pick < 0; b++) {
+            const double bs = blocks[b];
+            if (bs > 0) last = b;
+            const double t = __dsub_rn(r, bs);
+            if (t >= 0) {
+                r = t;
+                continue;
+            }
+            for (int i = b * PP_BLOCK; i < min(s, (b + 1) * PP_BLOCK); i++) {
+                const double v = (double)dist[i];
+                if (v > 0) {
+                    r = __dsub_rn(r, v);
+                    if (r < 0) {
+                        pick = i;
+                        break;
+                    }
+                }
+            }
+        }
+        if (pick < 0) {
+            pick = s - 1;
+            for (int i = min(s, (last + 1) * PP_BLOCK) - 1; i >= 0; i--)
+                if (dist[i] > 0) {
+                    pick = i;
+                    break;
+                }
+        }
+    }
+    picks[k] = pick;
 }
 
 // ---------------------------------------------------------------------------
