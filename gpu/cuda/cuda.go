@@ -157,7 +157,7 @@ func open() (*Device, error) {
 	if d.hopper {
 		name = defaultHopperVariant
 		if _, ok := d.variantNamed(name); !ok {
-			name = "wgmma" // a driver older than CUDA 12.0: no tensor maps
+			name = "wgmma" // no cuTensorMapEncodeTiled (unlikely: drivers that load this PTX have it)
 		}
 	}
 	if v := os.Getenv("VLC_CUDA_ASSIGN"); v != "" {

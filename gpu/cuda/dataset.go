@@ -338,8 +338,9 @@ func (s *dataset) launchAssign(v assignVariant, rows int) error {
 		s.anorm, s.keys, i32(s.dp), i32(ntiles), i32(per))
 }
 
-// cachedMap keeps the tensor map of one buffer until the buffer or the
-// rows it covers change (a new anchor count, a shorter last batch).
+// cachedMap keeps the tensor map of one buffer until the buffer or its
+// rows change (a new anchor count reallocates A16). Its box is fixed by the
+// tma variant, the one user of maps.
 type cachedMap struct {
 	ptr        uint64
 	rows, cols int
@@ -437,7 +438,7 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 }
 
 // maxRunDim is the largest dimension vlc_reduce_runs keeps in registers
-// (RUN_G x 256 in kernels.cu); below runMinPoints its four launches cost
+// (4 groups of 256 in kernels.cu); below runMinPoints its four launches cost
 // more than the atomics they save (10K x 128 x 256 on an H100: reduce
 // 0.053 ms by runs, 0.013 ms per point).
 const (

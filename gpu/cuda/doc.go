@@ -11,8 +11,9 @@
 // from the CPU's where two anchors are within the float16 rounding of the
 // anchors of each other (a near-tie, see internal/parity.NearTie). Distances, energy and the
 // Huber weights are then recomputed against the float32 anchor as
-// sum (x_j - a_j)^2 in float32. Per-anchor sums use float32 atomics, so the
-// last bits of the anchors and statistics can vary from run to run.
+// sum (x_j - a_j)^2 in float32. Per-anchor sums are 64-bit fixed point
+// (fixed.go), so the anchors, statistics and energies are the same bits
+// from run to run.
 //
 // docs/CUDA.md describes the buffers, the kernels and what crosses the bus,
 // with measured numbers.

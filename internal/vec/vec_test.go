@@ -87,7 +87,7 @@ func TestNormalize(t *testing.T) {
 }
 
 // L2Below keeps exactly the pairs below the bound, with L2's bits, also at
-// bounds equal to the distance and at lengths around its 64-value blocks.
+// bounds equal to the distance and at lengths around its 16-value checks.
 func TestL2Below(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{0, 1, 3, 4, 63, 64, 65, 67, 128, 130, 768} {
