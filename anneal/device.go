@@ -52,17 +52,6 @@ type Dataset interface {
 	Close() error
 }
 
-// SampleDistancer is implemented by datasets that compute k-means++'s
-// distance updates where the points are (gpu/cuda), bit for bit as the
-// host does: vec.L2 of the exactly decoded float16 rows.
-type SampleDistancer interface {
-	// SampleDistances sets dist[i] = |x[rows[i]] - x[rows[c]]|^2, or the
-	// smaller of that and dist[i] when keep, for every i < len(rows). One
-	// initialisation passes the same rows on every call, and dist as the
-	// previous call left it.
-	SampleDistances(rows []int, c int, keep bool, dist []float32) error
-}
-
 // PlusPlusDrawer is implemented by datasets that run all of k-means++'s
 // rounds where the points are (gpu/cuda): each round's distances, block
 // sums and D^2 draw in the host's arithmetic (PlusPlusRounds), so the

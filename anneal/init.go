@@ -13,9 +13,8 @@ import (
 // seeded sample of s points. Duplicate points can leave fewer than m
 // distinct candidates; the remaining anchors are then drawn uniformly. The
 // random numbers of every round are drawn first, so that a device can run
-// all the rounds (PlusPlusDrawer); otherwise the distances are computed by
-// ds when it is a SampleDistancer (the points on a GPU), else on the host.
-// Every way gives the same bits, so the same anchors.
+// all the rounds (PlusPlusDrawer, the points on a GPU); otherwise they run
+// on the host. Both give the same bits, so the same anchors.
 func initPlusPlus(pts Points, m, s int, rng *rand.Rand, ds Dataset) ([]float32, error) {
 	d := pts.Dim
 	idx := sample(pts.N, s, rng)
@@ -31,11 +30,7 @@ func initPlusPlus(pts Points, m, s int, rng *rand.Rand, ds Dataset) ([]float32, 
 		picks, err = dr.DrawPlusPlus(idx, first, u, fallback)
 	} else {
 		dist := make([]float32, s)
-		distances := hostDistances(pts, idx, dist)
-		if sd, ok := ds.(SampleDistancer); ok {
-			distances = func(c int, keep bool) error { return sd.SampleDistances(idx, c, keep, dist) }
-		}
-		picks, err = PlusPlusRounds(first, u, fallback, dist, distances)
+		picks, err = PlusPlusRounds(first, u, fallback, dist, hostDistances(pts, idx, dist))
 	}
 	if err != nil {
 		return nil, err

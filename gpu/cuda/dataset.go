@@ -45,12 +45,11 @@ type dataset struct {
 	xBound             float64   // the largest |x|
 	fix                fixScales // for the next pass (fixed.go)
 	statFix            fixScales // those of the statistics on the device
-	fixSet             bool      // a pass has set fix from its distances
 	rescaled           int       // passes reduced twice (finishPass)
 
 	toDev, toHost atomic.Int64
 
-	pp ppState // k-means++ (SampleDistances)
+	pp ppState // k-means++ (DrawPlusPlus)
 
 	variant    assignVariant // assign tile shape, from the Device
 	xMap, aMap cachedMap     // tensor maps of X and A16 (tma variant)
@@ -250,10 +249,10 @@ func (s *dataset) SetAnchors(a []float32, m int) error {
 	if err != nil {
 		return err
 	}
-	// Before any pass, scales for the bound on every distance; after one,
-	// the scales the last pass chose go on (a pass that meets a point
-	// beyond them reduces again).
-	if bound := boundDist(s.d, max(s.xBound, aBound)); !s.fixSet || float64(s.fix.smax) > bound {
+	// Before any pass (no statFix yet), scales for the bound on every
+	// distance; after one, the scales the last pass chose go on (a pass
+	// that meets a point beyond them reduces again).
+	if bound := boundDist(s.d, max(s.xBound, aBound)); s.statFix.smax == 0 || float64(s.fix.smax) > bound {
 		s.fix = scalesFor(s.n, bound)
 	}
 	return s.run(func() error {
@@ -541,7 +540,7 @@ func (s *dataset) finishPass(p anneal.StepParams, move bool, reduce func() error
 		s.rescaled++
 	}
 	s.statFix = s.fix
-	s.fix, s.fixSet = scalesFor(s.n, 4*float64(sc.maxDist)), true
+	s.fix = scalesFor(s.n, 4*float64(sc.maxDist))
 	return anneal.StepStats{Energy: float64(sc.energy) / float64(s.statFix.energy) / float64(s.n), Changed: int(changed)}, nil
 }
 
@@ -747,4 +746,39 @@ func (s *dataset) TimeAssign(variant string, reps int) ([]float64, error) {
 		return s.dev.memset8(s.keys, 0xff, int64(s.np)*8)
 	})
 	return times, err
+}
+
+// jobBufs are device buffers that live for one worker job (encoding, the
+// k-means++ rounds): free releases them all, on every return path.
+type jobBufs struct {
+	s    *dataset
+	bufs []uint64
+}
+
+func (j *jobBufs) alloc(bytes int64) (uint64, error) {
+	p, err := j.s.dev.alloc(bytes)
+	if err == nil {
+		j.bufs = append(j.bufs, p)
+	}
+	return p, err
+}
+
+// upload allocates bytes and copies them up from p, counted in Transfer.
+func (j *jobBufs) upload(p unsafe.Pointer, bytes int64) (uint64, error) {
+	b, err := j.alloc(bytes)
+	if err != nil {
+		return 0, err
+	}
+	if err := j.s.dev.htod(b, p, bytes); err != nil {
+		return 0, err
+	}
+	j.s.toDev.Add(bytes)
+	return b, nil
+}
+
+func (j *jobBufs) free() {
+	for _, b := range j.bufs {
+		j.s.dev.free(b)
+	}
+	j.bufs = nil
 }

@@ -164,9 +164,9 @@ func cString(p *byte) string {
 // CUDA_ERROR_INVALID_CONTEXT). Every driver call of a Device runs here.
 //
 // Both sides poll for spinWait before they park: calls often come
-// microseconds apart (k-means++ asks for distances 4096 times in a row),
-// and waking a parked goroutine on another thread cost tens of
-// microseconds a call on the H100 machine.
+// microseconds apart (Step after Step), and waking a parked goroutine on
+// another thread cost tens of microseconds a call on the H100 machine
+// (vlc test-cuda: 0.062 -> 0.054 ms a Step).
 type worker struct {
 	jobs chan func()
 	once sync.Once

@@ -62,30 +62,9 @@ func (s *dataset) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint3
 		threads := min(n, dev.encodePerSM*dev.info.SMs)
 		grid := (threads + encodeBlock - 1) / encodeBlock
 		threads = grid * encodeBlock
-		var bufs []uint64
-		defer func() {
-			for _, b := range bufs {
-				dev.free(b)
-			}
-		}()
-		alloc := func(bytes int64) (uint64, error) {
-			p, err := dev.alloc(bytes)
-			if err == nil {
-				bufs = append(bufs, p)
-			}
-			return p, err
-		}
-		up := func(p unsafe.Pointer, bytes int64) (uint64, error) {
-			b, err := alloc(bytes)
-			if err != nil {
-				return 0, err
-			}
-			if err := dev.htod(b, p, bytes); err != nil {
-				return 0, err
-			}
-			s.toDev.Add(bytes)
-			return b, nil
-		}
+		tmp := jobBufs{s: s}
+		defer tmp.free()
+		alloc, up := tmp.alloc, tmp.upload
 		anch, err := up(unsafe.Pointer(&anchors[0]), int64(m*d)*4)
 		if err != nil {
 			return err

@@ -36,6 +36,18 @@ __device__ __forceinline__ void wgmma_m64n256k16(float* d, unsigned long long da
         : "l"(da), "l"(db), "r"(scale));
 }
 
+// wg_stage issues one stage's products as one wgmma group: acc (+)= the
+// 64 x 64 slice of points at xs times the 256 x 64 slice of anchors at as,
+// four k16 steps; the first stage of a tile (accumulate false) starts acc
+// from 0. The caller waits for the group.
+__device__ __forceinline__ void wg_stage(float* acc, unsigned xs, unsigned as, bool accumulate) {
+    wg_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ks++)
+        wgmma_m64n256k16(acc, wg_desc(xs + ks * 32), wg_desc(as + ks * 32), (accumulate || ks > 0) ? 1 : 0);
+    wg_commit();
+}
+
 // tile_argmin folds one finished 64 x 256 accumulator tile (x.a of this
 // warpgroup's 64 points and anchor tile tile) into the running best of the
 // thread's two rows: distance |a|^2 - 2 x.a, the lower anchor on ties.
@@ -112,11 +124,7 @@ extern "C" __global__ void __launch_bounds__(ATHREADS)
             __syncthreads();
             const unsigned xs = sbase + (it % WG_STAGES) * STAGE + wg * 64 * 128;
             const unsigned as = sbase + (it % WG_STAGES) * STAGE + BM * BKW * 2;
-            wg_fence();
-#pragma unroll
-            for (int ks = 0; ks < BKW / 16; ks++)
-                wgmma_m64n256k16(acc, wg_desc(xs + ks * 32), wg_desc(as + ks * 32), (kc > 0 || ks > 0) ? 1 : 0);
-            wg_commit();
+            wg_stage(acc, xs, as, kc > 0);
             if (kc + 1 < KT) {
                 wg_wait1();
             } else {
@@ -235,11 +243,7 @@ extern "C" __global__ void __launch_bounds__(TMA_THREADS, 1)
             mbar_wait(full + 8 * s, (it / TMA_STAGES) & 1);
             const unsigned xs = sbase + s * STAGE + cg * 64 * 128;
             const unsigned as = sbase + s * STAGE + XBYTES;
-            wg_fence();
-#pragma unroll
-            for (int ks = 0; ks < BKW / 16; ks++)
-                wgmma_m64n256k16(acc, wg_desc(xs + ks * 32), wg_desc(as + ks * 32), (kc > 0 || ks > 0) ? 1 : 0);
-            wg_commit();
+            wg_stage(acc, xs, as, kc > 0);
             // The group before this one has read its stage: free it.
             if (kc + 1 < KT) {
                 wg_wait1();

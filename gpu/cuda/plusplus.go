@@ -9,46 +9,12 @@ import (
 	"github.com/vlc-embed/vlc/anneal"
 )
 
-var _ anneal.SampleDistancer = (*dataset)(nil)
-
 // ppState is the device side of one k-means++ initialisation: the sample's
 // rows gathered column-major and the distances.
 type ppState struct {
 	rows    *int // &rows[0] of the sample it was built for
 	s       int
 	t, dist uint64
-	// pinned is page-locked host memory for the distances: the copy of a
-	// round comes back at the bus's speed, not through the driver's
-	// staging of pageable memory.
-	pinned unsafe.Pointer
-}
-
-// SampleDistances computes k-means++'s distance update on the device
-// (vlc_pp_dist), the same bits as the host's vec.L2 over the decoded rows
-// (TestSampleDistancesParity), and copies the s distances back: 4 s bytes a
-// round instead of s*d multiply-adds on the host.
-func (s *dataset) SampleDistances(rows []int, c int, keep bool, dist []float32) error {
-	n := len(rows)
-	if n == 0 || len(dist) < n || c < 0 || c >= n {
-		return fmt.Errorf("cuda: sample distances: %d rows, %d distances, centre %d", n, len(dist), c)
-	}
-	return s.run(func() error {
-		d := s.dev
-		if err := s.ppSetup(rows); err != nil {
-			return err
-		}
-		// With keep, the distances the device kept from the last call
-		// are dist as the caller holds it (the interface's contract).
-		if err := s.launchPPDist(i32(c), 0, keep); err != nil {
-			return err
-		}
-		if err := d.dtoh(s.pp.pinned, s.pp.dist, int64(n)*4); err != nil {
-			return err
-		}
-		copy(dist[:n], unsafe.Slice((*float32)(s.pp.pinned), n))
-		s.toHost.Add(int64(n) * 4)
-		return nil
-	})
 }
 
 var _ anneal.PlusPlusDrawer = (*dataset)(nil)
@@ -80,26 +46,9 @@ func (s *dataset) DrawPlusPlus(rows []int, first int, u []float64, fallback []in
 			return err
 		}
 		nb := (n + ppBlock - 1) / ppBlock
-		var bufs []uint64
-		defer func() {
-			for _, b := range bufs {
-				d.free(b)
-			}
-		}()
-		up := func(p unsafe.Pointer, bytes int64) (uint64, error) {
-			b, err := d.alloc(bytes)
-			if err != nil {
-				return 0, err
-			}
-			bufs = append(bufs, b)
-			if p != nil {
-				if err := d.htod(b, p, bytes); err != nil {
-					return 0, err
-				}
-				s.toDev.Add(bytes)
-			}
-			return b, nil
-		}
+		tmp := jobBufs{s: s}
+		defer tmp.free()
+		up := tmp.upload
 		pk, err := up(unsafe.Pointer(&picks[0]), int64(rounds+1)*4)
 		if err != nil {
 			return err
@@ -112,7 +61,7 @@ func (s *dataset) DrawPlusPlus(rows []int, first int, u []float64, fallback []in
 		if err != nil {
 			return err
 		}
-		blocks, err := up(nil, int64(nb)*8)
+		blocks, err := tmp.alloc(int64(nb) * 8)
 		if err != nil {
 			return err
 		}
@@ -181,10 +130,6 @@ func (s *dataset) ppSetup(rows []int) error {
 		s.freePP()
 		return err
 	}
-	if err := d.drv.call("cuMemAllocHost", d.drv.cuMemAllocHost, uintptr(unsafe.Pointer(&s.pp.pinned)), uintptr(n)*4); err != nil {
-		s.freePP()
-		return err
-	}
 	rb, err := d.alloc(int64(n) * 4)
 	if err != nil {
 		s.freePP()
@@ -221,8 +166,5 @@ func (s *dataset) ppSetup(rows []int) error {
 func (s *dataset) freePP() {
 	s.dev.free(s.pp.t)
 	s.dev.free(s.pp.dist)
-	if s.pp.pinned != nil {
-		s.dev.drv.call("cuMemFreeHost", s.dev.drv.cuMemFreeHost, uintptr(s.pp.pinned))
-	}
 	s.pp = ppState{}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/internal/f16"
@@ -46,7 +47,7 @@ func TestSampleDistancesParity(t *testing.T) {
 				for round := range 4 {
 					c := rng.IntN(s)
 					keep := round > 0
-					if err := ds.(*dataset).SampleDistances(rows, c, keep, got); err != nil {
+					if err := ds.(*dataset).sampleDistances(rows, c, keep, got); err != nil {
 						t.Fatal(err)
 					}
 					for i := range s {
@@ -122,4 +123,20 @@ func TestDrawPlusPlusParity(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sampleDistances runs one round's distance kernel alone (vlc_pp_dist,
+// the one DrawPlusPlus queues every round) and copies the distances back:
+// dist[i] = |x[rows[i]] - x[rows[c]]|^2, or the smaller of that and what
+// the device kept from the last call when keep.
+func (s *dataset) sampleDistances(rows []int, c int, keep bool, dist []float32) error {
+	return s.run(func() error {
+		if err := s.ppSetup(rows); err != nil {
+			return err
+		}
+		if err := s.launchPPDist(i32(c), 0, keep); err != nil {
+			return err
+		}
+		return s.dev.dtoh(unsafe.Pointer(&dist[0]), s.pp.dist, int64(len(rows))*4)
+	})
 }
