@@ -145,11 +145,10 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	var code quant.Code
 	switch {
 	case opt.Ratio > 0:
-		spec, _, err := index.SpecForRatio(n, d, m, kind, opt.Ratio, opt.Seed)
-		if err != nil {
-			return nil, err
+		var spec quant.Spec
+		if spec, _, err = index.SpecForRatio(n, d, m, kind, opt.Ratio, opt.Seed); err == nil {
+			code, err = quant.New(spec)
 		}
-		code, err = quant.New(spec)
 	case opt.Subspaces > 0:
 		if opt.Subspaces > d {
 			return nil, fmt.Errorf("%w: %d subspaces for dimension %d (at most one a dimension)", quant.ErrBits, opt.Subspaces, d)

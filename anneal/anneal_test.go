@@ -8,7 +8,7 @@ import (
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/cpu"
-	"github.com/vlc-embed/vlc/internal/testutil"
+	"github.com/vlc-embed/vlc/internal/synth"
 )
 
 func train(t *testing.T, pts anneal.Points, cfg anneal.Config) *anneal.Model {
@@ -20,17 +20,22 @@ func train(t *testing.T, pts anneal.Points, cfg anneal.Config) *anneal.Model {
 	return m
 }
 
-// On well-separated clusters with unit noise, training must find them: the
-// energy per point approaches d (the noise variance times d).
+// On well-separated clusters with unit noise and twice as many anchors as
+// clusters, training must give every cluster anchors of its own: the
+// energy per point is then at most about d (the noise variance times d).
+// With exactly as many anchors as clusters it does not reliably: in 40
+// seeded runs (20 data seeds, 2 training seeds) 11 found all 20 clusters;
+// the others kept two anchors on the halves of one cluster (too far apart
+// to merge) while one anchor spanned two clusters.
 func TestTrainFindsClusters(t *testing.T) {
 	const n, d, k = 3000, 16, 20
-	pts, _ := testutil.Clusters(n, d, k, 7)
-	m := train(t, pts, anneal.Config{M: k, Seed: 1})
+	pts := synth.Clusters(n, d, k, 7)
+	m := train(t, pts, anneal.Config{M: 2 * k, Seed: 1})
 	if !m.Converged {
 		t.Errorf("did not converge in %d iterations", m.Iterations)
 	}
-	if m.Energy > 1.15*d || m.Energy < 0.85*d {
-		t.Errorf("energy %.3f, want about %d (unit noise in %d dimensions)", m.Energy, d, d)
+	if m.Energy > 1.05*d || m.Energy < 0.8*d {
+		t.Errorf("energy %.3f, want at most about %d (unit noise in %d dimensions)", m.Energy, d, d)
 	}
 	if m.Energy >= m.InitEnergy {
 		t.Errorf("energy rose from %.3f to %.3f", m.InitEnergy, m.Energy)
@@ -48,7 +53,7 @@ func TestTrainFindsClusters(t *testing.T) {
 // clusters' worth of seeds landing in one place it still ends near the
 // optimum, and every anchor holds points.
 func TestTrainNoEmptyAnchors(t *testing.T) {
-	pts, _ := testutil.Clusters(4000, 8, 5, 3)
+	pts := synth.Clusters(4000, 8, 5, 3)
 	m := train(t, pts, anneal.Config{M: 40, Seed: 2})
 	for a, c := range m.Counts {
 		if c == 0 {
@@ -58,7 +63,7 @@ func TestTrainNoEmptyAnchors(t *testing.T) {
 }
 
 func TestTrainDeterministic(t *testing.T) {
-	pts, _ := testutil.Clusters(2000, 12, 10, 5)
+	pts := synth.Clusters(2000, 12, 10, 5)
 	a := train(t, pts, anneal.Config{M: 17, Seed: 42})
 	b := train(t, pts, anneal.Config{M: 17, Seed: 42})
 	if !slices.Equal(a.Anchors, b.Anchors) || !slices.Equal(a.Assign, b.Assign) || a.Energy != b.Energy {
@@ -71,7 +76,7 @@ func TestTrainDeterministic(t *testing.T) {
 }
 
 func TestTrainIdenticalPoints(t *testing.T) {
-	pts, _ := testutil.Clusters(100, 4, 1, 1)
+	pts := synth.Clusters(100, 4, 1, 1)
 	for i := range pts.Data {
 		pts.Data[i] = pts.Data[i%4]
 	}
@@ -82,7 +87,7 @@ func TestTrainIdenticalPoints(t *testing.T) {
 }
 
 func TestTrainErrors(t *testing.T) {
-	pts, _ := testutil.Clusters(10, 4, 2, 1)
+	pts := synth.Clusters(10, 4, 2, 1)
 	_, err := anneal.Train(context.Background(), cpu.New(), pts, anneal.Config{M: 11})
 	if !errors.Is(err, anneal.ErrTooFewPoints) {
 		t.Errorf("11 anchors for 10 points: got %v, want ErrTooFewPoints", err)
@@ -110,7 +115,7 @@ func TestOpenBackend(t *testing.T) {
 }
 
 func BenchmarkTrain(b *testing.B) {
-	pts, _ := testutil.Clusters(10000, 96, 100, 1)
+	pts := synth.Clusters(10000, 96, 100, 1)
 	for b.Loop() {
 		if _, err := anneal.Train(context.Background(), cpu.New(), pts, anneal.Config{M: 100, Seed: 1}); err != nil {
 			b.Fatal(err)

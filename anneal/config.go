@@ -10,23 +10,27 @@ import (
 var ErrTooFewPoints = errors.New("anneal: fewer points than anchors")
 
 // Config sets the anchors to learn and the annealing schedule. The zero value
-// of every field but M means "the default".
+// of every field but M means "the default" (the Default* constants).
 type Config struct {
 	M    int    // anchors to learn
 	Seed uint64 // seeds initialisation and maintenance; same seed, same anchors
 
-	MaxIter  int     // iterations at most (default 60)
-	Tol      float64 // relative energy change under which an iteration counts as converged (default 1e-4)
-	Patience int     // converged iterations in a row that stop the loop (default 2)
+	MaxIter  int     // iterations at most (DefaultMaxIter)
+	Tol      float64 // relative energy change under which an iteration counts as converged (DefaultTol)
+	Patience int     // converged iterations in a row that stop the loop (DefaultPatience)
 
-	T0      float64 // starting temperature (default 1)
-	Cooling float64 // temperature factor per iteration (default 0.7)
-	TMin    float64 // below this the temperature is 0 and the loop is Lloyd's (default 0.02)
+	T0      float64 // starting temperature (DefaultT0)
+	Cooling float64 // temperature factor per iteration (DefaultCooling)
+	TMin    float64 // below this the temperature is 0 and the loop is Lloyd's (DefaultTMin)
 
-	MaintainEvery int     // iterations between maintenance passes while T > 0 (default 4)
-	MergeFrac     float64 // merge two anchors closer than MergeFrac * the smaller's mean squared radius (default 0.05)
+	MaintainEvery int     // iterations between maintenance passes while T > 0 (DefaultMaintainEvery)
+	MergeFrac     float64 // merge two anchors closer than MergeFrac * the smaller's mean squared radius (DefaultMergeFrac)
 
-	InitSample int // points k-means++ runs on (default min(n, 16*M)); costs InitSample*M*dim multiply-adds on the host
+	// InitSample is the number of points k-means++ runs on (default
+	// min(n, DefaultInitSamplePerAnchor*M)). It costs InitSample*M*dim
+	// multiply-adds: on the device for datasets that are PlusPlusDrawers
+	// (CUDA), on the host's cores otherwise.
+	InitSample int
 
 	// Progress, when set, is called after every iteration.
 	Progress func(Iteration)
@@ -36,6 +40,43 @@ type Config struct {
 	// error is Train's.
 	Finish func(*Model, Dataset) error
 }
+
+// The defaults of Config, and why each has its value.
+const (
+	// DefaultMaxIter bounds a run that does not converge. The annealed
+	// phase takes about 11 iterations (DefaultCooling); Lloyd's steps then
+	// usually converge within a few tens more.
+	DefaultMaxIter = 60
+	// DefaultTol: an iteration that changes the energy by less than this
+	// fraction counts as converged; the codes are fitted to the anchors
+	// afterwards, so the last such changes buy nothing a search sees.
+	DefaultTol = 1e-4
+	// DefaultPatience: two converged iterations in a row, so that one
+	// quiet iteration between two moves does not stop the loop.
+	DefaultPatience = 2
+	// DefaultT0: the first Step moves anchors half way (rate 1/(1+T)) to a
+	// Huber mean that trims beyond twice the rms distance.
+	DefaultT0 = 1
+	// DefaultCooling and DefaultTMin: 0.7^11 < 0.02, so about ten
+	// annealed Steps (with maintenance every DefaultMaintainEvery) come
+	// before the temperature reaches 0 and the Steps become Lloyd's.
+	DefaultCooling = 0.7
+	DefaultTMin    = 0.02
+	// DefaultMaintainEvery: maintenance reads the anchors and their
+	// statistics back (m x dim) from the device; every fourth iteration
+	// leaves three Steps between passes for the anchors it moved to
+	// settle, and two or three passes in the annealed phase.
+	DefaultMaintainEvery = 4
+	// DefaultMergeFrac: two anchors closer (squared) than 5% of the
+	// smaller one's mean squared radius split one cluster between them
+	// and are merged; true neighbouring clusters sit much farther apart.
+	DefaultMergeFrac = 0.05
+	// DefaultInitSamplePerAnchor: k-means++ draws from 16 points per
+	// anchor, enough for the draw to reach every cluster of that size,
+	// at a cost (16 M^2 dim) that stays below one assign of n points
+	// while n > 16 M.
+	DefaultInitSamplePerAnchor = 16
+)
 
 // Iteration is what Progress sees after each step.
 type Iteration struct {
@@ -48,33 +89,25 @@ type Iteration struct {
 }
 
 func (c Config) withDefaults(n int) Config {
-	if c.MaxIter == 0 {
-		c.MaxIter = 60
+	set := func(v *float64, def float64) {
+		if *v == 0 {
+			*v = def
+		}
 	}
-	if c.Tol == 0 {
-		c.Tol = 1e-4
+	seti := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
 	}
-	if c.Patience == 0 {
-		c.Patience = 2
-	}
-	if c.T0 == 0 {
-		c.T0 = 1
-	}
-	if c.Cooling == 0 {
-		c.Cooling = 0.7
-	}
-	if c.TMin == 0 {
-		c.TMin = 0.02
-	}
-	if c.MaintainEvery == 0 {
-		c.MaintainEvery = 4
-	}
-	if c.MergeFrac == 0 {
-		c.MergeFrac = 0.05
-	}
-	if c.InitSample == 0 {
-		c.InitSample = 16 * c.M
-	}
+	seti(&c.MaxIter, DefaultMaxIter)
+	set(&c.Tol, DefaultTol)
+	seti(&c.Patience, DefaultPatience)
+	set(&c.T0, DefaultT0)
+	set(&c.Cooling, DefaultCooling)
+	set(&c.TMin, DefaultTMin)
+	seti(&c.MaintainEvery, DefaultMaintainEvery)
+	set(&c.MergeFrac, DefaultMergeFrac)
+	seti(&c.InitSample, DefaultInitSamplePerAnchor*c.M)
 	c.InitSample = max(min(c.InitSample, n), c.M)
 	return c
 }

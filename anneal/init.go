@@ -52,10 +52,10 @@ func PlusPlusRounds(first int, u []float64, fallback []int, dist []float32, dist
 	if err := distances(first, false); err != nil {
 		return nil, err
 	}
-	blocks := make([]float64, (len(dist)+drawBlock-1)/drawBlock)
+	blocks := make([]float64, (len(dist)+DrawBlock-1)/DrawBlock)
 	picks := make([]int, len(u))
 	for k := range u {
-		total := blockSums(dist, blocks)
+		total := BlockSums(dist, blocks)
 		pick := fallback[k]
 		if total > 0 {
 			pick = drawD2(dist, blocks, float64(u[k]*total)) // float64(): rounded, never fused
@@ -119,17 +119,19 @@ func sample(n, s int, rng *rand.Rand) []int {
 	return out
 }
 
-// drawBlock is how many distances the D^2 draw skips at once.
-const drawBlock = 64
+// DrawBlock is how many distances the D^2 draw skips at once: the draw
+// walks block sums, then the distances of one block.
+const DrawBlock = 64
 
-// blockSums sets blocks[b] to the float64 sum of dist's block b of
-// drawBlock values (four interleaved partial sums, as vec.Dot), on all
+// BlockSums sets blocks[b] to the float64 sum of dist's block b of
+// DrawBlock values (four interleaved partial sums, as vec.Dot), on all
 // cores, and returns their sum in order: the k-means++ total, in a fixed
-// order, so that it depends on dist alone.
-func blockSums(dist []float32, blocks []float64) float64 {
+// order, so that it depends on dist alone. Exported, with PlusPlusRounds,
+// as the reference a PlusPlusDrawer must match bit for bit.
+func BlockSums(dist []float32, blocks []float64) float64 {
 	par.For(len(blocks), 64, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
-			v := dist[b*drawBlock : min(len(dist), (b+1)*drawBlock)]
+			v := dist[b*DrawBlock : min(len(dist), (b+1)*DrawBlock)]
 			var s0, s1, s2, s3 float64
 			i := 0
 			for ; i+4 <= len(v); i += 4 {
@@ -167,7 +169,7 @@ func drawD2(dist []float32, blocks []float64, r float64) int {
 			r -= bs
 			continue
 		}
-		for i := b * drawBlock; i < min(len(dist), (b+1)*drawBlock); i++ {
+		for i := b * DrawBlock; i < min(len(dist), (b+1)*DrawBlock); i++ {
 			if v := float64(dist[i]); v > 0 {
 				if r -= v; r < 0 {
 					return i
@@ -175,7 +177,7 @@ func drawD2(dist []float32, blocks []float64, r float64) int {
 			}
 		}
 	}
-	for i := min(len(dist), (last+1)*drawBlock) - 1; i >= 0; i-- {
+	for i := min(len(dist), (last+1)*DrawBlock) - 1; i >= 0; i-- {
 		if dist[i] > 0 {
 			return i
 		}

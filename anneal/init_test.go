@@ -20,8 +20,8 @@ func TestDrawD2(t *testing.T) {
 			}
 		}
 		dist[rng.IntN(n)] = 1.5 // at least one positive
-		blocks := make([]float64, (n+drawBlock-1)/drawBlock)
-		total := blockSums(dist, blocks)
+		blocks := make([]float64, (n+DrawBlock-1)/DrawBlock)
+		total := BlockSums(dist, blocks)
 		exact := make([]*big.Float, n+1) // exact[i]: the sum of dist[:i]
 		exact[0] = new(big.Float)
 		for i, v := range dist {

@@ -10,13 +10,31 @@ import (
 	"github.com/vlc-embed/vlc/internal/vec"
 )
 
+// Maintenance's thresholds.
+const (
+	// starvedShare: an anchor holding fewer than 1/starvedShare of the
+	// mean count is starved. Such an anchor costs a list (a probe, its
+	// parameters) for very few vectors.
+	starvedShare = 16
+	// overloadFactor: an anchor whose distortion (count x mean squared
+	// radius) exceeds overloadFactor x the mean is overloaded. Only while
+	// there are more overloaded anchors than free slots do starved ones
+	// give up theirs, so a balanced set of anchors is left alone.
+	overloadFactor = 4
+	// splitSpread: a split puts the two halves splitSpread standard
+	// deviations either side of the old anchor, per dimension. Half a
+	// deviation lands each inside its half of the points, and the next
+	// Steps move them to the halves' means.
+	splitSpread = 0.5
+)
+
 // maintain edits the anchors in place between Steps and reports how many
-// anchors it merged and split. m stays fixed: every slot that a merge frees,
-// every empty anchor, and every starved anchor (fewer than 1/16 of the mean
-// count) while some anchor carries more than 4x the mean distortion, is
-// refilled by splitting the anchor with the largest distortion (count x mean
-// squared radius) into two, half a standard deviation either side along a
-// random sign pattern scaled by its per-dimension spread.
+// anchors it merged and split. m stays fixed: every slot that a merge
+// frees, every empty anchor, and every starved anchor (starvedShare) while
+// some anchor is overloaded (overloadFactor), is refilled by splitting the
+// anchor with the largest distortion (count x mean squared radius) into
+// two, splitSpread standard deviations either side along a random sign
+// pattern scaled by its per-dimension spread.
 func maintain(anchors []float32, counts []int64, variance []float32, d, n int, mergeFrac float64, rng *rand.Rand) (merged, split int) {
 	m := len(counts)
 	radius := make([]float64, m) // mean squared radius
@@ -88,14 +106,14 @@ func maintain(anchors []float32, counts []int64, variance []float32, d, n int, m
 	meanSSE := total / float64(m)
 	over := 0
 	for _, s := range sse {
-		if s > 4*meanSSE {
+		if s > overloadFactor*meanSSE {
 			over++
 		}
 	}
 	if over > len(slots) {
 		starved := make([]int, 0)
 		for i, c := range counts {
-			if !free[i] && c*16*int64(m) < int64(n) {
+			if !free[i] && c*starvedShare*int64(m) < int64(n) {
 				starved = append(starved, i)
 			}
 		}
@@ -122,7 +140,7 @@ func maintain(anchors []float32, counts []int64, variance []float32, d, n int, m
 		s := order[k]
 		a, b := anchors[s*d:(s+1)*d], anchors[slot*d:(slot+1)*d]
 		for j := range a {
-			delta := float32(0.5 * math.Sqrt(float64(variance[s*d+j])))
+			delta := float32(splitSpread * math.Sqrt(float64(variance[s*d+j])))
 			if rng.IntN(2) == 0 {
 				delta = -delta
 			}

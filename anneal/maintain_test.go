@@ -85,7 +85,7 @@ func TestNearestOtherBounded(t *testing.T) {
 }
 
 // BenchmarkMaintain: one maintenance pass over 4096 anchors of dimension
-// 768 (the issue-4 size), where the merge search dominates.
+// 768 (the size of a 1M x 768 training), where the merge search dominates.
 func BenchmarkMaintain(b *testing.B) {
 	const m, d, n = 4096, 768, 1_000_000
 	rng := rand.New(rand.NewPCG(1, 1))

@@ -7,6 +7,10 @@ import (
 	"math/rand/v2"
 )
 
+// rngStream is the second word of the PCG seed of training's random
+// numbers ("vlc" in ASCII): with Config.Seed it fixes every draw.
+const rngStream = 0x766c63
+
 // Model is what training learned.
 type Model struct {
 	M, Dim   int
@@ -42,7 +46,7 @@ func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, err
 		return nil, err
 	}
 	m, d := cfg.M, pts.Dim
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x766c63)) // "vlc"
+	rng := rand.New(rand.NewPCG(cfg.Seed, rngStream))
 
 	ds, err := dev.Load(pts)
 	if err != nil {
@@ -141,17 +145,28 @@ func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, err
 	return model, nil
 }
 
+// The schedule's shape. At temperature T a Step gives a point at distance
+// r from its anchor the Huber weight min(1, tau/r) with tau =
+// huberWidth x rms / sqrt(T), moves each anchor 1/(1+T) of the way to its
+// robust mean, and at most rms/T far.
+const (
+	// huberWidth: while hot, points beyond huberWidth x the root mean
+	// squared distance count less in the mean, so far outliers cannot
+	// drag an anchor across before the anchors have settled; most points
+	// of a cluster (within twice its rms) keep full weight.
+	huberWidth = 2
+)
+
 // schedule turns the temperature into step parameters. rms is the root mean
 // squared distance of the last assign (+Inf before the first). Hot: anchors
-// move half way to a mean in which points beyond 2*rms count less, and no
-// farther than rms. As T -> 0 the threshold and the cap go to infinity and
-// the rate to 1: a Lloyd step.
+// move part of the way to a robust mean and no farther than rms/T. As T -> 0
+// the threshold and the cap go to infinity and the rate to 1: a Lloyd step.
 func schedule(temp, rms float64) StepParams {
 	if temp <= 0 || math.IsInf(rms, 1) {
 		return StepParams{Tau: inf32, Rate: float32(1 / (1 + temp)), MaxMove: inf32}
 	}
 	return StepParams{
-		Tau:     float32(2 * rms / math.Sqrt(temp)),
+		Tau:     float32(huberWidth * rms / math.Sqrt(temp)),
 		Rate:    float32(1 / (1 + temp)),
 		MaxMove: float32(rms / temp),
 	}

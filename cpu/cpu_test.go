@@ -8,7 +8,7 @@ import (
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/internal/f16"
-	"github.com/vlc-embed/vlc/internal/testutil"
+	"github.com/vlc-embed/vlc/internal/synth"
 )
 
 // ref64 is the float64 oracle: exact squared distances of float16 points.
@@ -43,7 +43,7 @@ func TestAssignParity(t *testing.T) {
 					continue
 				}
 				t.Run(fmt.Sprintf("n=%d/m=%d/d=%d", n, m, d), func(t *testing.T) {
-					pts, _ := testutil.Clusters(n, d, 3, uint64(n*m*d))
+					pts := synth.Clusters(n, d, 3, uint64(n*m*d))
 					rng := rand.New(rand.NewPCG(uint64(m), uint64(d)))
 					anchors := make([]float32, m*d)
 					for i := range anchors {
@@ -91,7 +91,7 @@ func TestAssignParity(t *testing.T) {
 // mean of its points; counts and variances match the oracle.
 func TestLloydStep(t *testing.T) {
 	const n, d, m = 777, 7, 6
-	pts, _ := testutil.Clusters(n, d, m, 11)
+	pts := synth.Clusters(n, d, m, 11)
 	anchors := make([]float32, m*d)
 	for a := range m {
 		f16.DecodeRow(anchors[a*d:(a+1)*d], pts.Data[a*d:(a+1)*d])
@@ -182,7 +182,7 @@ func TestRobustStep(t *testing.T) {
 func BenchmarkAssign(b *testing.B) {
 	for _, c := range []struct{ n, d, m int }{{10000, 96, 100}, {20000, 768, 256}} {
 		b.Run(fmt.Sprintf("n=%d/d=%d/m=%d", c.n, c.d, c.m), func(b *testing.B) {
-			pts, _ := testutil.Clusters(c.n, c.d, 10, 1)
+			pts := synth.Clusters(c.n, c.d, 10, 1)
 			anchors := make([]float32, c.m*c.d)
 			for i := range anchors {
 				anchors[i] = float32(i%7) - 3

@@ -13,7 +13,7 @@ import (
 
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/f16"
-	"github.com/vlc-embed/vlc/internal/testutil"
+	"github.com/vlc-embed/vlc/internal/synth"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -54,7 +54,7 @@ func searchCases(t *testing.T, ix *index.Index, base *vecfile.Matrix, nq int) []
 // ten thousand times under the race detector.
 func clusteredIndex(t *testing.T, n, d, m int) (path string, base *vecfile.Matrix) {
 	t.Helper()
-	pts, _ := testutil.Clusters(n, d, m, 11)
+	pts := synth.Clusters(n, d, m, 11)
 	rows := make([][]float32, n)
 	for i := range rows {
 		rows[i] = make([]float32, d)

@@ -144,7 +144,7 @@ func TestRowDst(t *testing.T) {
 // TestUnalignedNpy covers the byte-decoding fallbacks: an .npy data offset
 // that is odd (float16) or not a multiple of 4 (float32).
 func TestUnalignedNpy(t *testing.T) {
-	vals := []float32{1, -2.5, 3.25, 1e-3, 65504, -0.0}
+	vals := []float32{1, -2.5, 3.25, 1e-3, 65504, float32(math.Copysign(0, -1))}
 	for _, c := range []struct {
 		descr string
 		mod   int // wanted data offset modulo 4

@@ -399,9 +399,7 @@ func (d *Device) memInfo() (free, total int64, err error) {
 // arguments packed by the helpers i32, i64, f32 and device pointers as they
 // are.
 func (d *Device) launch(name string, gx, gy, block, smem int, args ...uint64) error {
-	for i, a := range args {
-		d.la.vals[i] = a
-	}
+	copy(d.la.vals[:], args)
 	return d.drv.call(name, d.drv.cuLaunchKernel, d.fn[name], uintptr(gx), uintptr(gy), 1, uintptr(block), 1, 1,
 		uintptr(smem), 0, uintptr(unsafe.Pointer(&d.la.ptrs[0])), 0)
 }
@@ -412,9 +410,7 @@ func (d *Device) launchMapped(name string, gx, gy, block, smem int, a, b *tensor
 	for i, m := range []*tensorMap{a, b} {
 		*(*tensorMap)(unsafe.Pointer(&d.la.maps[d.la.mapBase+16*i])) = *m
 	}
-	for i, v := range args {
-		d.la.vals[i] = v
-	}
+	copy(d.la.vals[:], args)
 	return d.drv.call(name, d.drv.cuLaunchKernel, d.fn[name], uintptr(gx), uintptr(gy), 1, uintptr(block), 1, 1,
 		uintptr(smem), 0, uintptr(unsafe.Pointer(&d.la.mptrs[0])), 0)
 }

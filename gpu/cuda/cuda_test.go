@@ -15,7 +15,7 @@ import (
 	"github.com/vlc-embed/vlc/cpu"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/parity"
-	"github.com/vlc-embed/vlc/internal/testutil"
+	"github.com/vlc-embed/vlc/internal/synth"
 )
 
 var (
@@ -190,7 +190,7 @@ func TestAssignParity(t *testing.T) {
 			for _, m := range []int{1, 7, 64, 65, 300} {
 				for _, d := range []int{1, 8, 15, 16, 17, 96, 130} {
 					t.Run(fmt.Sprintf("%s/n=%d/m=%d/d=%d", variant, n, m, d), func(t *testing.T) {
-						pts, _ := testutil.Clusters(n, d, 5, uint64(n*1000+m*10+d))
+						pts := synth.Clusters(n, d, 5, uint64(n*1000+m*10+d))
 						anchors := anchorsNear(pts, m, 0.5, uint64(m*d))
 						g := runBackend(t, dev, variant, pts, anchors, m, nil)
 						c := runBackend(t, ref, "", pts, anchors, m, nil)
@@ -285,7 +285,7 @@ func TestStepParity(t *testing.T) {
 	for _, c := range []struct{ n, m, d int }{{129, 7, 96}, {1000, 64, 17}, {4099, 65, 130}, {4099, 300, 16}, {128, 1, 1}} {
 		for _, p := range []anneal.StepParams{{Tau: inf, Rate: 1, MaxMove: inf}, {Tau: 3, Rate: 0.5, MaxMove: 1}} {
 			t.Run(fmt.Sprintf("n=%d/m=%d/d=%d/tau=%g", c.n, c.m, c.d, p.Tau), func(t *testing.T) {
-				pts, _ := testutil.Clusters(c.n, c.d, 5, uint64(c.n+c.m+c.d))
+				pts := synth.Clusters(c.n, c.d, 5, uint64(c.n+c.m+c.d))
 				anchors := anchorsNear(pts, c.m, 1, uint64(c.m))
 				g := runBackend(t, dev, "", pts, anchors, c.m, &p)
 				want := meanOracle(pts, anchors, c.m, g.assign, p)
@@ -359,7 +359,7 @@ func TestRobustStep(t *testing.T) {
 // variance; the second assign changes nothing.
 func TestEmptyAnchorAndChanged(t *testing.T) {
 	dev := device(t)
-	pts, _ := testutil.Clusters(500, 24, 3, 5)
+	pts := synth.Clusters(500, 24, 3, 5)
 	anchors := anchorsNear(pts, 4, 0.1, 9)
 	for j := range 24 {
 		anchors[3*24+j] = 1e4 // far from every point
@@ -401,7 +401,7 @@ func TestEmptyAnchorAndChanged(t *testing.T) {
 func TestTransferBytes(t *testing.T) {
 	dev := device(t)
 	const n, d, m = 1000, 128, 64 // d a multiple of 64: no column padding
-	pts, _ := testutil.Clusters(n, d, 8, 3)
+	pts := synth.Clusters(n, d, 8, 3)
 	ds, err := dev.Load(pts)
 	if err != nil {
 		t.Fatal(err)
@@ -461,7 +461,7 @@ func TestTooLarge(t *testing.T) {
 func TestBatchedParity(t *testing.T) {
 	dev := device(t)
 	const n, d, m = 5000, 130, 70
-	pts, _ := testutil.Clusters(n, d, 40, 21)
+	pts := synth.Clusters(n, d, 40, 21)
 	anchors := anchorsNear(pts, m, 0.1, 4)
 	run := func(batch int) (res []result, up int64) {
 		dev.batchRows = batch
@@ -498,7 +498,7 @@ func TestBatchedParity(t *testing.T) {
 func TestReduceRunsParity(t *testing.T) {
 	dev := device(t)
 	for _, c := range []struct{ n, d, m int }{{1, 1, 1}, {5000, 130, 70}, {2000, 300, 20}, {3000, 768, 40}, {1500, 1000, 10}, {700, 33, 300}} {
-		pts, _ := testutil.Clusters(c.n, c.d, max(1, c.m/2), 31)
+		pts := synth.Clusters(c.n, c.d, max(1, c.m/2), 31)
 		anchors := anchorsNear(pts, c.m, 0.1, 6)
 		run := func(runs bool) []result {
 			ds, err := dev.Load(pts)
@@ -517,7 +517,7 @@ func TestReduceRunsParity(t *testing.T) {
 		}
 		sameResults(t, fmt.Sprintf("%+v per point / runs", c), run(false), run(true))
 	}
-	pts, _ := testutil.Clusters(300, 1100, 4, 1)
+	pts := synth.Clusters(300, 1100, 4, 1)
 	ds, err := dev.Load(pts)
 	if err != nil {
 		t.Fatal(err)
@@ -588,7 +588,7 @@ func sameResults(t *testing.T, label string, a, b []result) {
 func TestDeterministicSteps(t *testing.T) {
 	dev := device(t)
 	for _, c := range []struct{ n, d, m int }{{runMinPoints + 4000, 96, 200}, {3000, 130, 50}} {
-		pts, _ := testutil.Clusters(c.n, c.d, 60, 17)
+		pts := synth.Clusters(c.n, c.d, 60, 17)
 		anchors := anchorsNear(pts, c.m, 0.1, 3)
 		run := func() []result {
 			ds, err := dev.Load(pts)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/vlc-embed/vlc/internal/f16"
-	"github.com/vlc-embed/vlc/internal/testutil"
+	"github.com/vlc-embed/vlc/internal/synth"
 	"github.com/vlc-embed/vlc/quant"
 )
 
@@ -22,7 +22,7 @@ func TestEncodeRotatedParity(t *testing.T) {
 	for _, c := range []struct{ n, d, m int }{
 		{1, 1, 1}, {129, 7, 3}, {1000, 96, 64}, {5000, 130, 7}, {3000, 768, 40},
 	} {
-		pts, _ := testutil.Clusters(c.n, c.d, max(1, c.m/2), 11)
+		pts := synth.Clusters(c.n, c.d, max(1, c.m/2), 11)
 		anchors := anchorsNear(pts, c.m, 0.05, 5)
 		ds, err := dev.Load(pts)
 		if err != nil {
@@ -109,7 +109,7 @@ func TestEncodeRotatedParity(t *testing.T) {
 // written, so the host encodes.
 func TestEncodeRotatedNotResident(t *testing.T) {
 	dev := device(t)
-	pts, _ := testutil.Clusters(1000, 16, 4, 1)
+	pts := synth.Clusters(1000, 16, 4, 1)
 	dev.batchRows = 256
 	ds, err := dev.Load(pts)
 	dev.batchRows = 0

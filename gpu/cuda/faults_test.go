@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/vlc-embed/vlc/anneal"
-	"github.com/vlc-embed/vlc/internal/testutil"
+	"github.com/vlc-embed/vlc/internal/synth"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -66,7 +66,7 @@ func cycle(t *testing.T, pts anneal.Points, anchors []float32, m int) {
 func TestOpenCloseCyclesNoLeak(t *testing.T) {
 	ref := device(t)
 	const n, d, m, cycles = 20000, 96, 64, 100
-	pts, _ := testutil.Clusters(n, d, m, 1)
+	pts := synth.Clusters(n, d, m, 1)
 	anchors := anchorsNear(pts, m, 0.5, 2)
 	cycle(t, pts, anchors, m) // warm-up: the driver's first-use allocations
 	before := freeMem(t, ref)
@@ -96,7 +96,7 @@ func TestAllocBeyondDevice(t *testing.T) {
 	}
 	t.Log(err)
 	// Still usable: a small dataset loads and steps.
-	pts, _ := testutil.Clusters(1000, 32, 8, 3)
+	pts := synth.Clusters(1000, 32, 8, 3)
 	cycle(t, pts, anchorsNear(pts, 8, 0.5, 4), 8)
 	if after := freeMem(t, dev); before-after > 2<<20 {
 		t.Errorf("free memory %d -> %d after the failed allocation", before, after)
@@ -111,7 +111,7 @@ func TestUseAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts, _ := testutil.Clusters(500, 16, 4, 5)
+	pts := synth.Clusters(500, 16, 4, 5)
 	anchors := anchorsNear(pts, 4, 0.5, 6)
 	ds, err := d.Load(pts)
 	if err != nil {
@@ -154,7 +154,7 @@ func TestUseAfterClose(t *testing.T) {
 func TestNonFiniteRefused(t *testing.T) {
 	dev := device(t)
 	before := freeMem(t, dev)
-	pts, _ := testutil.Clusters(500, 20, 3, 1)
+	pts := synth.Clusters(500, 20, 3, 1)
 	bad := append([]uint16(nil), pts.Data...)
 	bad[3*20+2] = 0x7c00 // +Inf
 	_, err := dev.Load(anneal.Points{Data: bad, N: pts.N, Dim: pts.Dim})

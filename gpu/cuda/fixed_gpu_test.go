@@ -8,7 +8,7 @@ import (
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/internal/f16"
-	"github.com/vlc-embed/vlc/internal/testutil"
+	"github.com/vlc-embed/vlc/internal/synth"
 )
 
 // One value at float16's largest must not cost the other points their
@@ -19,7 +19,7 @@ func TestOutlierPrecision(t *testing.T) {
 	dev := device(t)
 	for _, n := range []int{3000, runMinPoints + 1000} {
 		const d, m, outlier = 32, 20, 7
-		pts, _ := testutil.Clusters(n, d, 10, 5)
+		pts := synth.Clusters(n, d, 10, 5)
 		for i, h := range pts.Data {
 			pts.Data[i] = f16.FromFloat32(f16.ToFloat32(h) * 0.001)
 		}
@@ -91,7 +91,7 @@ func TestOutlierPrecision(t *testing.T) {
 func TestRescaledPass(t *testing.T) {
 	dev := device(t)
 	const n, d, m = 3000, 24, 15
-	pts, _ := testutil.Clusters(n, d, 8, 3)
+	pts := synth.Clusters(n, d, 8, 3)
 	anchors := anchorsNear(pts, m, 0.1, 2)
 	far := make([]float32, len(anchors))
 	for i, v := range anchors {

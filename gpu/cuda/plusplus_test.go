@@ -12,7 +12,7 @@ import (
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/internal/f16"
-	"github.com/vlc-embed/vlc/internal/testutil"
+	"github.com/vlc-embed/vlc/internal/synth"
 	"github.com/vlc-embed/vlc/internal/vec"
 )
 
@@ -29,7 +29,7 @@ func TestSampleDistancesParity(t *testing.T) {
 			}
 			t.Run(fmt.Sprintf("d=%d/s=%d/batch=%d", d, s, batch), func(t *testing.T) {
 				n := s + 17
-				pts, _ := testutil.Clusters(n, d, 5, uint64(d+s))
+				pts := synth.Clusters(n, d, 5, uint64(d+s))
 				dev.batchRows = batch
 				ds, err := dev.Load(pts)
 				dev.batchRows = 0
@@ -78,7 +78,7 @@ func TestDrawPlusPlusParity(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
 			n := c.s + 9
-			pts, _ := testutil.Clusters(c.distinct, c.d, 4, uint64(c.s+c.d))
+			pts := synth.Clusters(c.distinct, c.d, 4, uint64(c.s+c.d))
 			data := make([]uint16, n*c.d)
 			for i := range n { // duplicates when distinct < n
 				copy(data[i*c.d:(i+1)*c.d], pts.Data[(i%c.distinct)*c.d:])

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vlc-embed/vlc/internal/testutil"
+	"github.com/vlc-embed/vlc/internal/synth"
 )
 
 // Open, use and Close several times in one process (compress and tests
@@ -14,7 +14,7 @@ import (
 // outlives the handle it came from.
 func TestReopen(t *testing.T) {
 	device(t)
-	pts, _ := testutil.Clusters(300, 16, 3, 1)
+	pts := synth.Clusters(300, 16, 3, 1)
 	for i := range 3 {
 		d, err := open(true)
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/vlc-embed/vlc/gpu/shaders"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/parity"
-	"github.com/vlc-embed/vlc/internal/testutil"
+	"github.com/vlc-embed/vlc/internal/synth"
 )
 
 var (
@@ -180,7 +180,7 @@ func TestAssignParity(t *testing.T) {
 	for _, tile := range shaders.AssignTiles {
 		for _, c := range sizes {
 			t.Run(fmt.Sprintf("%s/n=%d/m=%d/d=%d", tile.Name, c.n, c.m, c.d), func(t *testing.T) {
-				pts, _ := testutil.Clusters(c.n, c.d, 5, uint64(c.n*1000+c.m*10+c.d))
+				pts := synth.Clusters(c.n, c.d, 5, uint64(c.n*1000+c.m*10+c.d))
 				anchors := anchorsNear(pts, c.m, 0.5, uint64(c.m*c.d))
 				g := runBackend(t, dev, tile.Name, pts, anchors, c.m, nil)
 				r := runBackend(t, ref, "", pts, anchors, c.m, nil)
@@ -264,7 +264,7 @@ func TestStepParity(t *testing.T) {
 	for _, c := range []struct{ n, m, d int }{{129, 7, 96}, {1000, 64, 17}, {1500, 65, 130}, {700, 300, 16}, {128, 1, 1}} {
 		for _, p := range []anneal.StepParams{{Tau: inf, Rate: 1, MaxMove: inf}, {Tau: 3, Rate: 0.5, MaxMove: 1}} {
 			t.Run(fmt.Sprintf("n=%d/m=%d/d=%d/tau=%g", c.n, c.m, c.d, p.Tau), func(t *testing.T) {
-				pts, _ := testutil.Clusters(c.n, c.d, 5, uint64(c.n+c.m+c.d))
+				pts := synth.Clusters(c.n, c.d, 5, uint64(c.n+c.m+c.d))
 				anchors := anchorsNear(pts, c.m, 1, uint64(c.m))
 				g := runBackend(t, dev, "", pts, anchors, c.m, &p)
 				want := meanOracle(pts, anchors, c.m, g.assign, p)
@@ -306,7 +306,7 @@ func TestChunks(t *testing.T) {
 	dev := device(t)
 	ref := cpu.New()
 	const n, d, m = 1000, 40, 33
-	pts, _ := testutil.Clusters(n, d, 6, 11)
+	pts := synth.Clusters(n, d, 6, 11)
 	anchors := anchorsNear(pts, m, 0.5, 2)
 	run := func(dv anneal.Device) (result, int) {
 		ds, err := dv.Load(pts)
@@ -392,7 +392,7 @@ func TestRobustStep(t *testing.T) {
 // variance; the second assign changes nothing.
 func TestEmptyAnchorAndChanged(t *testing.T) {
 	dev := device(t)
-	pts, _ := testutil.Clusters(500, 24, 3, 5)
+	pts := synth.Clusters(500, 24, 3, 5)
 	anchors := anchorsNear(pts, 4, 0.1, 9)
 	for j := range 24 {
 		anchors[3*24+j] = 1e4 // far from every point
@@ -443,7 +443,7 @@ func TestEmptyAnchorAndChanged(t *testing.T) {
 func TestTransferBytes(t *testing.T) {
 	dev := device(t)
 	const n, d, m = 1000, 128, 64
-	pts, _ := testutil.Clusters(n, d, 8, 3)
+	pts := synth.Clusters(n, d, 8, 3)
 	ds, err := dev.Load(pts)
 	if err != nil {
 		t.Fatal(err)
@@ -484,7 +484,7 @@ func TestTransferBytes(t *testing.T) {
 // included) converges to an energy within 1% of the CPU's.
 func TestTrain(t *testing.T) {
 	dev := device(t)
-	pts, _ := testutil.Clusters(2000, 32, 10, 4)
+	pts := synth.Clusters(2000, 32, 10, 4)
 	cfg := anneal.Config{M: 20, Seed: 1, MaxIter: 40}
 	g, err := anneal.Train(t.Context(), dev, pts, cfg)
 	if err != nil {
