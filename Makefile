@@ -94,11 +94,15 @@ bench-quality: build
 clean:
 	rm -rf bin $(DEMO)
 
-# PTX of the CUDA kernels (gpu/cuda), committed beside their source: run on a
-# machine with nvcc (CUDA 13.0 made the committed one) after changing
-# kernels.cu. TestPTXFresh fails while the recorded hash is stale.
-.PHONY: ptx
+# PTX of the CUDA kernels (gpu/cuda), committed beside their sources: run
+# on a machine with nvcc (CUDA 13.0 made the committed one) after changing
+# kernels.cu, kernels_sm90.cu or a constant of kernels.go (consts.cuh is
+# generated from it first; that step needs Go, nvcc does not). TestPTXFresh
+# fails while a recorded hash is stale.
+.PHONY: ptx consts
+consts:
+	$(GO) test ./gpu/cuda -run TestConstsHeader -update
 ptx:
 	nvcc -ptx -arch=compute_80 -O3 -o gpu/cuda/kernels.ptx gpu/cuda/kernels.cu
 	nvcc -ptx -arch=compute_90a -O3 -o gpu/cuda/kernels_sm90.ptx gpu/cuda/kernels_sm90.cu
-	cd gpu/cuda && sha256sum kernels.cu > kernels.cu.sha256 && sha256sum kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256
+	cd gpu/cuda && sha256sum consts.cuh kernels.cu > kernels.cu.sha256 && sha256sum consts.cuh kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256

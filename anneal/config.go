@@ -6,8 +6,13 @@ import (
 	"math"
 )
 
-// ErrTooFewPoints is returned when there are fewer points than anchors.
-var ErrTooFewPoints = errors.New("anneal: fewer points than anchors")
+// Errors of training, for errors.Is.
+var (
+	// ErrTooFewPoints: there are fewer points than anchors.
+	ErrTooFewPoints = errors.New("anneal: fewer points than anchors")
+	// ErrNonFinite: a point or anchor value is an Inf or NaN.
+	ErrNonFinite = errors.New("anneal: value not finite")
+)
 
 // Config sets the anchors to learn and the annealing schedule. The zero value
 // of every field but M means "the default" (the Default* constants).

@@ -5,7 +5,10 @@
 // with the points resident on it.
 package anneal
 
-// Points is a row-major set of n float16 vectors (IEEE binary16 bit patterns).
+// Points is a row-major set of n float16 vectors (IEEE binary16 bit
+// patterns). The values must be finite: a backend may refuse others with
+// ErrNonFinite (CUDA does, as its fixed-point sums need a bound), and
+// training on them is undefined on any backend.
 type Points struct {
 	Data []uint16
 	N    int
@@ -26,7 +29,8 @@ type Device interface {
 // Dataset is a point set resident on a device, with the anchors, the
 // assignments and the per-anchor statistics kept beside it.
 type Dataset interface {
-	// SetAnchors replaces the m anchors (m*dim float32, row-major).
+	// SetAnchors replaces the m anchors (m*dim float32, row-major), which
+	// must be finite, as the points (ErrNonFinite).
 	SetAnchors(anchors []float32, m int) error
 	// Step assigns every point to its nearest anchor, reduces each anchor's
 	// points to a robust mean, count and per-dimension variance, and moves

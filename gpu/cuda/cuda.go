@@ -84,6 +84,17 @@ const (
 	defaultHopperVariant = "tma"
 )
 
+// smem is the dynamic shared memory the variant needs (the Hopper
+// variants 1 KiB more, to align their stages to the 1024 bytes the
+// 128-byte swizzle needs).
+func (v assignVariant) smem() int {
+	s := v.stages * (128 + v.bn) * v.bk * 2
+	if v.hopper {
+		s += 1024
+	}
+	return s
+}
+
 // variantNames lists the assign variants this device has.
 func (d *Device) variantNames() []string {
 	var out []string

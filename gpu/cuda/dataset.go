@@ -12,14 +12,6 @@ import (
 	"github.com/vlc-embed/vlc/anneal"
 )
 
-// Tile sizes shared with kernels.cu.
-const (
-	tileM      = 128 // BM: points per assign block; X rows are padded to it
-	tileK      = 64  // the largest BK: X and A16 columns are padded to it
-	anchorPad  = 256 // A16 rows padded to the largest BN of any variant
-	scalarSize = 16  // struct Scalars: int64 energy, uint32 changed, float32 maxdist
-)
-
 type dataset struct {
 	dev *Device
 
@@ -436,14 +428,10 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 	return st, err
 }
 
-// maxRunDim is the largest dimension vlc_reduce_runs keeps in registers
-// (4 groups of 256 in kernels.cu); below runMinPoints its four launches cost
-// more than the atomics they save (10K x 128 x 256 on an H100: reduce
-// 0.053 ms by runs, 0.013 ms per point).
-const (
-	maxRunDim    = 1024
-	runMinPoints = 1 << 16
-)
+// runMinPoints: below it the reduce by runs' four launches cost more than
+// the atomics they save (10K x 128 x 256 on an H100: reduce 0.053 ms by
+// runs, 0.013 ms per point). Above maxRunDim it does not apply either.
+const runMinPoints = 1 << 16
 
 // launchReduceRuns sorts the points by anchor (counting sort: histogram,
 // scan, scatter) and reduces them run by run (on the worker).

@@ -16,16 +16,10 @@ var _ quant.DeviceEncoder = (*dataset)(nil)
 
 // encodeThreads is the number of encoding threads per SM: each keeps a
 // residual and three arrays of sort keys (16 bytes a dimension) in scratch.
-// encodeBlock is ENC_BLOCK of kernels.cu, and maxEncodeDim the largest
-// dimension its 16-bit radix counts hold.
 // Measured on an H100 (1M x 768, 4 bits): 128, 256, 512, 1024 and 2048 a
 // SM gave compress times within the run-to-run spread (encoding and
 // writing 1.9-2.3 s), so the smaller scratch wins.
-const (
-	encodeThreads = 256
-	encodeBlock   = 64
-	maxEncodeDim  = 65535
-)
+const encodeThreads = 256
 
 // EncodeRotated writes the rotated code of every point on the device, the
 // bytes quant.Rotated.EncodeList writes on the host (TestEncodeRotatedParity):

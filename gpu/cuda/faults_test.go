@@ -10,7 +10,6 @@ import (
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/internal/synth"
-	"github.com/vlc-embed/vlc/vecfile"
 )
 
 // GPU fault tests: they need a CUDA driver and device and skip without
@@ -158,7 +157,7 @@ func TestNonFiniteRefused(t *testing.T) {
 	bad := append([]uint16(nil), pts.Data...)
 	bad[3*20+2] = 0x7c00 // +Inf
 	_, err := dev.Load(anneal.Points{Data: bad, N: pts.N, Dim: pts.Dim})
-	if !errors.Is(err, vecfile.ErrNonFinite) || !strings.Contains(err.Error(), "point 3, dimension 2") {
+	if !errors.Is(err, anneal.ErrNonFinite) || !strings.Contains(err.Error(), "point 3, dimension 2") {
 		t.Fatalf("Load with +Inf at point 3, dimension 2: %v", err)
 	}
 	ds, err := dev.Load(pts)
@@ -167,7 +166,7 @@ func TestNonFiniteRefused(t *testing.T) {
 	}
 	anchors := make([]float32, 4*20)
 	anchors[2*20+5] = float32(math.NaN())
-	if err := ds.SetAnchors(anchors, 4); !errors.Is(err, vecfile.ErrNonFinite) || !strings.Contains(err.Error(), "anchor 2, dimension 5") {
+	if err := ds.SetAnchors(anchors, 4); !errors.Is(err, anneal.ErrNonFinite) || !strings.Contains(err.Error(), "anchor 2, dimension 5") {
 		t.Errorf("SetAnchors with NaN at anchor 2, dimension 5: %v", err)
 	}
 	ds.Close()

@@ -3,12 +3,10 @@ package cuda
 import (
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
-	"github.com/x448/float16"
-
-	"github.com/vlc-embed/vlc/vecfile"
+	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/par"
 )
 
 // The reduce adds its terms as 64-bit integers, each term t as
@@ -65,52 +63,39 @@ func scaleFor(limit float64) float32 {
 }
 
 // maxAbsHalf returns the largest magnitude among float16 values (raw
-// bits), on all cores, or an error naming the first value (row and column
-// of rows of dim values) that is not finite: an Inf or NaN would leave no
-// bound for the fixed-point sums.
+// bits), on all cores, or an error wrapping anneal.ErrNonFinite that names
+// the first value (row and column of rows of dim values) that is not
+// finite: an Inf or NaN would leave no bound for the fixed-point sums.
 func maxAbsHalf(data []uint16, dim int) (float64, error) {
 	const chunk = 1 << 20
 	parts := (len(data) + chunk - 1) / chunk
 	maxes := make([]uint16, parts)
 	bad := make([]int, parts)
-	var wg sync.WaitGroup
-	next := make(chan int, parts)
-	for p := range parts {
-		next <- p
-	}
-	close(next)
-	for range min(parts, runtime.GOMAXPROCS(0)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range next {
-				lo, hi := p*chunk, min(len(data), (p+1)*chunk)
-				var m uint16
-				for _, h := range data[lo:hi] {
-					m = max(m, h&0x7fff)
-				}
-				maxes[p], bad[p] = m, -1
-				if m >= 0x7c00 { // an exponent of all ones: Inf or NaN
-					for i, h := range data[lo:hi] {
-						if h&0x7fff >= 0x7c00 {
-							bad[p] = lo + i
-							break
-						}
-					}
+	par.For(len(data), chunk, func(lo, hi int) {
+		p := lo / chunk
+		var m uint16
+		for _, h := range data[lo:hi] {
+			m = max(m, h&0x7fff)
+		}
+		maxes[p], bad[p] = m, -1
+		if m >= 0x7c00 { // an exponent of all ones: Inf or NaN
+			for i, h := range data[lo:hi] {
+				if h&0x7fff >= 0x7c00 {
+					bad[p] = lo + i
+					break
 				}
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	var m uint16
 	for p := range parts {
 		if bad[p] >= 0 {
 			i := bad[p]
-			return 0, fmt.Errorf("cuda: point %d, dimension %d: %v: %w", i/dim, i%dim, float16.Frombits(data[i]).Float32(), vecfile.ErrNonFinite)
+			return 0, fmt.Errorf("cuda: point %d, dimension %d: %v: %w", i/dim, i%dim, f16.ToFloat32(data[i]), anneal.ErrNonFinite)
 		}
 		m = max(m, maxes[p])
 	}
-	return float64(float16.Frombits(m).Float32()), nil
+	return float64(f16.ToFloat32(m)), nil
 }
 
 // maxAbs32 is maxAbsHalf for float32 values (anchors).
@@ -119,7 +104,7 @@ func maxAbs32(data []float32, dim int) (float64, error) {
 	for i, v := range data {
 		a := math.Abs(float64(v))
 		if math.IsInf(a, 0) || math.IsNaN(a) {
-			return 0, fmt.Errorf("cuda: anchor %d, dimension %d: %v: %w", i/dim, i%dim, v, vecfile.ErrNonFinite)
+			return 0, fmt.Errorf("cuda: anchor %d, dimension %d: %v: %w", i/dim, i%dim, v, anneal.ErrNonFinite)
 		}
 		m = max(m, a)
 	}

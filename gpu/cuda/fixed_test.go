@@ -9,7 +9,7 @@ import (
 
 	"github.com/x448/float16"
 
-	"github.com/vlc-embed/vlc/vecfile"
+	"github.com/vlc-embed/vlc/anneal"
 )
 
 // scaleFor gives the largest power of two that keeps limit * s <= 2^62.
@@ -87,13 +87,13 @@ func TestMaxAbsHalf(t *testing.T) {
 	data[1<<20+11] = float16.Inf(-1).Bits()
 	data[3<<20] = float16.NaN().Bits()
 	_, err := maxAbsHalf(data, dim)
-	if !errors.Is(err, vecfile.ErrNonFinite) {
-		t.Fatalf("error %v, want vecfile.ErrNonFinite", err)
+	if !errors.Is(err, anneal.ErrNonFinite) {
+		t.Fatalf("error %v, want anneal.ErrNonFinite", err)
 	}
 	if want := "point 104858, dimension 7"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not name the first bad value (%s)", err, want)
 	}
-	if _, err := maxAbs32([]float32{1, 2, float32(math.NaN())}, 2); !errors.Is(err, vecfile.ErrNonFinite) || !strings.Contains(err.Error(), "anchor 1, dimension 0") {
+	if _, err := maxAbs32([]float32{1, 2, float32(math.NaN())}, 2); !errors.Is(err, anneal.ErrNonFinite) || !strings.Contains(err.Error(), "anchor 1, dimension 0") {
 		t.Errorf("anchors: error %v", err)
 	}
 }

@@ -6,8 +6,10 @@
 //
 // (`make ptx` at the repository root), committed, and embedded in the Go
 // binary; the driver compiles it for the GPU at hand when the module loads.
-// kernels.cu.sha256 records the hash of this file: a Go test fails when the
-// committed PTX is older than the source.
+// kernels.cu.sha256 records the hashes of this file and of consts.cuh: a Go
+// test fails when the committed PTX is older than the sources. consts.cuh
+// holds the constants the Go side shares (tile sizes, block sizes, the
+// assign variants), generated from kernels.go.
 //
 // No CUDA header is included beyond what nvcc always provides: float16
 // values are raw uint16 bit patterns converted with cvt, and the tensor-core
@@ -37,14 +39,14 @@
 // order of the additions, so the statistics, the anchors and the energy
 // are the same bits from run to run (float atomics were not).
 
-#define BM 128      // points per assign block
-#define ATHREADS 256
+#include "consts.cuh"
 
 struct Scalars {
     long long energy;  // fixed point, scale se
     unsigned int changed;
     unsigned int maxdist;  // the largest dist of the pass, float32 bits
 };
+static_assert(sizeof(Scalars) == SCALARS_BYTES, "the Go side reads SCALARS_BYTES of Scalars");
 
 __device__ __forceinline__ float h2f(unsigned short h) {
     float f;
@@ -294,11 +296,7 @@ __device__ __forceinline__ void assign_body(const unsigned short* __restrict__ X
         assign_body<BN, STAGES, BK>(X, A, anorm, keys, dp, ntiles, tilesPerSplit);                             \
     }
 
-ASSIGN_VARIANT(vlc_assign_bn128, 128, 4, 32)
-ASSIGN_VARIANT(vlc_assign_bn256, 256, 3, 32)
-ASSIGN_VARIANT(vlc_assign_bn128k64, 128, 3, 64)
-ASSIGN_VARIANT(vlc_assign_bn256k64, 256, 3, 64)
-ASSIGN_VARIANT(vlc_assign_bn256k64s4, 256, 4, 64)
+ASSIGN_VARIANTS(ASSIGN_VARIANT)
 
 // Finalize: one thread per point. assign[i] = anchor of keys[i] (an index
 // beyond m, possible only when every distance was NaN, becomes 0), keys[i]
@@ -761,10 +759,9 @@ extern "C" __global__ void __launch_bounds__(128) vlc_pp_dist(const unsigned sho
 // k-means++ rounds on the device (anneal.PlusPlusRounds, with its
 // arithmetic): per round vlc_pp_blocksums, vlc_pp_draw and vlc_pp_dist
 // queue on the stream with no round trip; the host reads the picks once.
-#define PP_BLOCK 64  // anneal's drawBlock
 
 // vlc_pp_blocksums: blocks[b] = the float64 sum of dist's block b of
-// PP_BLOCK values, as anneal.blockSums: four chains, (s0+s1)+(s2+s3), then
+// PP_BLOCK values, as anneal.BlockSums: four chains, (s0+s1)+(s2+s3), then
 // the tail.
 extern "C" __global__ void vlc_pp_blocksums(const float* __restrict__ dist, int s, double* blocks, int nb) {
     const int b = blockIdx.x * blockDim.x + threadIdx.x;
@@ -994,6 +991,7 @@ __device__ __forceinline__ void reduce_runs(const unsigned short* __restrict__ X
 }
 
 // vlc_reduce_runs<G>: the entry points for d <= 256, 512, 768, 1024.
+static_assert(MAX_RUN_DIM == 4 * 256, "vlc_reduce_runs1..4 cover MAX_RUN_DIM dimensions");
 #define REDUCE_RUNS(G)                                                                                                \
     extern "C" __global__ void vlc_reduce_runs##G(                                                                    \
         const unsigned short* __restrict__ X, const int* __restrict__ assign, const unsigned* __restrict__ perm,      \

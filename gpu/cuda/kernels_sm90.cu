@@ -5,7 +5,7 @@
 //	nvcc -ptx -arch=compute_90a -O3 -o kernels_sm90.ptx kernels_sm90.cu
 //
 // and chosen at Open on GPUs of compute capability 9.0 (H100, H200);
-// kernels_sm90.cu.sha256 records both source files.
+// kernels_sm90.cu.sha256 records the hashes of consts.cuh and both source files.
 #include "kernels.cu"
 
 // Shared-memory matrix descriptor for wgmma: K-major rows of 128 bytes with
@@ -82,12 +82,12 @@ __device__ __forceinline__ void tile_argmin(const float* acc, const float* __res
 // 64 points x 256 anchors (128 float32 accumulators a thread); the
 // dimension in stages of 64 through a 3-deep cp.async pipeline in the
 // swizzled layout wgmma reads (3 stages measured faster than 4 here).
-#define WG_STAGES 3
 extern "C" __global__ void __launch_bounds__(ATHREADS)
     vlc_assign_wgmma(const unsigned short* __restrict__ X, const unsigned short* __restrict__ A,
                      const float* __restrict__ anorm, unsigned long long* __restrict__ keys, int dp, int ntiles,
                      int tilesPerSplit) {
-    constexpr int BNW = 256, BKW = 64;
+    constexpr int BNW = WGMMA_BN, BKW = WGMMA_BK;
+    static_assert(BNW == 256 && BKW == 64, "written for m64n256k16 tiles, 64 dimensions a stage");
     constexpr int STAGE = (BM + BNW) * BKW * 2;
     extern __shared__ __align__(128) unsigned char wsmem[];
     __shared__ unsigned long long rowkey[BM];
@@ -107,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(ATHREADS)
     int bidx[2] = {0x7fffffff, 0x7fffffff};
 
 #pragma unroll
-    for (int s = 0; s < WG_STAGES - 1; s++) {
+    for (int s = 0; s < WGMMA_STAGES - 1; s++) {
         if (s < T) assign_load<BNW, BKW>(X, A, sbase + s * STAGE, rowBase, t0 + s / KT, s % KT, dp, tid);
         cp_async_commit();
     }
@@ -119,11 +119,11 @@ extern "C" __global__ void __launch_bounds__(ATHREADS)
     int it = 0;
     for (int tile = t0; tile < t1; tile++) {
         for (int kc = 0; kc < KT; kc++, it++) {
-            cp_async_wait<WG_STAGES - 2>();
+            cp_async_wait<WGMMA_STAGES - 2>();
             fence_async_smem();  // the copies, visible to wgmma's (async) reads
             __syncthreads();
-            const unsigned xs = sbase + (it % WG_STAGES) * STAGE + wg * 64 * 128;
-            const unsigned as = sbase + (it % WG_STAGES) * STAGE + BM * BKW * 2;
+            const unsigned xs = sbase + (it % WGMMA_STAGES) * STAGE + wg * 64 * 128;
+            const unsigned as = sbase + (it % WGMMA_STAGES) * STAGE + BM * BKW * 2;
             wg_stage(acc, xs, as, kc > 0);
             if (kc + 1 < KT) {
                 wg_wait1();
@@ -132,8 +132,8 @@ extern "C" __global__ void __launch_bounds__(ATHREADS)
             }
             __syncthreads();  // every warpgroup is done with the previous stage
             {
-                int nx = it + WG_STAGES - 1;
-                if (nx < T) assign_load<BNW, BKW>(X, A, sbase + (nx % WG_STAGES) * STAGE, rowBase, t0 + nx / KT, nx % KT, dp, tid);
+                int nx = it + WGMMA_STAGES - 1;
+                if (nx < T) assign_load<BNW, BKW>(X, A, sbase + (nx % WGMMA_STAGES) * STAGE, rowBase, t0 + nx / KT, nx % KT, dp, tid);
                 cp_async_commit();
             }
         }
@@ -186,13 +186,13 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, 
 // and free a stage on its "empty" mbarrier once their wgmma group that read
 // it has completed. No block-wide barrier in the loop: the producer runs up
 // to TMA_STAGES stages ahead, through the argmin at each tile's end too.
-#define TMA_STAGES 4
-#define TMA_THREADS 384
 extern "C" __global__ void __launch_bounds__(TMA_THREADS, 1)
     vlc_assign_tma(const __grid_constant__ TensorMap tx, const __grid_constant__ TensorMap ta,
                    const float* __restrict__ anorm, unsigned long long* __restrict__ keys, int dp, int ntiles,
                    int tilesPerSplit) {
-    constexpr int BNW = 256, BKW = 64;
+    constexpr int BNW = TMA_BN, BKW = TMA_BK;
+    static_assert(BNW == 256 && BKW == 64, "written for m64n256k16 tiles, 64 dimensions a stage");
+    static_assert(TMA_THREADS == ATHREADS + 128, "8 consumer warps and a producer warpgroup");
     constexpr int XBYTES = BM * BKW * 2, STAGE = (BM + BNW) * BKW * 2;
     extern __shared__ __align__(128) unsigned char wsmem[];
     __shared__ unsigned long long rowkey[BM];

@@ -97,9 +97,6 @@ func (s *dataset) DrawPlusPlus(rows []int, first int, u []float64, fallback []in
 	return out, nil
 }
 
-// ppBlock is PP_BLOCK of kernels.cu: anneal's drawBlock.
-const ppBlock = 64
-
 // launchPPDist updates the sample's distances to centre c, or to the
 // centre at device address cptr when it is not 0 (on the worker).
 func (s *dataset) launchPPDist(c uint64, cptr uint64, keep bool) error {

@@ -8,12 +8,13 @@ import (
 	"testing"
 )
 
-// The committed PTX must come from the committed kernels.cu: run `make ptx`
-// on a machine with nvcc after changing the source.
+// The committed PTX must come from the committed sources (consts.cuh,
+// kernels.cu, kernels_sm90.cu): run `make ptx` on a machine with nvcc after
+// changing one.
 func TestPTXFresh(t *testing.T) {
-	checkPTX(t, "kernels.ptx", "kernels.cu.sha256", []string{"kernels.cu"},
+	checkPTX(t, "kernels.ptx", "kernels.cu.sha256", []string{"consts.cuh", "kernels.cu"},
 		[]string{".target sm_80", "mma.sync.aligned.m16n8k16"}, kernelNames)
-	checkPTX(t, "kernels_sm90.ptx", "kernels_sm90.cu.sha256", []string{"kernels.cu", "kernels_sm90.cu"},
+	checkPTX(t, "kernels_sm90.ptx", "kernels_sm90.cu.sha256", []string{"consts.cuh", "kernels.cu", "kernels_sm90.cu"},
 		[]string{".target sm_90a", "wgmma.mma_async.sync.aligned.m64n256k16", "cp.async.bulk.tensor.2d"},
 		append(kernelNames[:len(kernelNames):len(kernelNames)], "vlc_assign_wgmma", "vlc_assign_tma"))
 }
