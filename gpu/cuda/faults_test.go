@@ -66,7 +66,7 @@ func TestOpenCloseCyclesNoLeak(t *testing.T) {
 	ref := device(t)
 	const n, d, m, cycles = 20000, 96, 64, 100
 	pts := synth.Clusters(n, d, m, 1)
-	anchors := anchorsNear(pts, m, 0.5, 2)
+	anchors := synth.AnchorsNear(pts, m, 0.5, 2)
 	cycle(t, pts, anchors, m) // warm-up: the driver's first-use allocations
 	before := freeMem(t, ref)
 	for range cycles {
@@ -96,7 +96,7 @@ func TestAllocBeyondDevice(t *testing.T) {
 	t.Log(err)
 	// Still usable: a small dataset loads and steps.
 	pts := synth.Clusters(1000, 32, 8, 3)
-	cycle(t, pts, anchorsNear(pts, 8, 0.5, 4), 8)
+	cycle(t, pts, synth.AnchorsNear(pts, 8, 0.5, 4), 8)
 	if after := freeMem(t, dev); before-after > 2<<20 {
 		t.Errorf("free memory %d -> %d after the failed allocation", before, after)
 	}
@@ -111,7 +111,7 @@ func TestUseAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	pts := synth.Clusters(500, 16, 4, 5)
-	anchors := anchorsNear(pts, 4, 0.5, 6)
+	anchors := synth.AnchorsNear(pts, 4, 0.5, 6)
 	ds, err := d.Load(pts)
 	if err != nil {
 		t.Fatal(err)

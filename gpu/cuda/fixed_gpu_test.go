@@ -24,7 +24,7 @@ func TestOutlierPrecision(t *testing.T) {
 			pts.Data[i] = f16.FromFloat32(f16.ToFloat32(h) * 0.001)
 		}
 		pts.Data[outlier*d+3] = 0x7bff // 65504
-		anchors := anchorsNear(pts, m, 0.01, 9)
+		anchors := synth.AnchorsNear(pts, m, 0.01, 9)
 		f16.DecodeRow(anchors[:d], pts.Data[outlier*d:(outlier+1)*d])
 		ds, err := dev.Load(pts)
 		if err != nil {
@@ -92,7 +92,7 @@ func TestRescaledPass(t *testing.T) {
 	dev := device(t)
 	const n, d, m = 3000, 24, 15
 	pts := synth.Clusters(n, d, 8, 3)
-	anchors := anchorsNear(pts, m, 0.1, 2)
+	anchors := synth.AnchorsNear(pts, m, 0.1, 2)
 	far := make([]float32, len(anchors))
 	for i, v := range anchors {
 		far[i] = v + 30

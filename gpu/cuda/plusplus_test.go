@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"unsafe"
 
-	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/synth"
 	"github.com/vlc-embed/vlc/internal/vec"
@@ -63,65 +61,6 @@ func TestSampleDistancesParity(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// All of k-means++'s rounds on the device pick what anneal.PlusPlusRounds
-// picks on the host, at sample sizes around the 64-distance blocks, with
-// duplicate points (totals of 0: the fallbacks), and for points that
-// stream in batches.
-func TestDrawPlusPlusParity(t *testing.T) {
-	dev := device(t)
-	for _, c := range []struct{ s, d, m, distinct, batch int }{
-		{1, 5, 3, 1, 0}, {63, 7, 20, 63, 0}, {64, 16, 30, 64, 0}, {65, 33, 40, 65, 0},
-		{1000, 96, 100, 1000, 0}, {500, 20, 60, 12, 0}, {3000, 130, 50, 3000, 256},
-	} {
-		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
-			n := c.s + 9
-			pts := synth.Clusters(c.distinct, c.d, 4, uint64(c.s+c.d))
-			data := make([]uint16, n*c.d)
-			for i := range n { // duplicates when distinct < n
-				copy(data[i*c.d:(i+1)*c.d], pts.Data[(i%c.distinct)*c.d:])
-			}
-			pts = anneal.Points{Data: data, N: n, Dim: c.d}
-			dev.batchRows = c.batch
-			ds, err := dev.Load(pts)
-			dev.batchRows = 0
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ds.Close()
-			rng := rand.New(rand.NewPCG(uint64(c.s), 3))
-			rows := rng.Perm(n)[:c.s]
-			first := rng.IntN(c.s)
-			u, fallback := make([]float64, c.m-1), make([]int, c.m-1)
-			for k := range u {
-				fallback[k], u[k] = rng.IntN(c.s), rng.Float64()
-			}
-			got, err := ds.(*dataset).DrawPlusPlus(rows, first, u, fallback)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := make([]float32, c.s*c.d)
-			for i, r := range rows {
-				f16.DecodeRow(x[i*c.d:(i+1)*c.d], pts.Data[r*c.d:(r+1)*c.d])
-			}
-			dist := make([]float32, c.s)
-			want, err := anneal.PlusPlusRounds(first, u, fallback, dist, func(ctr int, keep bool) error {
-				for i := range dist {
-					if v := vec.L2(x[i*c.d:(i+1)*c.d], x[ctr*c.d:(ctr+1)*c.d]); !keep || v < dist[i] {
-						dist[i] = v
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("device picks %v\nhost picks   %v", got, want)
-			}
-		})
 	}
 }
 

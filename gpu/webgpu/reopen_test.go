@@ -30,7 +30,7 @@ func TestReopen(t *testing.T) {
 		if _, err := d.Load(pts); err == nil || !strings.Contains(err.Error(), "closed") {
 			t.Errorf("Load after Close: %v", err)
 		}
-		if err := ds.SetAnchors(anchorsNear(pts, 5, 0.1, 1), 5); err != nil {
+		if err := ds.SetAnchors(synth.AnchorsNear(pts, 5, 0.1, 1), 5); err != nil {
 			t.Fatal(err)
 		}
 		if st, err := ds.Assign(); err != nil || st.Changed != 300 {
