@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -297,19 +296,6 @@ type normalized struct{ *vecfile.Matrix }
 
 func (r normalized) Row(i int, dst []float32) []float32 {
 	x := r.Matrix.Row(i, dst)
-	if s := vec.Dot(x, x); math.IsInf(float64(s), 1) {
-		// |x|^2 overflows float32 (|x| beyond about 1.8e19): vec.Normalize
-		// would scale by 1/Inf and make x zero. Scale in float64 instead.
-		var s64 float64
-		for _, v := range x {
-			s64 += float64(v) * float64(v)
-		}
-		inv := 1 / math.Sqrt(s64)
-		for j, v := range x {
-			x[j] = float32(float64(v) * inv)
-		}
-		return x
-	}
 	vec.Normalize(x)
 	return x
 }

@@ -16,7 +16,7 @@ func Exact(base, queries Rows, k int, metric Metric) [][]int {
 	for i := range nq {
 		x := queries.Row(i, q[i*d:(i+1)*d])
 		if metric == Cosine {
-			normalize(x)
+			vec.Normalize(x)
 		}
 	}
 	tops := make([]topK, nq)
@@ -31,7 +31,7 @@ func Exact(base, queries Rows, k int, metric Metric) [][]int {
 			for r := a; r < b; r++ {
 				x := base.Row(lo+r, rows[r*d:(r+1)*d])
 				if metric == Cosine {
-					normalize(x)
+					vec.Normalize(x)
 				}
 			}
 		})

@@ -90,7 +90,7 @@ func (ix *Index) Search(q []float32, opt SearchOptions) (hits []Hit, err error) 
 	defer ix.pool.Put(s)
 	copy(s.q, q)
 	if ix.meta.Metric == Cosine {
-		normalize(s.q)
+		vec.Normalize(s.q)
 	}
 	ix.probeLists(s, ix.EffectiveNProbe(opt.NProbe))
 	s.top.reset(keep)
@@ -191,7 +191,7 @@ func (ix *Index) rerank(s *scratch, hits []Hit, rows Rows) error {
 		case IP:
 			hits[i].Distance = -vec.Dot(s.q, x)
 		case Cosine:
-			normalize(x)
+			vec.Normalize(x)
 			hits[i].Distance = vec.L2(s.q, x)
 		}
 	}
@@ -263,23 +263,4 @@ func (t *topK) sorted() []Hit {
 	out := slices.Clone(t.h)
 	slices.SortFunc(out, compareHits)
 	return out
-}
-
-// normalize scales x to unit length, as vec.Normalize does, but also when
-// |x|^2 overflows float32 (|x| beyond about 1.8e19), where vec.Normalize
-// would scale by 1/Inf and return zeros: a finite query must not turn into
-// the zero vector.
-func normalize(x []float32) {
-	if s := vec.Dot(x, x); !math.IsInf(float64(s), 1) {
-		vec.Normalize(x)
-		return
-	}
-	var s64 float64
-	for _, v := range x {
-		s64 += float64(v) * float64(v)
-	}
-	inv := 1 / math.Sqrt(s64)
-	for j, v := range x {
-		x[j] = float32(float64(v) * inv)
-	}
 }

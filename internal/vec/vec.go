@@ -158,10 +158,23 @@ func Nearest(x, anchors, norms []float32) (int, float32) {
 }
 
 // Normalize scales x to unit Euclidean length in place; a zero vector stays
-// zero.
+// zero. The scale is 1/sqrt(Dot(x, x)) in float32, or, where |x|^2
+// overflows float32 (|x| beyond about 1.8e19) and that would make x zero,
+// computed in float64: a finite vector never becomes the zero vector.
 func Normalize(x []float32) {
 	s := Dot(x, x)
 	if s == 0 {
+		return
+	}
+	if math.IsInf(float64(s), 1) {
+		var s64 float64
+		for _, v := range x {
+			s64 += float64(v) * float64(v)
+		}
+		inv := 1 / math.Sqrt(s64)
+		for j, v := range x {
+			x[j] = float32(float64(v) * inv)
+		}
 		return
 	}
 	inv := float32(1 / math.Sqrt(float64(s)))

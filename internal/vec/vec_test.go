@@ -84,6 +84,12 @@ func TestNormalize(t *testing.T) {
 	if z[0] != 0 || z[1] != 0 {
 		t.Errorf("zero vector became %v", z)
 	}
+	// |x|^2 = 2.5e39 overflows float32: the scale comes from float64.
+	big := []float32{3e19, 4e19}
+	Normalize(big)
+	if math.Abs(float64(big[0])-0.6) > 1e-7 || math.Abs(float64(big[1])-0.8) > 1e-7 {
+		t.Errorf("Normalize(3e19, 4e19) = %v, want (0.6, 0.8)", big)
+	}
 }
 
 // L2Below keeps exactly the pairs below the bound, with L2's bits, also at
