@@ -12,16 +12,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/index"
-	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
@@ -107,16 +103,17 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	if err != nil {
 		return nil, err
 	}
-	if err := checkOutput(output); err != nil {
-		return nil, err
-	}
 	if in, err := os.Stat(input); err == nil {
 		if out, err := os.Stat(output); err == nil && os.SameFile(in, out) {
 			return nil, fmt.Errorf("output %s is the input file: writing the index would destroy the vectors", output)
 		}
 	}
-	for _, name := range format.RemoveStaleTemps(output) {
+	removed, err := index.PrepareWrite(output)
+	for _, name := range removed {
 		log.Info("removed a temporary file left by an interrupted compress", "file", name)
+	}
+	if err != nil {
+		return nil, err
 	}
 	mat, err := vecfile.Open(input, vecfile.Options{Dim: opt.Dim})
 	if err != nil {
@@ -298,37 +295,6 @@ func (r normalized) Row(i int, dst []float32) []float32 {
 	x := r.Matrix.Row(i, dst)
 	vec.Normalize(x)
 	return x
-}
-
-// checkOutput fails early, before any training, when the index could not
-// be written: the folder is missing or not a folder, is not writable (a
-// temporary file is created and removed to find out), or output is a
-// folder itself.
-func checkOutput(output string) error {
-	dir := filepath.Dir(output)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("output %s: %w", output, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("output %s: %s is not a folder", output, dir)
-	}
-	if st, err := os.Stat(output); err == nil && st.IsDir() {
-		return fmt.Errorf("output %s is a folder", output)
-	}
-	// The name has the form format.WriteFile gives its temporary files,
-	// so that RemoveStaleTemps would find it had this process died here.
-	probe, err := os.CreateTemp(dir, "."+filepath.Base(output)+".tmp-"+strconv.Itoa(os.Getpid())+"-probe*")
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fmt.Errorf("output %s: cannot write in %s: %w", output, dir, err)
-	}
-	probe.Close()
-	os.Remove(probe.Name())
-	return nil
 }
 
 // recordingEncoder notes whether the device did encode (it declines when

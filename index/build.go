@@ -194,6 +194,15 @@ func trainingResiduals(rows Rows, anchors []float32, assign []int32, d int) ([]f
 	return res, count
 }
 
+// PrepareWrite readies path for an index before the work of building one:
+// it removes the temporary files that interrupted writes to path left
+// behind (format.RemoveStaleTemps), returning their names, and fails when
+// the index could not be written there (format.CheckWritable).
+func PrepareWrite(path string) (removed []string, err error) {
+	removed = format.RemoveStaleTemps(path)
+	return removed, format.CheckWritable(path)
+}
+
 // Write builds the index and writes it to path atomically (temp file, fsync,
 // rename): an existing file at path is replaced only by a complete index.
 func Write(path string, p Plan) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -109,6 +110,37 @@ func createTemp(dir, base string) (*os.File, error) {
 		}
 	}
 	return nil, fmt.Errorf("cannot create a temporary file in %s", dir)
+}
+
+// CheckWritable fails when a container could not be written to path: its
+// folder is missing or not a folder, path is a folder, or the folder is
+// not writable (a temporary file of WriteFile's form is created and
+// removed to find out, so a process killed meanwhile leaves a file that
+// RemoveStaleTemps removes). For callers about to do long work whose
+// result goes to path.
+func CheckWritable(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("output %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("output %s: %s is not a folder", path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("output %s is a folder", path)
+	}
+	probe, err := createTemp(dir, filepath.Base(path))
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("output %s: cannot write in %s: %w", path, dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
 }
 
 // processStart is about when this process started: no temporary file it

@@ -111,3 +111,33 @@ func TestRemoveStaleTemps(t *testing.T) {
 		t.Errorf("removed %v, want one file", removed)
 	}
 }
+
+// CheckWritable refuses, naming the path, a missing folder, a folder that
+// is a file and a path that is a folder, and leaves nothing behind when
+// the path can be written.
+func TestCheckWritable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path, want string
+		is         error
+	}{
+		{filepath.Join(dir, "no", "x.vlc"), "no/x.vlc", os.ErrNotExist},
+		{filepath.Join(file, "x.vlc"), "is not a folder", nil},
+		{dir, "is a folder", nil},
+	} {
+		err := CheckWritable(c.path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || (c.is != nil && !errors.Is(err, c.is)) {
+			t.Errorf("%s: %v, want an error with %q", c.path, err, c.want)
+		}
+	}
+	if err := CheckWritable(filepath.Join(dir, "x.vlc")); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("the check left %d files in the folder, want only %s", len(ents), file)
+	}
+}
