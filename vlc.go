@@ -232,7 +232,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 		N: n, Dim: d, Anchors: m, Bits: spec.Bits, Subspaces: spec.Subspaces, BitsPerDim: spec.BitsPerDim(), Code: kind.String(), Metric: metric.String(), Backend: dev.Name(),
 		Iterations: model.Iterations, Converged: model.Converged, Energy: model.Energy,
 		IndexBytes: st.Size(), BytesPerVector: float64(st.Size()) / float64(n),
-		SizeRatio: float64(st.Size()) / float64(2*n*d),
+		SizeRatio: index.SizeRatio(st.Size(), n, d),
 		ReadTime:  readTime, TrainTime: trainTime, EncodeTime: encodeTime, Encoder: encoder, Total: time.Since(start),
 	}, nil
 }

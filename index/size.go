@@ -7,6 +7,19 @@ import (
 	"github.com/vlc-embed/vlc/quant"
 )
 
+// SizeRatio is size bytes over n vectors of dimension d stored as float16
+// (n*d*2 bytes): the measure of compression every figure of vlc uses.
+func SizeRatio(size int64, n, d int) float64 { return float64(size) / float64(float16Bytes(n, d)) }
+
+func float16Bytes(n, d int) int64 { return 2 * int64(n) * int64(d) }
+
+// BytesPerVector is the index file's size over its vectors, everything
+// (anchors, lists, ids, parameters, headers) included.
+func (ix *Index) BytesPerVector() float64 { return float64(ix.Size()) / float64(ix.n) }
+
+// SizeRatio is the index file's size over its vectors' float16 size.
+func (ix *Index) SizeRatio() float64 { return SizeRatio(ix.Size(), ix.n, ix.d) }
+
 // PredictSize returns the exact size in bytes of the index Build writes for
 // n vectors in m lists with the given code (its Dim the vectors'), without
 // building it.
@@ -37,7 +50,7 @@ func PredictSize(n, m int, spec quant.Spec) (int64, error) {
 // subspaces (d down to 1) for the product code, whose size grows by n
 // bytes a subspace.
 func SpecForRatio(n, d, m int, kind quant.Kind, ratio float64, seed uint64) (quant.Spec, int64, error) {
-	budget := ratio * float64(2*n*d)
+	budget := ratio * float64(float16Bytes(n, d))
 	var tries []quant.Spec
 	if kind == quant.KindPQ {
 		// Size is increasing in subspaces: find the last that fits.
@@ -71,5 +84,5 @@ func SpecForRatio(n, d, m int, kind quant.Kind, ratio float64, seed uint64) (qua
 		}
 		smallest = size
 	}
-	return quant.Spec{}, 0, fmt.Errorf("%w: no %s code fits size ratio %g: the smallest (%d anchors) is %d bytes, ratio %.3f", ErrArgument, kind, ratio, m, smallest, float64(smallest)/float64(2*n*d))
+	return quant.Spec{}, 0, fmt.Errorf("%w: no %s code fits size ratio %g: the smallest (%d anchors) is %d bytes, ratio %.3f", ErrArgument, kind, ratio, m, smallest, SizeRatio(smallest, n, d))
 }

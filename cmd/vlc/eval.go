@@ -7,22 +7,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
+	"github.com/vlc-embed/vlc/eval"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
 )
-
-// evalResult is what `vlc eval -json` prints; the keys are a contract.
-type evalResult struct {
-	Recall1        float64 `json:"recall@1"`
-	Recall10       float64 `json:"recall@10"`
-	QPS            float64 `json:"qps"`
-	BytesPerVector float64 `json:"bytes_per_vector"`
-	SizeRatio      float64 `json:"size_ratio"`
-	NProbe         int     `json:"nprobe"`
-	K              int     `json:"k"`
-}
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
@@ -56,11 +45,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer o.Close()
 	ix, q, rr := o.ix, o.q, o.rr
 
-	gt, err := loadGroundTruth(*gtPath, *basePath, q, ix)
+	gt, err := groundTruth(*gtPath, *basePath, q, ix)
 	if err != nil {
 		return err
 	}
-	res, elapsed, err := evalAt(ctx, ix, q, gt, &sf, rr, sf.nprobe, 0)
+	res, err := eval.Measure(ctx, ix, q, gt, eval.Options{Search: sf.options(rr, sf.k)})
 	if err != nil {
 		return err
 	}
@@ -74,31 +63,17 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "queries          %d (nprobe %d, %s)\n", q.Len(), res.NProbe, rerank)
 	fmt.Fprintf(stdout, "recall@1         %.4f\n", res.Recall1)
 	fmt.Fprintf(stdout, "recall@10        %.4f\n", res.Recall10)
-	fmt.Fprintf(stdout, "qps              %.0f (%s on all cores)\n", res.QPS, elapsed.Round(1e6))
+	fmt.Fprintf(stdout, "qps              %.0f (%s on all cores)\n", res.QPS, res.Elapsed.Round(1e6))
 	fmt.Fprintf(stdout, "bytes/vector     %.1f\n", res.BytesPerVector)
 	fmt.Fprintf(stdout, "size ratio       %.3f of float16\n", res.SizeRatio)
 	return nil
 }
 
-// loadGroundTruth reads the first 10 true neighbours of each query from
-// gtPath, or computes them exactly from basePath with the index's metric.
-func loadGroundTruth(gtPath, basePath string, q *vecfile.Matrix, ix *index.Index) ([][]int, error) {
-	var gt [][]int
+// groundTruth reads the first 10 true neighbours of each query from gtPath,
+// or computes them exactly from basePath with the index's metric.
+func groundTruth(gtPath, basePath string, q *vecfile.Matrix, ix *index.Index) ([][]int, error) {
 	if gtPath != "" {
-		rows, err := vecfile.ReadIvecs(gtPath)
-		if err != nil {
-			return nil, err
-		}
-		if len(rows) < q.Len() {
-			return nil, fmt.Errorf("%s has %d rows for %d queries", gtPath, len(rows), q.Len())
-		}
-		for i, r := range rows[:q.Len()] {
-			if len(r) < 10 {
-				return nil, fmt.Errorf("%s: row %d has %d ids, recall@10 needs 10", gtPath, i, len(r))
-			}
-			gt = append(gt, toInts(r))
-		}
-		return gt, nil
+		return eval.ReadGroundTruth(gtPath, q.Len(), 10)
 	}
 	base, err := vecfile.Open(basePath, vecfile.Options{Dim: ix.Dim()})
 	if err != nil {
@@ -106,65 +81,4 @@ func loadGroundTruth(gtPath, basePath string, q *vecfile.Matrix, ix *index.Index
 	}
 	defer base.Close()
 	return index.Exact(base, q, 10, index.Metric(ix.Meta().Metric)), nil
-}
-
-// evalAt searches every query at nprobe on all cores and measures recall
-// against gt, speed and size. It also returns the wall time of the search.
-// When one pass over the queries takes less than minTime, it repeats the
-// passes until minTime has passed and measures the speed over all of them.
-func evalAt(ctx context.Context, ix *index.Index, q *vecfile.Matrix, gt [][]int, sf *searchFlags, rr *vecfile.Matrix, nprobe int, minTime time.Duration) (evalResult, time.Duration, error) {
-	// Recall@1 and recall@10 are measured on the first 1 and 10 hits, so
-	// search for at least 10.
-	opt := sf.options(rr, max(sf.k, 10))
-	opt.NProbe = nprobe
-	hits, elapsed, err := searchAll(ctx, ix, q, opt)
-	if err != nil {
-		return evalResult{}, 0, err
-	}
-	searched := q.Len()
-	for elapsed < minTime {
-		_, e, err := searchAll(ctx, ix, q, opt)
-		if err != nil {
-			return evalResult{}, 0, err
-		}
-		elapsed += e
-		searched += q.Len()
-	}
-	n := float64(ix.Len())
-	return evalResult{
-		Recall1:        recallAt(hits, gt, 1),
-		Recall10:       recallAt(hits, gt, 10),
-		QPS:            float64(searched) / max(elapsed, time.Nanosecond).Seconds(),
-		BytesPerVector: float64(ix.Size()) / n,
-		SizeRatio:      float64(ix.Size()) / (n * float64(2*ix.Dim())),
-		NProbe:         ix.EffectiveNProbe(nprobe),
-		K:              sf.k,
-	}, elapsed, nil
-}
-
-// recallAt is the mean over queries of |first k hits ∩ first k true ids| / k.
-func recallAt(hits [][]index.Hit, gt [][]int, k int) float64 {
-	var sum float64
-	for i, hs := range hits {
-		truth := map[int]bool{}
-		for _, id := range gt[i][:min(k, len(gt[i]))] {
-			truth[id] = true
-		}
-		found := 0
-		for _, h := range hs[:min(k, len(hs))] {
-			if truth[h.ID] {
-				found++
-			}
-		}
-		sum += float64(found) / float64(k)
-	}
-	return sum / float64(len(hits))
-}
-
-func toInts(r []int32) []int {
-	out := make([]int, len(r))
-	for i, v := range r {
-		out[i] = int(v)
-	}
-	return out
 }

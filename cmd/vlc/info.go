@@ -42,8 +42,8 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"bits": m.Bits, "subspaces": m.Subspaces, "ip_codes": m.Flags&index.FlagIPCodes != 0, "bits_per_dim": m.CodeSpec().BitsPerDim(), "code": quant.Kind(m.Code).String(), "metric": m.Metric.String(), "seed": m.Seed,
 		"iterations": m.Iterations, "converged": m.Converged == 1, "merged": m.Merged, "split": m.Split,
 		"energy": m.Energy, "init_energy": m.InitEnergy,
-		"bytes_per_vector": float64(ix.Size()) / float64(m.N),
-		"size_ratio":       float64(ix.Size()) / float64(2*m.N*uint64(m.Dim)),
+		"bytes_per_vector": ix.BytesPerVector(),
+		"size_ratio":       ix.SizeRatio(),
 		"list_min":         sizes[0], "list_median": sizes[len(sizes)/2], "list_max": sizes[len(sizes)-1],
 		"sections": secs,
 	}

@@ -20,13 +20,15 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/vlc-embed/vlc/eval"
 )
 
 // plotCurve is one index's sweep: a line through its points, in the
 // order of the sweep.
 type plotCurve struct {
 	name   string
-	points []evalResult
+	points []eval.Result
 }
 
 // plotFormat returns "png" or "svg" from the extension of path.

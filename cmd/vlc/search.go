@@ -7,11 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sync"
-	"time"
 
 	"github.com/vlc-embed/vlc/index"
-	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -93,38 +90,6 @@ func (f *searchFlags) options(rr *vecfile.Matrix, k int) index.SearchOptions {
 	return opt
 }
 
-// searchAll searches every query on all cores and returns the hits and the
-// wall time the searches took.
-func searchAll(ctx context.Context, ix *index.Index, q *vecfile.Matrix, opt index.SearchOptions) ([][]index.Hit, time.Duration, error) {
-	hits := make([][]index.Hit, q.Len())
-	var once sync.Once
-	var first error
-	start := time.Now()
-	par.For(q.Len(), 16, func(lo, hi int) {
-		// run recovers panics only on its own goroutine; one here would
-		// end the process with a trace.
-		defer func() {
-			if r := recover(); r != nil {
-				once.Do(func() { first = fmt.Errorf("internal error in queries %d..%d: %v", lo, hi-1, r) })
-			}
-		}()
-		x := make([]float32, q.Dim())
-		for i := lo; i < hi; i++ {
-			if ctx.Err() != nil {
-				once.Do(func() { first = ctx.Err() })
-				return
-			}
-			h, err := ix.Search(q.Row(i, x), opt)
-			if err != nil {
-				once.Do(func() { first = fmt.Errorf("query %d: %w", i, err) })
-				return
-			}
-			hits[i] = h
-		}
-	})
-	return hits, time.Since(start), first
-}
-
 func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	var sf searchFlags
@@ -139,7 +104,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer o.Close()
 	ix, q, rr := o.ix, o.q, o.rr
-	hits, _, err := searchAll(ctx, ix, q, sf.options(rr, sf.k))
+	hits, err := ix.SearchBatch(ctx, q, sf.options(rr, sf.k))
 	if err != nil {
 		return err
 	}

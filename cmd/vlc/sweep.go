@@ -10,11 +10,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/vlc-embed/vlc/eval"
 	"github.com/vlc-embed/vlc/index"
 )
 
@@ -24,7 +24,7 @@ type sweepFlags struct {
 	nprobes string // -sweep-nprobe as given
 	plot    string
 
-	list []int // -sweep-nprobe parsed: ascending, distinct, >= 1; nil for the default
+	list []int // -sweep-nprobe parsed (each >= 1); nil for the default
 }
 
 func (f *sweepFlags) register(fs *flag.FlagSet) {
@@ -65,26 +65,8 @@ func (f *sweepFlags) check(fs *flag.FlagSet) error {
 			}
 			f.list = append(f.list, p)
 		}
-		slices.Sort(f.list)
-		f.list = slices.Compact(f.list)
 	}
 	return nil
-}
-
-// values returns the nprobe values to sweep on an index with lists lists:
-// -sweep-nprobe clamped to lists, or 1, 2, 4, ... below lists, then lists.
-func (f *sweepFlags) values(lists int) []int {
-	var out []int
-	if f.list == nil {
-		for p := 1; p < lists; p *= 2 {
-			out = append(out, p)
-		}
-		return append(out, lists)
-	}
-	for _, p := range f.list {
-		out = append(out, min(p, lists))
-	}
-	return slices.Compact(out)
 }
 
 // sweepMinTime is how long each row of a sweep searches at least: short
@@ -96,7 +78,7 @@ var sweepMinTime = 100 * time.Millisecond
 // only when several indexes are compared.
 type sweepRow struct {
 	Index string `json:"index,omitempty"`
-	evalResult
+	eval.Result
 }
 
 // sweepIndex is one index of a sweep and the name it is shown under.
@@ -149,7 +131,7 @@ func runSweep(ctx context.Context, paths []string, sf *searchFlags, sw *sweepFla
 		if gt, ok := gts[m]; ok {
 			return gt, nil
 		}
-		gt, err := loadGroundTruth(gtPath, basePath, q, ix)
+		gt, err := groundTruth(gtPath, basePath, q, ix)
 		gts[m] = gt
 		return gt, err
 	}
@@ -171,12 +153,14 @@ func runSweep(ctx context.Context, paths []string, sf *searchFlags, sw *sweepFla
 		if rr != nil {
 			c.name += " +rerank"
 		}
-		for _, np := range sw.values(s.ix.EffectiveNProbe(math.MaxInt)) {
-			res, _, err := evalAt(ctx, s.ix, q, gt, sf, rr, np, sweepMinTime)
+		for _, np := range eval.NProbes(s.ix.EffectiveNProbe(math.MaxInt), sw.list) {
+			opt := sf.options(rr, sf.k)
+			opt.NProbe = np
+			res, err := eval.Measure(ctx, s.ix, q, gt, eval.Options{Search: opt, MinTime: sweepMinTime})
 			if err != nil {
 				return err
 			}
-			row := sweepRow{evalResult: res}
+			row := sweepRow{Result: res}
 			if multi {
 				row.Index = s.name
 			}

@@ -73,7 +73,7 @@ func WriteFileContext(ctx context.Context, path string, sections []Section) erro
 	}
 	RemoveStaleTemps(path)
 	dir := filepath.Dir(path)
-	tmp, err := createTemp(dir, filepath.Base(path))
+	tmp, err := createTemp(dir, filepath.Base(path), "")
 	if err != nil {
 		return fmt.Errorf("format: write %s: %w", path, err)
 	}
@@ -100,10 +100,11 @@ func tempPrefix(base string) string { return "." + base + ".tmp-" }
 // createTemp is os.CreateTemp with mode 0644 (before umask) rather than
 // 0600, since the temporary file becomes the index, and with the writer's
 // process id in the name, so that a later write can tell a leftover of a
-// killed process from a file another process is still writing.
-func createTemp(dir, base string) (*os.File, error) {
+// killed process from a file another process is still writing. tag, when
+// not empty, goes before the random part (CheckWritable's "probe").
+func createTemp(dir, base, tag string) (*os.File, error) {
 	for range 1000 {
-		name := filepath.Join(dir, tempPrefix(base)+strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(rand.Uint64(), 36))
+		name := filepath.Join(dir, tempPrefix(base)+strconv.Itoa(os.Getpid())+"-"+tag+strconv.FormatUint(rand.Uint64(), 36))
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if !errors.Is(err, os.ErrExist) {
 			return f, err
@@ -114,9 +115,10 @@ func createTemp(dir, base string) (*os.File, error) {
 
 // CheckWritable fails when a container could not be written to path: its
 // folder is missing or not a folder, path is a folder, or the folder is
-// not writable (a temporary file of WriteFile's form is created and
-// removed to find out, so a process killed meanwhile leaves a file that
-// RemoveStaleTemps removes). For callers about to do long work whose
+// not writable (a temporary file of WriteFile's form, named
+// ".<base>.tmp-<pid>-probe<random>", is created and removed to find out,
+// so a process killed meanwhile leaves a file that RemoveStaleTemps
+// removes). For callers about to do long work whose
 // result goes to path.
 func CheckWritable(path string) error {
 	dir := filepath.Dir(path)
@@ -130,7 +132,7 @@ func CheckWritable(path string) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("output %s is a folder", path)
 	}
-	probe, err := createTemp(dir, filepath.Base(path))
+	probe, err := createTemp(dir, filepath.Base(path), "probe")
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

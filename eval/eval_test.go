@@ -1,0 +1,113 @@
+package eval_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/eval"
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/vecfile"
+)
+
+const deep = "../testdata/deep2k/"
+
+// Recall counts the true ids among the first k hits, per query.
+func TestRecall(t *testing.T) {
+	hits := [][]index.Hit{{{ID: 3}, {ID: 1}, {ID: 9}}, {{ID: 5}, {ID: 6}}}
+	gt := [][]int{{1, 3, 4}, {7, 5, 6}}
+	for _, c := range []struct {
+		k    int
+		want float64
+	}{{1, 0}, {2, 0.75}, {3, 2.0 / 3}} {
+		if got := eval.Recall(hits, gt, c.k); got != c.want {
+			t.Errorf("recall@%d %v, want %v", c.k, got, c.want)
+		}
+	}
+}
+
+func TestNProbes(t *testing.T) {
+	for _, c := range []struct {
+		lists  int
+		values []int
+		want   []int
+	}{
+		{45, nil, []int{1, 2, 4, 8, 16, 32, 45}},
+		{1, nil, []int{1}},
+		{64, nil, []int{1, 2, 4, 8, 16, 32, 64}},
+		{45, []int{8, 1, 1000, 8}, []int{1, 8, 45}},
+	} {
+		if got := eval.NProbes(c.lists, c.values); !slices.Equal(got, c.want) {
+			t.Errorf("NProbes(%d, %v) = %v, want %v", c.lists, c.values, got, c.want)
+		}
+	}
+}
+
+// ReadGroundTruth names the file and the row that cannot serve.
+func TestReadGroundTruth(t *testing.T) {
+	gt, err := eval.ReadGroundTruth(deep+"groundtruth.ivecs", 200, 10)
+	if err != nil || len(gt) != 200 || gt[0][0] != 1636 {
+		t.Fatalf("deep2k: %d rows, first %v, %v", len(gt), gt[0][:3], err)
+	}
+	short := filepath.Join(t.TempDir(), "short.ivecs")
+	if err := vecfile.WriteIvecs(short, [][]int32{{1, 2, 3}, {4, 5}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		queries, k int
+		want       string
+	}{{3, 1, "2 rows for 3 queries"}, {2, 3, "row 1 has 2 ids"}} {
+		if _, err := eval.ReadGroundTruth(short, c.queries, c.k); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%d queries, k %d: %v, want %q", c.queries, c.k, err, c.want)
+		}
+	}
+}
+
+// Measure on deep2k: recall as exact search finds it when every list is
+// scanned, the index's own size, and repeated passes for MinTime.
+func TestMeasure(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "deep2k.vlc")
+	if _, err := vlc.Compress(context.Background(), deep+"base.f16", out, vlc.Options{Dim: 96, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := vlc.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	q, err := vecfile.Open(deep+"query.fvecs", vecfile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	gt, err := eval.ReadGroundTruth(deep+"groundtruth.ivecs", q.Len(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := eval.Measure(context.Background(), ix, q, gt, eval.Options{Search: index.SearchOptions{K: 1, NProbe: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(out)
+	t.Logf("%+v", res)
+	if res.Recall10 < 0.99 || res.Recall1 < 0.99 || res.NProbe != 45 || res.K != 1 || res.Queries != q.Len() {
+		t.Errorf("every list scanned: %+v; want recall >= 0.99 at nprobe 45, k 1, one pass", res)
+	}
+	if res.BytesPerVector != float64(st.Size())/2000 || res.SizeRatio != float64(st.Size())/(2000*96*2) {
+		t.Errorf("size: %v bytes/vector, ratio %v; the file has %d bytes", res.BytesPerVector, res.SizeRatio, st.Size())
+	}
+	res, err = eval.Measure(context.Background(), ix, q, gt, eval.Options{Search: index.SearchOptions{K: 10, NProbe: 1}, MinTime: 20e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Queries%q.Len() != 0 || res.Elapsed < 20e6 || res.Recall10 > 0.7 {
+		t.Errorf("nprobe 1 for 20 ms: %+v", res)
+	}
+	if _, err := eval.Measure(context.Background(), ix, q, gt[:10], eval.Options{}); err == nil {
+		t.Error("ground truth for 10 of 200 queries: no error")
+	}
+}
