@@ -13,6 +13,8 @@ import (
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/gpu/cuda"
+	"github.com/vlc-embed/vlc/internal/crosscheck"
+	"github.com/vlc-embed/vlc/internal/synth"
 )
 
 // benchResult is what vlc bench -json prints.
@@ -63,8 +65,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer dev.Close()
 
 	t0 := time.Now()
-	pts := clusteredPoints(*n, *d, max(1, *m/4), *seed)
-	anchors := pickAnchors(pts, *m, *seed)
+	pts := synth.Clusters(*n, *d, max(1, *m/4), *seed)
+	anchors := synth.PickAnchors(pts, *m, *seed)
 	fmt.Fprintf(stderr, "data: %d x %d float16 in %d clusters, %d anchors from random points, seed %d (made in %v)\n",
 		*n, *d, max(1, *m/4), *m, *seed, time.Since(t0).Round(time.Millisecond))
 
@@ -80,18 +82,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	inf := float32(math.Inf(1))
-	lloyd := func(int, int) anneal.StepParams { return anneal.StepParams{Tau: inf, Rate: 1, MaxMove: inf} }
-	if _, err := ds.Step(lloyd(0, 0)); err != nil { // warm-up: kernels loaded, caches filled
+	lloyd := func(int) anneal.StepParams { return anneal.StepParams{Tau: inf, Rate: 1, MaxMove: inf} }
+	if _, err := ds.Step(lloyd(0)); err != nil { // warm-up: kernels loaded, caches filled
 		return err
 	}
 	up0, down0 := ds.Transfer()
-	ms, _, err := timeSteps(ctx, ds, *iters, *iters, lloyd)
+	ms, _, err := crosscheck.TimeSteps(ctx, ds, *iters, lloyd)
 	if err != nil {
 		return err
 	}
 	up1, down1 := ds.Transfer()
 	flop := 2 * float64(*n) * float64(*m) * float64(*d)
-	res.Ms, res.MsPerIter = ms, median(ms)
+	res.Ms, res.MsPerIter = ms, crosscheck.Median(ms)
 	res.MsPerIterMin = ms[0]
 	for _, v := range ms {
 		res.MsPerIterMin = min(res.MsPerIterMin, v)
@@ -102,7 +104,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stderr, "%s: load %.1f ms; %d iterations (assign + reduce + update, wall clock per Step): %.3f ms median, %.3f min; %.3g TFLOP/s effective (2*n*m*d / median); %d B to the device and %d B to the host per iteration\n",
 		res.Backend, res.LoadMs, *iters, res.MsPerIter, res.MsPerIterMin, res.TFLOPS, res.ToDevice, res.ToHost)
 	if _, ok := ds.(cuda.Profiler); ok {
-		step := func() error { _, err := ds.Step(lloyd(0, 0)); return err }
+		step := func() error { _, err := ds.Step(lloyd(0)); return err }
 		if err := profileCUDA(ds, step, flop, stderr); err != nil {
 			return err
 		}

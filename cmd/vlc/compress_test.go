@@ -25,19 +25,19 @@ func badInputs(t *testing.T, dir string) map[string]string {
 	}
 	must(os.WriteFile(p("empty.f16"), nil, 0o644))
 	must(os.WriteFile(p("seven.f16"), make([]byte, 7), 0o644))
-	must(vecfile.WriteF16(p("ok.f16"), synth(40, 4, 1)))
-	must(vecfile.WriteFvecs(p("ok.fvecs"), synth(40, 4, 2)))
-	must(vecfile.WriteNpy(p("ok.npy"), synth(40, 4, 3), "<f4"))
-	rows := synth(40, 4, 4)
+	must(vecfile.WriteF16(p("ok.f16"), randomRows(40, 4, 1)))
+	must(vecfile.WriteFvecs(p("ok.fvecs"), randomRows(40, 4, 2)))
+	must(vecfile.WriteNpy(p("ok.npy"), randomRows(40, 4, 3), "<f4"))
+	rows := randomRows(40, 4, 4)
 	rows[5][2] = float32(math.NaN())
 	must(vecfile.WriteF16(p("nan.f16"), rows))
-	rows = synth(40, 4, 5)
+	rows = randomRows(40, 4, 5)
 	rows[0][1] = float32(math.Inf(1))
 	must(vecfile.WriteF16(p("inf.f16"), rows))
-	rows = synth(40, 4, 6)
+	rows = randomRows(40, 4, 6)
 	rows[17][3] = float32(math.Inf(-1))
 	must(vecfile.WriteFvecs(p("neginf.fvecs"), rows))
-	must(vecfile.WriteF16(p("ten.f16"), synth(10, 4, 7)))
+	must(vecfile.WriteF16(p("ten.f16"), randomRows(10, 4, 7)))
 	must(os.WriteFile(p("vectors.txt"), []byte("0.1 0.2 0.3 0.4\n"), 0o644))
 	return map[string]string{
 		"empty": p("empty.f16"), "seven": p("seven.f16"), "ok": p("ok.f16"),
@@ -126,7 +126,7 @@ func TestUnknownCommand(t *testing.T) {
 // from .f16, .fvecs and .npy, with every metric.
 func TestCompressFormatsAndMetrics(t *testing.T) {
 	dir := t.TempDir()
-	rows := synth(60, 6, 11)
+	rows := randomRows(60, 6, 11)
 	files := map[string]func(string) error{
 		"v.f16":   func(p string) error { return vecfile.WriteF16(p, rows) },
 		"v.fvecs": func(p string) error { return vecfile.WriteFvecs(p, rows) },
@@ -178,7 +178,7 @@ func TestCompressFormatsAndMetrics(t *testing.T) {
 func TestCompressSummary(t *testing.T) {
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "v.f16"), filepath.Join(dir, "v.vlc")
-	if err := vecfile.WriteF16(in, synth(100, 8, 3)); err != nil {
+	if err := vecfile.WriteF16(in, randomRows(100, 8, 3)); err != nil {
 		t.Fatal(err)
 	}
 	stdout, errs := mustVLC(t, "compress", in, "-dim", "8", "-o", out, "-anchors", "5", "-max-iter", "3")
@@ -242,7 +242,7 @@ func assertNoTempFiles(t *testing.T, dir string) {
 func TestCompressMaxIter(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "v.f16")
-	if err := vecfile.WriteF16(in, synth(200, 8, 9)); err != nil {
+	if err := vecfile.WriteF16(in, randomRows(200, 8, 9)); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "v.vlc")
@@ -270,7 +270,7 @@ func TestCompressMaxIter(t *testing.T) {
 func TestCompressCanceled(t *testing.T) {
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "v.f16"), filepath.Join(dir, "v.vlc")
-	if err := vecfile.WriteF16(in, synth(200, 8, 9)); err != nil {
+	if err := vecfile.WriteF16(in, randomRows(200, 8, 9)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -291,7 +291,7 @@ func TestCompressCanceled(t *testing.T) {
 	// search stops too.
 	mustVLC(t, "compress", in, "-dim", "8", "-o", out, "-quiet")
 	q := filepath.Join(dir, "q.fvecs")
-	if err := vecfile.WriteFvecs(q, synth(5, 8, 1)); err != nil {
+	if err := vecfile.WriteFvecs(q, randomRows(5, 8, 1)); err != nil {
 		t.Fatal(err)
 	}
 	stdout.Reset()
@@ -311,10 +311,10 @@ func TestCompressCanceled(t *testing.T) {
 // "corrupt index: an anchor holds NaN".)
 func TestCompressFloat32BeyondFloat16(t *testing.T) {
 	dir := t.TempDir()
-	small := synth(50, 4, 1)
+	small := randomRows(50, 4, 1)
 	small[9][2] = 1e5
 	// Over several 1024-row blocks: the lowest bad row wins.
-	large := synth(2200, 4, 2)
+	large := randomRows(2200, 4, 2)
 	large[2100][0] = -7e4
 	large[1100][3] = 1e6
 	tests := []struct {

@@ -38,7 +38,7 @@ func newCrashRig(t *testing.T) *crashRig {
 	}
 	r := &crashRig{bin: builtVLC(t, nil), dir: t.TempDir()}
 	r.in, r.out = filepath.Join(r.dir, "big.f16"), filepath.Join(r.dir, "big.vlc")
-	if err := vecfile.WriteF16(r.in, synth(100000, 32, 5)); err != nil {
+	if err := vecfile.WriteF16(r.in, randomRows(100000, 32, 5)); err != nil {
 		t.Fatal(err)
 	}
 	// The old index, then a timed run that shows when writing starts.

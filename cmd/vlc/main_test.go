@@ -114,8 +114,8 @@ func deepIndexPath(t *testing.T) string {
 	return deepIndex
 }
 
-// synth returns n deterministic pseudo-random rows of dimension d in [-1, 1).
-func synth(n, d int, seed uint64) [][]float32 {
+// randomRows returns n deterministic pseudo-random rows of dimension d in [-1, 1).
+func randomRows(n, d int, seed uint64) [][]float32 {
 	r := rand.New(rand.NewPCG(seed, 42))
 	rows := make([][]float32, n)
 	for i := range rows {
@@ -328,7 +328,7 @@ func TestFlagOrder(t *testing.T) {
 func TestDeterminismSmall(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "small.npy")
-	if err := vecfile.WriteNpy(in, synth(300, 16, 7), "<f4"); err != nil {
+	if err := vecfile.WriteNpy(in, randomRows(300, 16, 7), "<f4"); err != nil {
 		t.Fatal(err)
 	}
 	a, b, c := filepath.Join(dir, "a.vlc"), filepath.Join(dir, "b.vlc"), filepath.Join(dir, "c.vlc")
@@ -463,10 +463,10 @@ func TestSearchKLargerThanN(t *testing.T) {
 	dir := t.TempDir()
 	base, query, ix := filepath.Join(dir, "tiny.f16"), filepath.Join(dir, "q.fvecs"), filepath.Join(dir, "tiny.vlc")
 	const n, d, nq = 30, 8, 4
-	if err := vecfile.WriteF16(base, synth(n, d, 1)); err != nil {
+	if err := vecfile.WriteF16(base, randomRows(n, d, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := vecfile.WriteFvecs(query, synth(nq, d, 2)); err != nil {
+	if err := vecfile.WriteFvecs(query, randomRows(nq, d, 2)); err != nil {
 		t.Fatal(err)
 	}
 	mustVLC(t, "compress", base, "-dim", "8", "-anchors", "3", "-o", ix, "-quiet")
@@ -509,17 +509,17 @@ func TestSearchErrors(t *testing.T) {
 	ix := deepIndexPath(t)
 	dir := t.TempDir()
 	q95 := filepath.Join(dir, "q95.fvecs")
-	if err := vecfile.WriteFvecs(q95, synth(3, 95, 3)); err != nil {
+	if err := vecfile.WriteFvecs(q95, randomRows(3, 95, 3)); err != nil {
 		t.Fatal(err)
 	}
 	qnan := filepath.Join(dir, "qnan.fvecs")
-	rows := synth(4, deepDim, 4)
+	rows := randomRows(4, deepDim, 4)
 	rows[2][7] = float32(math.NaN())
 	if err := vecfile.WriteFvecs(qnan, rows); err != nil {
 		t.Fatal(err)
 	}
 	smallBase := filepath.Join(dir, "small.f16")
-	if err := vecfile.WriteF16(smallBase, synth(10, deepDim, 5)); err != nil {
+	if err := vecfile.WriteF16(smallBase, randomRows(10, deepDim, 5)); err != nil {
 		t.Fatal(err)
 	}
 	notIndex := filepath.Join(dir, "not.vlc")

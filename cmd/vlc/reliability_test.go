@@ -47,7 +47,7 @@ func TestVerifyNamesDamage(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.vlc")
 	q := filepath.Join(dir, "q.fvecs")
-	if err := vecfile.WriteFvecs(q, synth(2, 16, 1)); err != nil {
+	if err := vecfile.WriteFvecs(q, randomRows(2, 16, 1)); err != nil {
 		t.Fatal(err)
 	}
 	detected := 0
@@ -106,11 +106,11 @@ func TestVerifyNamesDamage(t *testing.T) {
 // returns n hits; nprobe beyond the lists is clamped and says so.
 func TestAwkwardInputCLI(t *testing.T) {
 	dir := t.TempDir()
-	same := synth(1, 8, 1)[0]
+	same := randomRows(1, 8, 1)[0]
 	var identical, dups [][]float32
 	for i := range 200 {
 		identical = append(identical, slices.Clone(same))
-		dups = append(dups, synth(5, 8, 2)[i%5])
+		dups = append(dups, randomRows(5, 8, 2)[i%5])
 	}
 	for _, c := range []struct {
 		name string
@@ -119,8 +119,8 @@ func TestAwkwardInputCLI(t *testing.T) {
 	}{
 		{"identical", identical, nil},
 		{"duplicates", dups, []string{"-metric", "cosine"}},
-		{"d1", synth(300, 1, 3), []string{"-bits", "1"}},
-		{"d4096", synth(100, 4096, 4), []string{"-anchors", "3", "-max-iter", "4"}},
+		{"d1", randomRows(300, 1, 3), []string{"-bits", "1"}},
+		{"d4096", randomRows(100, 4096, 4), []string{"-anchors", "3", "-max-iter", "4"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in, out, q := filepath.Join(dir, c.name+".npy"), filepath.Join(dir, c.name+".vlc"), filepath.Join(dir, c.name+"-q.fvecs")
@@ -157,7 +157,7 @@ func TestCUDABuildWithoutDriver(t *testing.T) {
 	bin := builtVLC(t, []string{"CGO_ENABLED=0"}, "cuda")
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "v.f16"), filepath.Join(dir, "v.vlc")
-	if err := vecfile.WriteF16(in, synth(200, 8, 1)); err != nil {
+	if err := vecfile.WriteF16(in, randomRows(200, 8, 1)); err != nil {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (int, string) {

@@ -23,7 +23,7 @@ import (
 func TestStaleTempsRemoved(t *testing.T) {
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "v.f16"), filepath.Join(dir, "v.vlc")
-	if err := vecfile.WriteF16(in, synth(100, 8, 1)); err != nil {
+	if err := vecfile.WriteF16(in, randomRows(100, 8, 1)); err != nil {
 		t.Fatal(err)
 	}
 	dead := deadPID(t)
@@ -83,7 +83,7 @@ func deadPID(t *testing.T) int {
 func TestOutputFolderProblems(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "v.f16")
-	if err := vecfile.WriteF16(in, synth(100, 8, 1)); err != nil {
+	if err := vecfile.WriteF16(in, randomRows(100, 8, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(filepath.Join(dir, "x.vlc"), 0o755); err != nil {

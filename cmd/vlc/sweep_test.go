@@ -301,7 +301,7 @@ func TestSweepErrors(t *testing.T) {
 		d   int
 	}{{small, deepDim}, {narrow, 8}} {
 		in := strings.TrimSuffix(c.out, ".vlc") + ".npy"
-		if err := vecfile.WriteNpy(in, synth(300, c.d, 9), "<f4"); err != nil {
+		if err := vecfile.WriteNpy(in, randomRows(300, c.d, 9), "<f4"); err != nil {
 			t.Fatal(err)
 		}
 		mustVLC(t, "compress", in, "-o", c.out, "-quiet")

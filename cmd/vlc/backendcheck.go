@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/gpu/cuda"
+	"github.com/vlc-embed/vlc/gpu/webgpu"
+	"github.com/vlc-embed/vlc/internal/crosscheck"
+)
+
+// runTestCUDA checks the CUDA backend against the CPU (crosscheck.Check)
+// and prints the report, with the split of a Step's kernels and every
+// assign variant's speed.
+//
+//	vlc test-cuda [--large] [-seed S] [-iters N]
+func runTestCUDA(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseBackendCheck("test-cuda", args, stderr)
+	if err != nil {
+		return err
+	}
+	dev, err := cuda.Open()
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	if in, ok := dev.(interface{ Info() cuda.Info }); ok {
+		i := in.Info()
+		fmt.Fprintf(stderr, "device: %s, %d SMs, compute capability %d.%d, %.1f GiB (%.1f GiB free), PTX %s\n",
+			i.Name, i.SMs, i.CCMajor, i.CCMinor, float64(i.TotalMem)/(1<<30), float64(i.FreeMem)/(1<<30), i.PTXSource)
+	}
+	cfg.F16Anchors = true
+	var prof bytes.Buffer
+	cfg.Profile = func(ds anneal.Dataset, step func() error) error {
+		return profileCUDA(ds, step, flops(cfg), &prof)
+	}
+	return checkBackend(ctx, dev, "cuda", cfg, &prof, stderr)
+}
+
+// runTestWebGPU is test-cuda's check for the WebGPU backend, on the best
+// adapter (VLC_WEBGPU_ADAPTER picks another; software adapters too).
+//
+//	vlc test-webgpu [--large] [-seed S] [-iters N]
+func runTestWebGPU(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseBackendCheck("test-webgpu", args, stderr)
+	if err != nil {
+		return err
+	}
+	dev, err := webgpu.OpenAny()
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	if in, ok := dev.(interface{ Info() webgpu.Info }); ok {
+		i := in.Info()
+		fmt.Fprintf(stderr, "adapter: %s (driver %q), backend %s, type %s; max storage binding %.0f MiB, max buffer %.0f MiB (adapter reports %d bytes)\n",
+			i.Name, i.Driver, i.Backend, i.Type, float64(i.MaxBinding)/(1<<20), float64(i.MaxBuffer)/(1<<20), i.AdapterMaxBuffer)
+	}
+	var prof bytes.Buffer
+	cfg.Profile = func(ds anneal.Dataset, _ func() error) error {
+		p, ok := ds.(webgpu.Profiler)
+		if !ok {
+			return nil
+		}
+		ts, err := p.TimeAssign(max(3, min(10, cfg.Steps)))
+		if err != nil {
+			return err
+		}
+		ms := crosscheck.Median(ts[1:])
+		fmt.Fprintf(&prof, "webgpu assign alone (tile %s): %.3f ms (median of %d submissions, wall clock), %.3g TFLOP/s effective (2*n*m*d / time)\n",
+			p.Tile(), ms, len(ts)-1, flops(cfg)/(ms*1e-3)/1e12)
+		return nil
+	}
+	return checkBackend(ctx, dev, "webgpu", cfg, &prof, stderr)
+}
+
+// parseBackendCheck reads the flags test-cuda and test-webgpu share.
+func parseBackendCheck(name string, args []string, stderr io.Writer) (crosscheck.Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	large := fs.Bool("large", false, "1,000,000 x 768 points and 4096 anchors (the CPU runs on a subsample); default 10,000 x 128 and 256")
+	seed := fs.Uint64("seed", 1, "seed of the data and the initial anchors")
+	iters := fs.Int("iters", 0, "timed iterations per backend (default 20; 10 on the GPU and 2 on the CPU with --large)")
+	if _, err := parse(fs, args, nil, stderr); err != nil {
+		return crosscheck.Config{}, err
+	}
+	cfg := crosscheck.Config{N: 10_000, Dim: 128, Anchors: 256, Sub: 10_000, Steps: 20, RefSteps: 20, Seed: *seed}
+	if *large {
+		cfg = crosscheck.Config{N: 1_000_000, Dim: 768, Anchors: 4096, Sub: 4096, Steps: 10, RefSteps: 2, Seed: *seed}
+	}
+	if *iters > 0 {
+		cfg.Steps, cfg.RefSteps = *iters, *iters
+		if *large {
+			cfg.RefSteps = min(*iters, 2)
+		}
+	}
+	return cfg, nil
+}
+
+// flops is the multiply-adds of one assign, twice: 2 n m d.
+func flops(cfg crosscheck.Config) float64 {
+	return 2 * float64(cfg.N) * float64(cfg.Anchors) * float64(cfg.Dim)
+}
+
+// checkBackend runs the check and prints its report, prof (the backend's
+// own timings) after the device's Steps; it fails when the backends
+// disagree beyond the limits.
+func checkBackend(ctx context.Context, dev anneal.Device, label string, cfg crosscheck.Config, prof *bytes.Buffer, w io.Writer) error {
+	r, err := crosscheck.Check(ctx, dev, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "data: %d x %d float16 in %d clusters, seed %d (made in %v); %d anchors from random points\n",
+		r.N, r.Dim, max(1, r.Anchors/4), r.Seed, r.DataTime.Round(1e6), r.Anchors)
+	fmt.Fprintf(w, "%s: load %v (%.1f MiB to the device)\n", r.Device, r.LoadTime.Round(1e3), float64(r.Uploaded)/(1<<20))
+	gmed, cmed := crosscheck.Median(r.DeviceMs), crosscheck.Median(r.RefMs)
+	fmt.Fprintf(w, "%s: %d steps, %.3f ms/iteration (median; mean %.3f), wall clock per Step incl. the scalar read-back\n",
+		label, r.Steps, gmed, crosscheck.Mean(r.DeviceMs))
+	fmt.Fprintf(w, "%s: transfers per steady-state Step: %d B to the host, %d B to the device\n", label, r.StepDown, r.StepUp)
+	w.Write(prof.Bytes())
+	if r.Subsample() {
+		scaled := cmed * float64(r.N) / float64(r.Sub)
+		fmt.Fprintf(w, "%s: ran on a subsample of %d of the %d points: %d steps, %.1f ms/iteration (median)\n", r.Reference, r.Sub, r.N, r.RefSteps, cmed)
+		fmt.Fprintf(w, "speedup: %.0fx against the CPU time scaled linearly to %d points (%.0f ms; an extrapolation, not a measurement)\n", scaled/gmed, r.N, scaled)
+		fmt.Fprintf(w, "energy after the steps: %s %.6f (all %d points, %d steps); cpu %.6f (subsample, %d steps): not comparable\n",
+			label, r.DeviceEnergy, r.N, r.Steps, r.RefEnergy, r.RefSteps)
+	} else {
+		fmt.Fprintf(w, "%s: %d steps, %.3f ms/iteration (median; mean %.3f)\n", r.Reference, r.RefSteps, cmed, crosscheck.Mean(r.RefMs))
+		fmt.Fprintf(w, "speedup: %.1fx (median ms/iteration, cpu / %s)\n", cmed/gmed, label)
+		fmt.Fprintf(w, "energy after %d steps: %s %.6f, cpu %.6f, relative difference %.2g\n",
+			r.Steps, label, r.DeviceEnergy, r.RefEnergy, r.EnergyDiff())
+	}
+	a := r.Agreement
+	fmt.Fprintf(w, "parity, same anchors, one assign of %d points: %d equal (%.3f%%), %d near-ties, %d beyond a near-tie (%.3f%%); energy %s %.6f, cpu %.6f, relative difference %.2g\n",
+		a.N, a.Equal, 100*float64(a.Equal)/float64(a.N), a.NearTies, a.Mismatches, 100*a.NonTieFraction(),
+		label, r.DeviceAssignEnergy, r.RefAssignEnergy, r.AssignEnergyDiff())
+	if len(r.Failures) > 0 {
+		fmt.Fprintln(w, "FAIL")
+		return fmt.Errorf("%s and cpu disagree: %s", label, strings.Join(r.Failures, "; "))
+	}
+	fmt.Fprintln(w, "PASS")
+	return nil
+}
+
+// profileCUDA reports the kernel split of a Step (CUDA events; the anchors
+// go on from where the timed steps left them) and the fused assign's
+// TFLOP/s for every variant.
+func profileCUDA(ds anneal.Dataset, step func() error, flop float64, w io.Writer) error {
+	prof, ok := ds.(cuda.Profiler)
+	if !ok {
+		return nil
+	}
+	prof.SetTiming(true)
+	var kt []cuda.KernelTimes
+	for i := range 5 {
+		if err := step(); err != nil {
+			return err
+		}
+		if i > 0 {
+			kt = append(kt, prof.LastTimes())
+		}
+	}
+	prof.SetTiming(false)
+	pick := func(f func(cuda.KernelTimes) float64) float64 {
+		v := make([]float64, len(kt))
+		for i, t := range kt {
+			v[i] = f(t)
+		}
+		return crosscheck.Median(v)
+	}
+	fmt.Fprintf(w, "cuda kernels (median of %d Steps, CUDA events): assign %.3f ms, finalize %.3f, reduce %.3f, update %.3f\n",
+		len(kt), pick(func(t cuda.KernelTimes) float64 { return t.Assign }), pick(func(t cuda.KernelTimes) float64 { return t.Finalize }),
+		pick(func(t cuda.KernelTimes) float64 { return t.Reduce }), pick(func(t cuda.KernelTimes) float64 { return t.Update }))
+	for _, v := range prof.Variants() {
+		ts, err := prof.TimeAssign(v, 20)
+		if err != nil {
+			return err
+		}
+		def := ""
+		if v == prof.AssignVariant() {
+			def = " (used by Step)"
+		}
+		ms := crosscheck.Median(ts[1:])
+		fmt.Fprintf(w, "cuda fused assign %s%s: %.3f ms (median of %d), %.1f TFLOP/s effective (2*n*m*d / time)\n",
+			v, def, ms, len(ts)-1, flop/(ms*1e-3)/1e12)
+	}
+	return nil
+}
