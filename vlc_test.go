@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vlc-embed/vlc"
@@ -128,6 +130,58 @@ func TestCompressErrors(t *testing.T) {
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("%s: failed compress left %s", c.name, out)
 		}
+	}
+}
+
+// Options that cannot work are refused before any work with an
+// OptionError naming the fields as Options does.
+func TestOptionErrors(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.vlc")
+	for _, c := range []struct {
+		opt    vlc.Options
+		fields []string
+		text   string
+	}{
+		{vlc.Options{Dim: 96, Bits: 4, Ratio: 0.3}, []string{"Bits", "Ratio"}, "give only one of these, which each set the code's size: Bits, Ratio"},
+		{vlc.Options{Dim: 96, Ratio: 0.3, Subspaces: 4, Code: "pq"}, []string{"Ratio", "Subspaces"}, "Ratio, Subspaces"},
+		{vlc.Options{Dim: 96, Bits: -1}, []string{"Bits"}, "Bits -1: must be 1, 2, 4 or 8"},
+		{vlc.Options{Dim: 96, Ratio: -0.5}, []string{"Ratio"}, "Ratio -0.5: must be a positive fraction"},
+		{vlc.Options{Dim: 96, Subspaces: -3, Code: "pq"}, []string{"Subspaces"}, "Subspaces -3"},
+		{vlc.Options{Dim: 96, Subspaces: 3}, []string{"Subspaces"}, "Subspaces 3: a setting of the pq code, not of rotated"},
+		{vlc.Options{Dim: 96, Anchors: -2}, []string{"Anchors"}, "Anchors -2: must be 0"},
+		{vlc.Options{Dim: 96, MaxIter: -5}, []string{"MaxIter"}, "MaxIter -5: must be 0 (the default, 60) or more"},
+	} {
+		_, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", out, c.opt)
+		var oe *vlc.OptionError
+		if !errors.As(err, &oe) || !slices.Equal(oe.Fields, c.fields) || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("%+v: %v, want an OptionError on %v saying %q", c.opt, err, c.fields, c.text)
+		}
+	}
+}
+
+// Progress sees every training iteration, and EncodeProgress the vectors
+// encoded: 0 first, then ascending to all of them.
+func TestProgress(t *testing.T) {
+	var iters []int
+	var done []int
+	_, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(t.TempDir(), "x.vlc"), vlc.Options{
+		Dim: 96, Bits: 4, MaxIter: 12,
+		Progress: func(it anneal.Iteration) { iters = append(iters, it.Iter) },
+		EncodeProgress: func(d, total int) {
+			if total != 2000 {
+				t.Errorf("encoding total %d", total)
+			}
+			done = append(done, d)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(iters) == 0 || iters[0] != 1 || iters[len(iters)-1] != len(iters) {
+		t.Errorf("training iterations seen: %v", iters)
+	}
+	if len(done) < 3 || done[0] != 0 || done[len(done)-1] != 2000 || !slices.IsSorted(done) {
+		t.Errorf("encoding progress: %v", done)
 	}
 }
 

@@ -21,6 +21,7 @@ type backend struct {
 var (
 	regMu    sync.Mutex
 	registry []backend
+	unbuilt  = map[string]string{} // backend name -> how to build it in
 )
 
 // Register makes a backend available by name. Backends call it from an init
@@ -31,6 +32,16 @@ func Register(name string, rank int, open func() (Device, error)) {
 	defer regMu.Unlock()
 	registry = append(registry, backend{name, rank, open})
 	slices.SortStableFunc(registry, func(a, b backend) int { return a.rank - b.rank })
+}
+
+// RegisterUnbuilt names a backend this binary was built without and how
+// to build it in (the stubs of the GPU backends call it when their build
+// tag is off), so that asking for it by name says how to get it. "auto"
+// passes it over in silence.
+func RegisterUnbuilt(name, how string) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	unbuilt[name] = how
 }
 
 // Backends lists the registered backend names, in the order auto tries them.
@@ -69,6 +80,12 @@ func OpenBackend(name string) (dev Device, skipped []string, err error) {
 			}
 			return d, nil, nil
 		}
+	}
+	regMu.Lock()
+	how, known := unbuilt[name]
+	regMu.Unlock()
+	if known {
+		return nil, nil, fmt.Errorf("%w: %q is not built into this binary (have %s): %s", ErrNoBackend, name, strings.Join(Backends(), ", "), how)
 	}
 	return nil, nil, fmt.Errorf("%w: %q is not built into this binary (have %s)", ErrNoBackend, name, strings.Join(Backends(), ", "))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/f16"
@@ -37,6 +38,11 @@ type Plan struct {
 	// caller's promise: float16 input, not normalised). Other codes
 	// ignore it.
 	Device quant.DeviceEncoder
+	// Progress, when set, is called with the rows encoded so far and
+	// their total: with 0 before the first, then after each list the host
+	// encodes, or once when the device has encoded them all. Calls do not
+	// overlap.
+	Progress func(done, total int)
 }
 
 // Build encodes every vector as its anchor's list entry plus a residual code
@@ -114,17 +120,23 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	cb, pb := code.CodeBytes(), code.ParamBytes()
 	codes := make([]byte, n*cb)
 	params := make([]byte, m*pb)
+	progress := p.Progress
+	if progress == nil {
+		progress = func(int, int) {}
+	}
+	progress(0, n)
 	onHost := true
 	if rc, ok := code.(*quant.Rotated); ok && p.Device != nil {
 		switch err := p.Device.EncodeRotated(rc, anchors, ids, offsets, codes, params); {
 		case err == nil:
 			onHost = false
+			progress(n, n)
 		case !errors.Is(err, quant.ErrNotResident):
 			return nil, err
 		}
 	}
 	if onHost {
-		encodeLists(ctx, p.Rows, code, anchors, ids, offsets, codes, params)
+		encodeLists(ctx, p.Rows, code, anchors, ids, offsets, codes, params, progress)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -147,10 +159,13 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 }
 
 // encodeLists encodes the lists on the host's cores, one list at a time
-// per core, stopping early once ctx is done.
-func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) {
+// per core, stopping early once ctx is done, and reports progress after
+// each list (one call at a time).
+func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, progress func(done, total int)) {
 	d, m := rows.Dim(), len(offsets)-1
 	cb, pb := code.CodeBytes(), code.ParamBytes()
+	var mu sync.Mutex
+	done := 0
 	par.For(m, 1, func(lo, hi int) {
 		var res []float32
 		for a := lo; a < hi; a++ {
@@ -168,6 +183,10 @@ func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []floa
 			}
 			at := int(offsets[a]) * cb
 			code.EncodeList(codes[at:at+len(list)*cb], params[a*pb:(a+1)*pb], a, res, len(list))
+			mu.Lock()
+			done += len(list)
+			progress(done, len(ids))
+			mu.Unlock()
 		}
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,34 +41,17 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	bitsSet := false
 	fs.Visit(func(f *flag.Flag) { bitsSet = bitsSet || f.Name == "bits" })
-	switch {
-	case btoi(bitsSet)+btoi(*ratio != 0)+btoi(*subspaces != 0) > 1:
-		return fmt.Errorf("give one of -bits, -ratio and -subspaces")
-	case *ratio < 0:
-		return fmt.Errorf("-ratio %g: must be positive", *ratio)
-	case *subspaces < 0:
-		return fmt.Errorf("-subspaces %d: must be positive", *subspaces)
-	case *ratio > 0 || *subspaces > 0:
-		*bits = 0
-	case *bits < 1:
-		return fmt.Errorf("-bits %d: must be 1, 2, 4 or 8", *bits)
-	case *maxIter < 0:
-		return fmt.Errorf("-max-iter %d: must be 0 (the default, 60) or more", *maxIter)
-	case *anchors < 0:
-		return fmt.Errorf("-anchors %d: must be 0 (about sqrt(n)) or more", *anchors)
+	if !bitsSet {
+		*bits = 0 // the library's default, unless -ratio or -subspaces sizes the code
 	}
 	input := pos[0]
 	if *out == "" {
 		*out = strings.TrimSuffix(input, filepath.Ext(input)) + ".vlc"
 	}
 
-	var bar *progressbar.ProgressBar
+	var bars *progress
 	if !*quiet && isTerminal(stderr) {
-		bar = progressbar.NewOptions(*maxIter+60*btoi(*maxIter == 0),
-			progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("training"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionClearOnFinish())
+		bars = newProgress(stderr, *maxIter)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -80,18 +64,17 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		defer pprof.StopCPUProfile()
 	}
-	sum, err := vlc.Compress(ctx, input, *out, vlc.Options{
+	opt := vlc.Options{
 		Dim: *dim, Bits: *bits, Ratio: *ratio, Subspaces: *subspaces, Code: *codeName, Anchors: *anchors, Metric: *metric,
 		Backend: *backend, Seed: *seed, MaxIter: *maxIter,
-		Progress: func(it anneal.Iteration) {
-			if bar != nil {
-				bar.Describe(fmt.Sprintf("training (T=%.3f, energy %.5g)", it.Temperature, it.Energy))
-				bar.Set(it.Iter)
-			}
-		},
-	})
-	if bar != nil {
-		bar.Finish()
+	}
+	if bars != nil {
+		opt.Progress, opt.EncodeProgress = bars.training, bars.encoding
+	}
+	sum, err := vlc.Compress(ctx, input, *out, opt)
+	bars.finish()
+	if oe := (*vlc.OptionError)(nil); errors.As(err, &oe) {
+		return errors.New(oe.Format(flagName))
 	}
 	if err != nil {
 		return err
@@ -122,11 +105,60 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
+// flagName is compress's flag for an Options field.
+func flagName(field string) string {
+	return map[string]string{"Bits": "-bits", "Ratio": "-ratio", "Subspaces": "-subspaces", "Anchors": "-anchors", "MaxIter": "-max-iter"}[field]
+}
+
+// progress shows training as a bar of iterations that fills when training
+// ends (converged or not), then encoding as a bar of vectors.
+type progress struct {
+	w         io.Writer
+	train     *progressbar.ProgressBar
+	encode    *progressbar.ProgressBar
+	lastIter  int
+	converged bool
+}
+
+func newProgress(w io.Writer, maxIter int) *progress {
+	if maxIter == 0 {
+		maxIter = anneal.DefaultMaxIter
 	}
-	return 0
+	return &progress{w: w, train: progressbar.NewOptions(maxIter,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("training"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionClearOnFinish())}
+}
+
+func (p *progress) training(it anneal.Iteration) {
+	p.lastIter = it.Iter
+	p.train.Describe(fmt.Sprintf("training (T=%.3f, energy %.5g)", it.Temperature, it.Energy))
+	p.train.Set(it.Iter)
+}
+
+func (p *progress) encoding(done, total int) {
+	if p.encode == nil {
+		p.train.Describe(fmt.Sprintf("training done after %d iterations", p.lastIter))
+		p.train.Finish() // to 100%: training stops at convergence, before MaxIter
+		p.encode = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetDescription("encoding"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionClearOnFinish())
+	}
+	p.encode.Set(done)
+}
+
+// finish clears whichever bar is showing; p may be nil (no bars).
+func (p *progress) finish() {
+	if p == nil {
+		return
+	}
+	p.train.Finish()
+	if p.encode != nil {
+		p.encode.Finish()
+	}
 }
 
 // codeText describes the code a compress wrote, as vlc info does.

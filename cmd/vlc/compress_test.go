@@ -6,9 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -69,7 +71,10 @@ func TestCompressBadInput(t *testing.T) {
 		{"+Inf at row 0", []string{in["inf"], "-dim", "4", "-o", out}, []string{in["inf"], "row 0", "column 1", "+Inf"}},
 		{"-Inf at row 17 of fvecs", []string{in["neginf"], "-o", out}, []string{in["neginf"], "row 17", "column 3", "-Inf"}},
 		{"fewer vectors than anchors", []string{in["ten"], "-dim", "4", "-anchors", "20", "-o", out}, []string{in["ten"], "10 vectors", "20 anchors"}},
-		{"negative anchors", []string{in["ok"], "-dim", "4", "-anchors", "-2", "-o", out}, []string{"anchors", "-2"}},
+		{"negative anchors", []string{in["ok"], "-dim", "4", "-anchors", "-2", "-o", out}, []string{"-anchors -2: must be 0"}},
+		{"bits and ratio", []string{in["ok"], "-dim", "4", "-bits", "4", "-ratio", "0.3", "-o", out}, []string{"give only one of", "-bits, -ratio"}},
+		{"negative ratio", []string{in["ok"], "-dim", "4", "-ratio", "-1", "-o", out}, []string{"-ratio -1: must be a positive"}},
+		{"subspaces of the rotated code", []string{in["ok"], "-dim", "4", "-subspaces", "2", "-o", out}, []string{"-subspaces 2: a setting of the pq code"}},
 		{"bits 3", []string{in["ok"], "-dim", "4", "-bits", "3", "-o", out}, []string{"bits per dimension: 3", "support"}},
 		{"unknown extension", []string{in["txt"], "-dim", "4", "-o", out}, []string{in["txt"], `unknown extension ".txt"`}},
 		{"input does not exist", []string{in["missing"], "-dim", "4", "-o", out}, []string{in["missing"], "no such file"}},
@@ -358,6 +363,29 @@ func TestCompressFloat32BeyondFloat16(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// Asking for a GPU backend this binary was built without says how to
+// build it in; "auto" passes over it without a word.
+func TestBackendNotBuilt(t *testing.T) {
+	dir := t.TempDir()
+	in := badInputs(t, dir)
+	for _, c := range []struct{ name, tag string }{{"cuda", "-tags cuda"}, {"webgpu", "-tags webgpu"}} {
+		if slices.Contains(anneal.Backends(), c.name) {
+			continue // built in
+		}
+		code, _, errs := runVLC(t, "compress", in["ok"], "-dim", "4", "-o", filepath.Join(dir, "x.vlc"), "-backend", c.name)
+		checkOneLineError(t, code, errs)
+		if !strings.Contains(errs, `"`+c.name+`" is not built into this binary`) || !strings.Contains(errs, "build with "+c.tag) {
+			t.Errorf("-backend %s: stderr %q", c.name, errs)
+		}
+	}
+	if len(anneal.Backends()) == 1 {
+		_, errs := mustVLC(t, "compress", in["ok"], "-dim", "4", "-o", filepath.Join(dir, "y.vlc"), "-anchors", "2")
+		if strings.Contains(errs, "skipped") {
+			t.Errorf("-backend auto on a CPU-only build logged a skip:\n%s", errs)
 		}
 	}
 }

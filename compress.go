@@ -1,0 +1,222 @@
+package vlc
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/quant"
+	"github.com/vlc-embed/vlc/vecfile"
+)
+
+// Summary describes a finished compression.
+type Summary struct {
+	N, Dim, Anchors int
+	Bits            int     // as asked for, or as -ratio chose; 0 for a pq code given by subspaces
+	Subspaces       int     // of a pq code; 0 for the others
+	BitsPerDim      float64 // code bytes per vector (corrections not counted) * 8 / dim
+	Code            string  // the residual code's name
+	Metric          string
+	Backend         string
+	Iterations      int
+	Converged       bool
+	Energy          float64 // mean squared distance to the final anchors
+	IndexBytes      int64
+	BytesPerVector  float64       // index bytes / n, everything included
+	SizeRatio       float64       // index bytes / (n * dim * 2), i.e. against float16
+	ReadTime        time.Duration // opening and checking the input, opening the backend
+	TrainTime       time.Duration
+	EncodeTime      time.Duration // encoding and writing the index
+	Encoder         string        // "host", or the backend that encoded (the rotated code of float16 input on a GPU)
+	Total           time.Duration
+}
+
+// Compress reads the vectors in input (.f16 with Options.Dim, .npy or
+// .fvecs), learns anchors, encodes every vector and writes the index to
+// output atomically: an existing file there is replaced only by a complete
+// index.
+func Compress(ctx context.Context, input, output string, opt Options) (*Summary, error) {
+	start := time.Now()
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := opt.check(); err != nil {
+		return nil, err
+	}
+	if opt.Bits == 0 && opt.Ratio == 0 && opt.Subspaces == 0 {
+		opt.Bits = 8
+	}
+	if opt.Metric == "" {
+		opt.Metric = "l2"
+	}
+	metric, err := index.ParseMetric(opt.Metric)
+	if err != nil {
+		return nil, err
+	}
+	if in, err := os.Stat(input); err == nil {
+		if out, err := os.Stat(output); err == nil && os.SameFile(in, out) {
+			return nil, fmt.Errorf("output %s is the input file: writing the index would destroy the vectors", output)
+		}
+	}
+	removed, err := index.PrepareWrite(output)
+	for _, name := range removed {
+		log.Info("removed a temporary file left by an interrupted compress", "file", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	mat, err := vecfile.Open(input, vecfile.Options{Dim: opt.Dim})
+	if err != nil {
+		return nil, err
+	}
+	defer mat.Close()
+	n, d := mat.Len(), mat.Dim()
+	m := opt.Anchors
+	if m == 0 {
+		m = anneal.DefaultAnchors(n)
+	}
+	if m < 1 {
+		return nil, fmt.Errorf("anchors must be at least 1, got %d", m)
+	}
+	if n < m {
+		return nil, fmt.Errorf("%s: %w: %d vectors, %d anchors", input, anneal.ErrTooFewPoints, n, m)
+	}
+	kind, err := quant.ParseKind(opt.Code)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Subspaces != 0 && kind != quant.KindPQ {
+		return nil, &OptionError{Fields: []string{"Subspaces"}, Value: opt.Subspaces, Reason: fmt.Sprintf("a setting of the pq code, not of %s", kind)}
+	}
+	var code quant.Code
+	switch {
+	case opt.Ratio > 0:
+		var spec quant.Spec
+		if spec, _, err = index.SpecForRatio(n, d, m, kind, opt.Ratio, opt.Seed); err == nil {
+			code, err = quant.New(spec)
+		}
+	case opt.Subspaces > 0:
+		if opt.Subspaces > d {
+			return nil, fmt.Errorf("%w: %d subspaces for dimension %d (at most one a dimension)", quant.ErrBits, opt.Subspaces, d)
+		}
+		code, err = quant.New(quant.Spec{Kind: kind, Dim: d, Subspaces: opt.Subspaces, Seed: opt.Seed})
+	default:
+		code, err = quant.ForBits(kind, opt.Bits, d, opt.Seed)
+	}
+	if err != nil {
+		return nil, err
+	}
+	spec := code.Spec()
+	if err := mat.CheckFinite(); err != nil {
+		return nil, err
+	}
+
+	var rows index.Rows = mat
+	if metric == index.Cosine {
+		rows = normalized{mat}
+	}
+	pts, err := points(mat, rows, metric == index.Cosine)
+	if err != nil {
+		return nil, err
+	}
+
+	dev, skipped, err := anneal.OpenBackend(opt.Backend)
+	for _, s := range skipped {
+		log.Info("backend skipped", "reason", s)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Close()
+	log.Debug("training", "backend", dev.Name(), "n", n, "dim", d, "anchors", m)
+
+	readTime := time.Since(start)
+	trainStart := time.Now()
+	// The device may encode when it holds exactly the rows the index
+	// encodes: float16 input, not normalised.
+	_, isF16 := mat.Float16()
+	exact := isF16 && metric != index.Cosine
+	var trainTime, encodeTime time.Duration
+	var model *anneal.Model
+	encoder := "host"
+	_, err = anneal.Train(ctx, dev, pts, anneal.Config{
+		M: m, Seed: opt.Seed, MaxIter: opt.MaxIter,
+		Progress: opt.Progress,
+		// Write the index while the points are still on the device.
+		Finish: func(mdl *anneal.Model, ds anneal.Dataset) error {
+			trainTime, model = time.Since(trainStart), mdl
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			plan := index.Plan{
+				Rows: rows, Anchors: model.Anchors, Assign: model.Assign, Progress: opt.EncodeProgress,
+				Meta: index.Meta{
+					Code: uint32(spec.Kind), Bits: uint32(spec.Bits), Subspaces: uint32(spec.Subspaces), Metric: metric, Seed: opt.Seed,
+					Flags:      ipFlag(metric, spec.Kind),
+					Iterations: uint32(model.Iterations), Converged: b2u(model.Converged),
+					Merged: uint32(model.Merged), Split: uint32(model.Split),
+					Energy: model.Energy, InitEnergy: model.InitEnergy,
+				},
+			}
+			var onDevice bool
+			if enc, ok := ds.(quant.DeviceEncoder); ok && exact && spec.Kind == quant.KindRotated {
+				plan.Device = recordingEncoder{enc, &onDevice}
+			}
+			encodeStart := time.Now()
+			err := index.WriteContext(ctx, output, plan)
+			encodeTime = time.Since(encodeStart)
+			if onDevice {
+				encoder = dev.Name()
+			}
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(output)
+	if err != nil {
+		return nil, err
+	}
+	return &Summary{
+		N: n, Dim: d, Anchors: m, Bits: spec.Bits, Subspaces: spec.Subspaces, BitsPerDim: spec.BitsPerDim(), Code: kind.String(), Metric: metric.String(), Backend: dev.Name(),
+		Iterations: model.Iterations, Converged: model.Converged, Energy: model.Energy,
+		IndexBytes: st.Size(), BytesPerVector: float64(st.Size()) / float64(n),
+		SizeRatio: index.SizeRatio(st.Size(), n, d),
+		ReadTime:  readTime, TrainTime: trainTime, EncodeTime: encodeTime, Encoder: encoder, Total: time.Since(start),
+	}, nil
+}
+
+// recordingEncoder notes whether the device did encode (it declines when
+// the points stream from the host).
+type recordingEncoder struct {
+	quant.DeviceEncoder
+	used *bool
+}
+
+func (e recordingEncoder) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
+	err := e.DeviceEncoder.EncodeRotated(c, anchors, ids, offsets, codes, params)
+	*e.used = err == nil
+	return err
+}
+
+// ipFlag writes ip indexes' rotated and pq codes in the inner-product form
+// (index.FlagIPCodes), whose estimate errs by |q - a| rather than |q|.
+func ipFlag(metric index.Metric, kind quant.Kind) uint32 {
+	if metric == index.IP && kind != quant.KindSQ8 {
+		return index.FlagIPCodes
+	}
+	return 0
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
