@@ -20,7 +20,7 @@ import (
 //
 //	vlc test-cuda [--large] [-seed S] [-iters N]
 func runTestCUDA(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseBackendCheck("test-cuda", args, stderr)
+	cfg, err := parseBackendCheck("test-cuda", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func runTestCUDA(ctx context.Context, args []string, stdout, stderr io.Writer) e
 //
 //	vlc test-webgpu [--large] [-seed S] [-iters N]
 func runTestWebGPU(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseBackendCheck("test-webgpu", args, stderr)
+	cfg, err := parseBackendCheck("test-webgpu", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -79,13 +79,14 @@ func runTestWebGPU(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return checkBackend(ctx, dev, "webgpu", cfg, &prof, stderr)
 }
 
-// parseBackendCheck reads the flags test-cuda and test-webgpu share.
-func parseBackendCheck(name string, args []string, stderr io.Writer) (crosscheck.Config, error) {
+// parseBackendCheck reads the flags test-cuda and test-webgpu share (help
+// goes to stdout).
+func parseBackendCheck(name string, args []string, stdout io.Writer) (crosscheck.Config, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	large := fs.Bool("large", false, "1,000,000 x 768 points and 4096 anchors (the CPU runs on a subsample); default 10,000 x 128 and 256")
 	seed := fs.Uint64("seed", 1, "seed of the data and the initial anchors")
 	iters := fs.Int("iters", 0, "timed iterations per backend (default 20; 10 on the GPU and 2 on the CPU with --large)")
-	if _, err := parse(fs, args, nil, stderr); err != nil {
+	if _, err := parse(fs, args, nil, stdout); err != nil {
 		return crosscheck.Config{}, err
 	}
 	cfg := crosscheck.Config{N: 10_000, Dim: 128, Anchors: 256, Sub: 10_000, Steps: 20, RefSteps: 20, Seed: *seed}

@@ -46,7 +46,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	iters := fs.Int("iters", 10, "timed iterations, after one warm-up")
 	seed := fs.Uint64("seed", 1, "seed of the data and the anchors")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
-	if _, err := parse(fs, args, nil, stderr); err != nil {
+	if _, err := parse(fs, args, nil, stdout); err != nil {
 		return err
 	}
 	switch {

@@ -35,7 +35,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	maxIter := fs.Int("max-iter", 0, "annealing iterations at most (0: default 60)")
 	quiet := fs.Bool("quiet", false, "no progress bar and no summary")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the compression to `file` (go tool pprof)")
-	pos, err := parse(fs, args, []string{"INPUT"}, stderr)
+	pos, err := parse(fs, args, []string{"INPUT"}, stdout)
 	if err != nil {
 		return err
 	}

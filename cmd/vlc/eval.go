@@ -22,7 +22,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (with -sweep: an array, one object per row, each with an index key too when several indexes are given)")
 	var sw sweepFlags
 	sw.register(fs)
-	pos, err := parse(fs, args, []string{"INDEX..."}, stderr)
+	pos, err := parse(fs, args, []string{"INDEX..."}, stdout)
 	if err != nil {
 		return err
 	}

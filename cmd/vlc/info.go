@@ -15,7 +15,7 @@ import (
 func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("info", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
-	pos, err := parse(fs, args, []string{"INDEX"}, stderr)
+	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	pos, err := parse(fs, args, []string{"INDEX"}, stderr)
+	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
 	if err != nil {
 		return err
 	}

@@ -9,10 +9,12 @@
 //	vlc verify INDEX
 //	vlc bench [-backend B] [-n N] [-dim D] [-anchors M] [-iters K] [-json]
 //	vlc test-cuda [--large], vlc test-webgpu [--large]
+//	vlc help [COMMAND], vlc version
 //
 // Flags may come before or after the positional arguments. Output for people
 // (progress, summaries, logs) goes to stderr, output for programs (search
-// hits, -json) to stdout. Any error is one line on stderr and exit status 1.
+// hits, -json) and help that was asked for to stdout. Any error is one line
+// on stderr and exit status 1.
 package main
 
 import (
@@ -45,6 +47,7 @@ var commands = map[string]command{
 	"bench":       {"time annealing iterations of a backend: ms per iteration, TFLOP/s", runBench},
 	"test-cuda":   {"check the CUDA backend against the CPU and time both", runTestCUDA},
 	"test-webgpu": {"check the WebGPU backend against the CPU and time both", runTestWebGPU},
+	"version":     {"print the version, the VCS revision and the backends built in", runVersion},
 }
 
 func main() {
@@ -70,12 +73,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (status i
 		}
 	}()
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+	switch {
+	case len(args) == 0: // no command: an error, the list on stderr
 		usage(stderr)
-		if len(args) == 0 {
-			return 1
-		}
+		return 1
+	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" && len(args) == 1:
+		usage(stdout)
 		return 0
+	case args[0] == "help":
+		// vlc help COMMAND is vlc COMMAND -h.
+		args = []string{args[1], "-h"}
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
@@ -100,9 +107,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (status i
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "vlc: compress embeddings into a small searchable index")
-	fmt.Fprintln(w, "usage: vlc COMMAND [flags] ARGS   (vlc COMMAND -h for its flags)")
+	fmt.Fprintln(w, "usage: vlc COMMAND [flags] ARGS   (vlc help COMMAND, or vlc COMMAND -h, for its flags)")
 	for _, n := range names() {
-		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
 	}
 }
 
@@ -118,8 +125,9 @@ func names() []string {
 // parse parses flags that may stand before, between or after positional
 // arguments (the standard flag package stops at the first positional one),
 // and checks the positional arguments against their names. A last name
-// ending in "..." (as "INDEX...") takes one or more arguments.
-func parse(fs *flag.FlagSet, args []string, names []string, stderr io.Writer) ([]string, error) {
+// ending in "..." (as "INDEX...") takes one or more arguments. -h prints
+// the command's flags on help (stdout: help asked for is output).
+func parse(fs *flag.FlagSet, args []string, names []string, help io.Writer) ([]string, error) {
 	// Errors come back as one line; the flag list is printed only for -h.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -127,8 +135,8 @@ func parse(fs *flag.FlagSet, args []string, names []string, stderr io.Writer) ([
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(stderr, "usage of vlc %s:\n", fs.Name())
-				fs.SetOutput(stderr)
+				fmt.Fprintf(help, "usage of vlc %s:\n", fs.Name())
+				fs.SetOutput(help)
 				fs.PrintDefaults()
 			}
 			return nil, err

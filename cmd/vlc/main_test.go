@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -770,21 +771,24 @@ func TestCorruption(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	tests := []struct {
-		name     string
-		args     []string
-		code     int
-		wantErr  []string
-		wantNone bool // nothing on stdout
+		name   string
+		args   []string
+		code   int
+		stdout []string // help asked for goes to stdout
+		stderr []string // the list after a missing command goes to stderr
 	}{
-		{"no args", nil, 1, []string{"usage: vlc COMMAND", "compress", "search", "eval", "info", "verify"}, true},
-		{"-h", []string{"-h"}, 0, []string{"usage: vlc COMMAND"}, true},
-		{"help", []string{"help"}, 0, []string{"usage: vlc COMMAND"}, true},
-		{"compress -h", []string{"compress", "-h"}, 0, []string{"usage of vlc compress", "-dim", "-bits", "-anchors", "-metric", "-backend", "-seed", "-quiet"}, true},
-		{"compress file -h", []string{"compress", "x.f16", "-h"}, 0, []string{"usage of vlc compress"}, true},
-		{"search -h", []string{"search", "-h"}, 0, []string{"usage of vlc search", "-query", "-k", "-nprobe", "-rerank"}, true},
-		{"eval -help", []string{"eval", "-help"}, 0, []string{"usage of vlc eval", "-gt", "-base", "-json"}, true},
-		{"info -h", []string{"info", "-h"}, 0, []string{"usage of vlc info", "-json"}, true},
-		{"verify -h", []string{"verify", "-h"}, 0, []string{"usage of vlc verify"}, true},
+		{"no args", nil, 1, nil, []string{"usage: vlc COMMAND", "compress", "search", "eval", "info", "verify", "version"}},
+		{"-h", []string{"-h"}, 0, []string{"usage: vlc COMMAND", "vlc help COMMAND"}, nil},
+		{"help", []string{"help"}, 0, []string{"usage: vlc COMMAND", "test-webgpu"}, nil},
+		{"help compress", []string{"help", "compress"}, 0, []string{"usage of vlc compress", "-dim", "-bits", "-anchors"}, nil},
+		{"compress -h", []string{"compress", "-h"}, 0, []string{"usage of vlc compress", "-dim", "-bits", "-anchors", "-metric", "-backend", "-seed", "-quiet"}, nil},
+		{"compress file -h", []string{"compress", "x.f16", "-h"}, 0, []string{"usage of vlc compress"}, nil},
+		{"search -h", []string{"search", "-h"}, 0, []string{"usage of vlc search", "-query", "-k", "-nprobe", "-rerank"}, nil},
+		{"eval -help", []string{"eval", "-help"}, 0, []string{"usage of vlc eval", "-gt", "-base", "-json"}, nil},
+		{"help info", []string{"help", "info"}, 0, []string{"usage of vlc info", "-json"}, nil},
+		{"verify -h", []string{"verify", "-h"}, 0, []string{"usage of vlc verify"}, nil},
+		{"help test-cuda", []string{"help", "test-cuda"}, 0, []string{"usage of vlc test-cuda", "-large"}, nil},
+		{"help nope", []string{"help", "nope"}, 1, nil, []string{`unknown command "nope"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -792,15 +796,28 @@ func TestUsage(t *testing.T) {
 			if code != tc.code {
 				t.Errorf("exit %d, want %d; stderr %q", code, tc.code, errs)
 			}
-			if tc.wantNone && out != "" {
-				t.Errorf("stdout %q, want nothing (usage goes to stderr)", out)
-			}
-			for _, w := range tc.wantErr {
-				if !strings.Contains(errs, w) {
-					t.Errorf("stderr lacks %q:\n%s", w, errs)
+			for _, c := range []struct {
+				name, got string
+				want      []string
+			}{{"stdout", out, tc.stdout}, {"stderr", errs, tc.stderr}} {
+				if len(c.want) == 0 && c.got != "" {
+					t.Errorf("%s %q, want nothing", c.name, c.got)
+				}
+				for _, w := range c.want {
+					if !strings.Contains(c.got, w) {
+						t.Errorf("%s lacks %q:\n%s", c.name, w, c.got)
+					}
 				}
 			}
 		})
+	}
+}
+
+// vlc version names the module version, the Go version and the backends.
+func TestVersion(t *testing.T) {
+	out, _ := mustVLC(t, "version")
+	if !strings.HasPrefix(out, "vlc ") || !strings.Contains(out, runtime.Version()) || !strings.Contains(out, "backends: ") || !strings.Contains(out, "cpu") {
+		t.Errorf("version: %q", out)
 	}
 }
 

@@ -94,7 +94,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	var sf searchFlags
 	sf.register(fs, 10)
-	pos, err := parse(fs, args, []string{"INDEX"}, stderr)
+	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
 	if err != nil {
 		return err
 	}
