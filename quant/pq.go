@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/internal/par"
+	"github.com/vlc-embed/vlc/internal/vec"
 )
 
 // PQ is rotated product quantization: the residual r is rotated (r' = P r,
@@ -96,14 +98,6 @@ func (c *PQ) ParamBytes() int        { return pqParams }
 func (c *PQ) GlobalBytes() int       { return 4 + 4*c.nsub + pqCentroids*c.dim }
 func (c *PQ) sub(s int) (lo, hi int) { return s * c.dim / c.nsub, (s + 1) * c.dim / c.nsub }
 
-func norm2(x []float32) float64 {
-	var s float64
-	for _, v := range x {
-		s += float64(v) * float64(v)
-	}
-	return s
-}
-
 // Train learns the codebooks from count residuals: it rotates them, scales
 // each to their mean norm rho, and runs seeded k-means in every subspace,
 // the subspaces in parallel. Each subspace's k-means is sequential and
@@ -116,7 +110,7 @@ func (c *PQ) Train(residuals []float32, count int) []byte {
 	par.For(count, 256, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			c.rot.Apply(x[i*d : (i+1)*d])
-			norms[i] = math.Sqrt(norm2(x[i*d : (i+1)*d]))
+			norms[i] = math.Sqrt(dot64(x[i*d:(i+1)*d], x[i*d:(i+1)*d]))
 		}
 	})
 	var rho float64
@@ -204,42 +198,41 @@ func (c *PQ) SetGlobal(params []byte) error {
 }
 
 // kmeans fills cent (pqCentroids rows of w) with centroids of the n rows of
-// x: k-means++ seeding from rng, then up to iters Lloyd iterations, an
-// empty cluster taking half of the largest. With fewer distinct rows than
-// centroids some centroids repeat.
+// x: anneal's k-means++ (PlusPlusRounds, the D^2 draw training uses) seeded
+// from rng, then up to iters Lloyd iterations, an empty cluster taking half
+// of the largest. With fewer distinct rows than centroids some centroids
+// repeat.
+//
+// The Lloyd iterations are this code's own, not anneal's loop on the CPU
+// backend: they keep Hamerly's bounds, which skip most of the rows once
+// the centroids settle, where anneal's Steps (written for GPUs) assign
+// every point every time. Through anneal.Train on the CPU backend the
+// codebooks took 6.6x longer at 52 subspaces of 10,000 residuals (d = 96)
+// and 3.1x longer at 196 subspaces of 20,000 (d = 784), for the same
+// recall on deep10k (0.9517 against 0.9522 at -ratio 0.32).
 func kmeans(cent, x []float32, n, w, iters int, rng *rand.Rand) {
 	k := len(cent) / w
 	clear(cent)
 	if n == 0 {
 		return
 	}
-	d2 := make([]float64, n)
 	first := rng.IntN(n)
-	copy(cent[:w], x[first*w:(first+1)*w])
-	var total float64
-	for i := range n {
-		d2[i] = float64(sqDist32(x[i*w:(i+1)*w], cent[:w]))
-		total += d2[i]
+	u, fallback := make([]float64, k-1), make([]int, k-1)
+	for c := range k - 1 {
+		fallback[c], u[c] = rng.IntN(n), rng.Float64()
 	}
-	for c := 1; c < k; c++ {
-		pick := rng.IntN(n)
-		if total > 0 {
-			t := rng.Float64() * total
-			pick = n - 1
-			for i, v := range d2 {
-				if t -= v; t < 0 {
-					pick = i
-					break
-				}
+	d2 := make([]float32, n)
+	picks, _ := anneal.PlusPlusRounds(first, u, fallback, d2, func(c int, keep bool) error {
+		cc := x[c*w : (c+1)*w]
+		for i := range n {
+			if v := vec.L2(x[i*w:(i+1)*w], cc); !keep || v < d2[i] {
+				d2[i] = v
 			}
 		}
-		cc := cent[c*w : (c+1)*w]
-		copy(cc, x[pick*w:(pick+1)*w])
-		total = 0
-		for i := range n {
-			d2[i] = min(d2[i], float64(sqDist32(x[i*w:(i+1)*w], cc)))
-			total += d2[i]
-		}
+		return nil
+	})
+	for c, p := range append([]int{first}, picks...) {
+		copy(cent[c*w:(c+1)*w], x[p*w:(p+1)*w])
 	}
 
 	// Lloyd iterations; Hamerly's bounds (an upper bound on the distance
@@ -265,7 +258,7 @@ func kmeans(cent, x []float32, n, w, iters int, rng *rand.Rand) {
 			m := float32(math.Inf(1))
 			for o := range k {
 				if o != c {
-					m = min(m, sqDist32(cent[c*w:(c+1)*w], cent[o*w:(o+1)*w]))
+					m = min(m, vec.L2(cent[c*w:(c+1)*w], cent[o*w:(o+1)*w]))
 				}
 			}
 			half[c] = math.Sqrt(float64(m)) / 2
@@ -285,7 +278,7 @@ func kmeans(cent, x []float32, n, w, iters int, rng *rand.Rand) {
 				}
 			}
 			b, d1, d2 := nearest2(xi, cent, norms, w)
-			xx := norm2(xi)
+			xx := dot64(xi, xi)
 			if it == 0 || int32(b) != assign[i] {
 				changed++
 			}
@@ -358,16 +351,6 @@ func kmeans(cent, x []float32, n, w, iters int, rng *rand.Rand) {
 			}
 		}
 	}
-}
-
-func sqDist32(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s float32
-	for j, v := range a {
-		d := v - b[j]
-		s += d * d
-	}
-	return s
 }
 
 func sqDist64(a, b []float32) float64 {
@@ -512,7 +495,7 @@ func (c *PQ) encode(code []byte, a int, residual []float32) pqRaw {
 	r := sc.r
 	copy(r, residual[:d])
 	c.rot.Apply(r)
-	rr := norm2(r)
+	rr := dot64(r, r)
 
 	// <r'_s, centroid>, once; the distance from t r'_s to centroid k is then
 	// t^2|r'_s|^2 - 2t dots[k] + |centroid k|^2.
