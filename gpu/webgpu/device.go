@@ -119,15 +119,13 @@ func open(software bool) (*Device, error) {
 	return &Device{core: shared}, nil
 }
 
+// openCore starts the instance and the device on the best adapter. With
+// XDG_RUNTIME_DIR unset (servers, CI), Mesa's window-system code, probed
+// while the instance starts and adapters are listed, prints
+// "XDG_RUNTIME_DIR is invalid or not set" on stderr: harmless, and left to
+// the program to prevent (the vlc command sets the variable at start-up;
+// a library must not change its process's environment).
 func openCore() (*core, error) {
-	// With XDG_RUNTIME_DIR unset (servers, CI), Mesa's window-system code,
-	// probed while the instance starts and adapters are listed, prints
-	// "XDG_RUNTIME_DIR is invalid or not set" on stderr five times: the
-	// variable points at the temporary folder meanwhile, and is unset again.
-	if _, ok := os.LookupEnv("XDG_RUNTIME_DIR"); !ok {
-		os.Setenv("XDG_RUNTIME_DIR", os.TempDir())
-		defer os.Unsetenv("XDG_RUNTIME_DIR")
-	}
 	in := instance()
 	// Vulkan, Metal and D3D12 first; OpenGL only where none of them has an
 	// adapter.

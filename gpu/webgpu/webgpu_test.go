@@ -17,6 +17,16 @@ import (
 	"github.com/vlc-embed/vlc/internal/synth"
 )
 
+// TestMain points XDG_RUNTIME_DIR at the temporary folder where it is
+// unset, as the vlc command does (see cmd/vlc/webgpu.go): the test binary
+// owns its process, and Mesa's warnings would bury the output.
+func TestMain(m *testing.M) {
+	if _, ok := os.LookupEnv("XDG_RUNTIME_DIR"); !ok {
+		os.Setenv("XDG_RUNTIME_DIR", os.TempDir())
+	}
+	os.Exit(m.Run())
+}
+
 var (
 	devOnce sync.Once
 	testDev *Device
