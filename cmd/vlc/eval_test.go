@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vlc-embed/vlc/vecfile"
+)
+
+func evalJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	out, _ := mustVLC(t, append([]string{"eval"}, args...)...)
+	if n := strings.Count(out, "\n"); n != 1 {
+		t.Fatalf("eval -json printed %d lines, want 1: %q", n, out)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("eval -json output %q: %v", out, err)
+	}
+	if dec.More() {
+		t.Fatalf("eval -json printed more than one JSON value: %q", out)
+	}
+	return m
+}
+
+func TestEvalDeep2k(t *testing.T) {
+	ix := deepIndexPath(t)
+	wantKeys := []string{"bytes_per_vector", "k", "nprobe", "qps", "recall@1", "recall@10", "size_ratio"}
+
+	tests := []struct {
+		name        string
+		args        []string
+		wantNProbe  float64
+		minRecall10 float64
+	}{
+		{"gt nprobe 45", []string{ix, "-query", deepQuery, "-gt", deepGT, "-nprobe", "45", "-json"}, 45, 0.99},
+		{"nprobe clamped to anchors", []string{ix, "-query", deepQuery, "-gt", deepGT, "-nprobe", "1000", "-json"}, deepAnchors, 0.99},
+		{"flags before index", []string{"-json", "-nprobe", "8", "-query", deepQuery, "-gt", deepGT, ix}, 8, 0.5},
+		{"exact ground truth from base", []string{ix, "-query", deepQuery, "-base", deepBase, "-nprobe", "45", "-json"}, 45, 0.99},
+		{"rerank", []string{ix, "-query", deepQuery, "-gt", deepGT, "-nprobe", "45", "-json", "-rerank", deepBase}, 45, 0.999},
+		{"nprobe 0 means 1", []string{ix, "-query", deepQuery, "-gt", deepGT, "-nprobe", "0", "-json"}, 1, 0},
+		{"negative nprobe means 1", []string{ix, "-query", deepQuery, "-gt", deepGT, "-nprobe", "-3", "-json"}, 1, 0},
+	}
+	results := map[string]map[string]any{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := evalJSON(t, tc.args...)
+			results[tc.name] = m
+			var keys []string
+			for k := range m {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			if !slices.Equal(keys, wantKeys) {
+				t.Fatalf("keys %v, want exactly %v", keys, wantKeys)
+			}
+			for _, k := range keys {
+				if _, ok := m[k].(float64); !ok {
+					t.Errorf("%s is %T (%v), want a number", k, m[k], m[k])
+				}
+			}
+			r1, r10 := m["recall@1"].(float64), m["recall@10"].(float64)
+			if r10 < tc.minRecall10 || r10 > 1 {
+				t.Errorf("recall@10 = %v, want in [%v, 1]", r10, tc.minRecall10)
+			}
+			if r1 < 0 || r1 > 1 {
+				t.Errorf("recall@1 = %v, want in [0, 1]", r1)
+			}
+			if got := m["nprobe"].(float64); got != tc.wantNProbe {
+				t.Errorf("nprobe = %v, want %v", got, tc.wantNProbe)
+			}
+			if got := m["k"].(float64); got != 10 {
+				t.Errorf("k = %v, want 10 (the default)", got)
+			}
+			if sr := m["size_ratio"].(float64); sr <= 0 || sr >= 0.7 {
+				t.Errorf("size_ratio = %v, want in (0, 0.7)", sr)
+			}
+			if q := m["qps"].(float64); !(q > 0) || math.IsInf(q, 0) {
+				t.Errorf("qps = %v, want a positive finite number", q)
+			}
+			st, err := os.Stat(ix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantBPV := float64(st.Size()) / deepN
+			if bpv := m["bytes_per_vector"].(float64); math.Abs(bpv-wantBPV) > 1e-9 {
+				t.Errorf("bytes_per_vector = %v, want %v (file size / n)", bpv, wantBPV)
+			}
+			wantRatio := float64(st.Size()) / (2 * deepN * deepDim)
+			if sr := m["size_ratio"].(float64); math.Abs(sr-wantRatio) > 1e-9 {
+				t.Errorf("size_ratio = %v, want %v (file size / float16 size)", sr, wantRatio)
+			}
+		})
+	}
+	gt, base := results["gt nprobe 45"], results["exact ground truth from base"]
+	if gt != nil && base != nil {
+		a, b := gt["recall@10"].(float64), base["recall@10"].(float64)
+		if math.Abs(a-b) > 0.01 {
+			t.Errorf("recall@10 with -gt %v and with -base %v differ by more than 0.01", a, b)
+		}
+	}
+	// nprobe beyond the number of lists scans every list, like nprobe 45.
+	if a, b := results["gt nprobe 45"], results["nprobe clamped to anchors"]; a != nil && b != nil {
+		if a["recall@10"] != b["recall@10"] || a["recall@1"] != b["recall@1"] {
+			t.Errorf("nprobe 1000 recall %v/%v, nprobe 45 %v/%v: want equal", b["recall@1"], b["recall@10"], a["recall@1"], a["recall@10"])
+		}
+	}
+}
+
+func TestEvalText(t *testing.T) {
+	ix := deepIndexPath(t)
+	out, _ := mustVLC(t, "eval", ix, "-query", deepQuery, "-gt", deepGT, "-nprobe", "8")
+	for _, want := range []string{"queries          200 (nprobe 8, no re-rank)", "recall@1 ", "recall@10 ", "qps ", "bytes/vector ", "size ratio "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("eval output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestEvalErrors(t *testing.T) {
+	ix := deepIndexPath(t)
+	dir := t.TempDir()
+	shortGT := filepath.Join(dir, "short.ivecs")
+	if err := vecfile.WriteIvecs(shortGT, [][]int32{{1, 2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	narrowGT := filepath.Join(dir, "narrow.ivecs")
+	rows := make([][]int32, deepNQ)
+	for i := range rows {
+		rows[i] = []int32{1, 2, 3}
+	}
+	if err := vecfile.WriteIvecs(narrowGT, rows); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"neither gt nor base", []string{"eval", ix, "-query", deepQuery}, []string{"-gt", "-base"}},
+		{"no query", []string{"eval", ix, "-gt", deepGT}, []string{"-query is required"}},
+		{"gt too few rows", []string{"eval", ix, "-query", deepQuery, "-gt", shortGT}, []string{shortGT, "1 rows for 200 queries"}},
+		{"gt rows too short", []string{"eval", ix, "-query", deepQuery, "-gt", narrowGT}, []string{narrowGT, "row 0", "3 ids"}},
+		{"k zero", []string{"eval", ix, "-query", deepQuery, "-gt", deepGT, "-k", "0"}, []string{"-k must be at least 1, got 0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runVLC(t, tc.args...)
+			checkOneLineError(t, code, errs)
+			if out != "" {
+				t.Errorf("stdout %q, want nothing", out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr %q does not contain %q", errs, w)
+				}
+			}
+		})
+	}
+}
