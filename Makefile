@@ -32,22 +32,36 @@ demo: build
 	$(BIN) eval $(DEMO)/deep2k.vlc -query $(DEEP)/query.fvecs -gt $(DEEP)/groundtruth.ivecs -nprobe 16
 	$(BIN) eval $(DEMO)/deep2k.vlc -query $(DEEP)/query.fvecs -gt $(DEEP)/groundtruth.ivecs -nprobe 16 -rerank $(DEEP)/base.f16
 
+# staticcheck, pinned: `go run` fetches this version through the module
+# proxy the first time (about 30 s) and caches the build.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+# gofmt, go vet and staticcheck on every build tag: the default build, cuda
+# (pure Go, so it is checked on any machine) and webgpu (cgo) where gcc is.
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) vet -tags cuda ./...
+	$(STATICCHECK) ./...
+	CGO_ENABLED=0 $(STATICCHECK) -tags cuda ./...
 
-# Every test, with the race detector; then the WebGPU backend's tests (cgo,
-# build tag webgpu; -race works with its static wgpu-native library) on a
-# Vulkan device. Where Mesa's lavapipe (Vulkan on the CPU) is missing and
-# this runs as root with apt-get, it is installed first; when that fails
-# the WebGPU tests skip, each saying why. With lavapipe present they must
-# run (VLC_WEBGPU_REQUIRE=1 turns a missing adapter into a failure). The
-# CLI package runs only its WebGPU tests with the tag: with a GPU backend
-# built in, -backend auto takes it, and GPU reductions are not bit-for-bit
-# reproducible, which TestFlagOrder demands of the CPU path. The CUDA
-# backend's tests skip here: CI has no NVIDIA GPU.
+# Every test twice: under the race detector with -short, where the tests
+# that are long there (recall on real data, golden hashes) skip, and
+# without it, every test in full. The cuda-tagged tests are compiled (they
+# run on a GPU machine: docs/CUDA.md says how); then brief fuzzing; then the
+# WebGPU backend's tests (cgo, build tag webgpu; -race works with its static
+# wgpu-native library) on a Vulkan device. Where Mesa's lavapipe (Vulkan on
+# the CPU) is missing and this runs as root with apt-get, it is installed
+# first; when that fails the WebGPU tests skip, each saying why. With
+# lavapipe present they must run (VLC_WEBGPU_REQUIRE=1 turns a missing
+# adapter into a failure). The CLI package runs only its WebGPU tests with
+# the tag: with a GPU backend built in, -backend auto takes it, and GPU
+# reductions are not bit-for-bit reproducible, which TestFlagOrder demands
+# of the CPU path.
 test: vet
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -short -count=1 ./...
+	$(GO) test -count=1 ./...
+	CGO_ENABLED=0 $(GO) test -tags cuda -count=1 -run '^$$' ./...
 	$(MAKE) --no-print-directory fuzz-brief
 	@lvp() { ls /usr/share/vulkan/icd.d/lvp_icd*.json /usr/lib/*/libvulkan.so.1 /usr/lib64/libvulkan.so.1 2>/dev/null | grep -q libvulkan; }; \
 	pkgs="mesa-vulkan-drivers libvulkan1"; \
@@ -65,8 +79,10 @@ test: vet
 		rm -f $$log; \
 	fi; \
 	req=; if lvp; then req=1; fi; \
+	if ! command -v gcc >/dev/null; then echo "make test: NOT running the WebGPU tests: they need cgo and there is no gcc"; exit 0; fi; \
 	set -x; \
 	CGO_ENABLED=1 $(GO) vet -tags webgpu ./gpu/... ./cmd/vlc/ . && \
+	CGO_ENABLED=1 $(STATICCHECK) -tags webgpu ./gpu/... ./cmd/vlc/ . && \
 	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 ./gpu/webgpu/ && \
 	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 -run WebGPU ./cmd/vlc/
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/internal/testenv"
 	"github.com/vlc-embed/vlc/quant"
 	"github.com/vlc-embed/vlc/vecfile"
 )
@@ -220,6 +221,7 @@ func Example() {
 // Ratio picks the most bits whose index fits the budget, and the index
 // written does fit.
 func TestRatio(t *testing.T) {
+	testenv.SkipLong(t)
 	dir := t.TempDir()
 	for _, c := range []struct {
 		ratio float64
@@ -248,6 +250,7 @@ func TestRatio(t *testing.T) {
 // 10x 1, 1, 1, 0.996; pq 4 bits 0.9625, ratio 0.32 0.9225, ratio 0.2
 // 0.816, re-ranked 1.
 func TestRecallByBits(t *testing.T) {
+	testenv.SkipLong(t)
 	gtRows, err := vecfile.ReadIvecs("testdata/deep2k/groundtruth.ivecs")
 	if err != nil {
 		t.Fatal(err)
@@ -327,6 +330,7 @@ func TestRecallByBits(t *testing.T) {
 // bits and more subspaces than dimensions with ErrBits, and -ratio spends
 // the budget in subspaces.
 func TestCodePQ(t *testing.T) {
+	testenv.SkipLong(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "pq.vlc")
 	sum, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", out, vlc.Options{Dim: 96, Bits: 2, Code: "pq", Seed: 1})

@@ -16,6 +16,7 @@ import (
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/synth"
+	"github.com/vlc-embed/vlc/internal/testenv"
 	"github.com/vlc-embed/vlc/internal/vec"
 	"github.com/vlc-embed/vlc/quant"
 	"github.com/vlc-embed/vlc/vecfile"
@@ -226,6 +227,7 @@ func TestMetrics(t *testing.T) {
 // same anchors, and estimate -<q, x>; a flag that contradicts the metric is
 // refused on open.
 func TestIPCodes(t *testing.T) {
+	testenv.SkipLong(t)
 	const n, d, m = 3000, 24, 30
 	dir := t.TempDir()
 	pts := synth.Clusters(n+200, d, m, 5)
@@ -428,6 +430,7 @@ func BenchmarkEncode(b *testing.B) {
 
 // PredictSize matches the bytes Build writes, for every code.
 func TestPredictSize(t *testing.T) {
+	testenv.SkipLong(t)
 	base, err := vecfile.Open(deep+"base.f16", vecfile.Options{Dim: 96})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/vlc-embed/vlc/internal/testenv"
 )
 
 // trainedPQ returns a PQ code of nsub subspaces trained on n random
@@ -145,6 +147,7 @@ func TestPQSetGlobalRejects(t *testing.T) {
 // anchors' mean. C is on the list's grid of 256 levels: the L2 estimate
 // may differ by half a step.
 func TestPQScorerMatchesDecode(t *testing.T) {
+	testenv.SkipLong(t)
 	for _, d := range []int{1, 3, 7, 8, 9, 96, 100} {
 		for _, nsub := range []int{1, (d + 7) / 8, (d + 3) / 4, (d + 1) / 2, d - 1, d} {
 			if nsub < 1 || nsub > d {

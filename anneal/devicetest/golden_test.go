@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/vlc-embed/vlc/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the goldens in testdata from the host's reference code")
@@ -16,6 +18,7 @@ var update = flag.Bool("update", false, "rewrite the goldens in testdata from th
 // run `go test -run TestGoldens -update` in this folder, and the CUDA
 // tests on a GPU.
 func TestGoldens(t *testing.T) {
+	testenv.SkipLong(t)
 	var pp, enc []string
 	for _, c := range ppCases {
 		pp = append(pp, hostPlusPlus(c))

@@ -113,11 +113,10 @@ func flagName(field string) string {
 // progress shows training as a bar of iterations that fills when training
 // ends (converged or not), then encoding as a bar of vectors.
 type progress struct {
-	w         io.Writer
-	train     *progressbar.ProgressBar
-	encode    *progressbar.ProgressBar
-	lastIter  int
-	converged bool
+	w        io.Writer
+	train    *progressbar.ProgressBar
+	encode   *progressbar.ProgressBar
+	lastIter int
 }
 
 func newProgress(w io.Writer, maxIter int) *progress {

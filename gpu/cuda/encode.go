@@ -21,6 +21,10 @@ var _ quant.DeviceEncoder = (*dataset)(nil)
 // writing 1.9-2.3 s), so the smaller scratch wins.
 const encodeThreads = 256
 
+// maxEncodeDim is the largest dimension the encode kernel's 16-bit radix
+// counts hold.
+const maxEncodeDim = 65535
+
 // EncodeRotated writes the rotated code of every point on the device, the
 // bytes quant.Rotated.EncodeList writes on the host (TestEncodeRotatedParity):
 // list parameters from the largest |r|^2 of each list, then one thread per

@@ -29,9 +29,6 @@ const (
 	// encodeBlock is ENC_BLOCK, the block of vlc_rot_encode, whose radix
 	// counts take 256 x 2 bytes of shared memory a thread.
 	encodeBlock = 64
-	// maxEncodeDim is the largest dimension the encode kernel's 16-bit
-	// radix counts hold.
-	maxEncodeDim = 65535
 	// ppBlock is PP_BLOCK: the k-means++ kernels sum and draw in blocks of
 	// anneal's DrawBlock distances, as the host does.
 	ppBlock = anneal.DrawBlock
