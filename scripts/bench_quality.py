@@ -5,9 +5,12 @@ For each dataset and each bits setting: compress (timed), then `vlc eval
 -sweep -json` without and with exact re-rank (factor 10); reports the
 plateau nprobe (the smallest whose recall@10 is within 0.002 of the
 sweep's best), a fast setting (the smallest nprobe reaching 90% of that
-recall), and nprobe 64; the re-ranked sweep gets its own plateau. Standard library only. Datasets are read from
-DATA (default ../shared/data); fashion-mnist's vectors from
-.data/fashion-mnist (see ../shared/data/README.md: go run tofvecs.go).
+recall), and nprobe 64; the re-ranked sweep gets its own plateau. Standard
+library only. Datasets are read from DATA (default .data, ignored by git):
+a folder per dataset holding base.fvecs, query.fvecs and groundtruth.ivecs
+(docs/BENCHMARKS.md lists them and where they come from); fashion-mnist's
+vectors from .data/fashion-mnist (scripts/fashion_mnist_fvecs.py writes
+them from Debian's dataset-fashion-mnist).
 
 usage: [CODE=pq] [BITS=4,2,1 | RATIOS=0.32,0.2,0.12] scripts/bench_quality.py [dataset ...]
 
@@ -18,7 +21,7 @@ FM overrides the folder of fashion-mnist's vectors.
 import json, os, struct, subprocess, sys, time
 
 VLC = os.environ.get("VLC", "bin/vlc")
-DATA = os.environ.get("DATA", "../shared/data")
+DATA = os.environ.get("DATA", ".data")
 OUT = os.environ.get("OUT", "bench-out")
 BITS = [int(b) for b in os.environ.get("BITS", "8,4,2,1").split(",")]
 CODE = os.environ.get("CODE", "rotated")  # the -code flag

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Whole-file sizes of FAISS indexes beside their recall, for docs/BENCHMARKS.md.
 
-faiss_bench.py (../shared/peers) counts a FAISS index as its codes plus an
+peers/faiss_bench.py counts a FAISS index as its codes plus an
 8-byte id per vector; this counts every byte faiss.write_index writes
 (coarse centroids, codebooks, OPQ matrix, codes, ids), the way vlc's sizes
 are counted, and prints recall@10 at nprobe 64 for the same specs.

@@ -1,6 +1,6 @@
 # Converts the Fashion-MNIST IDX files (Debian dataset-fashion-mnist) to base.fvecs and
-# query.fvecs (float32 pixels 0..255), as ../shared/data/fashion-mnist/tofvecs.go does, for machines
-# without Go. usage: python3 scripts/fashion_mnist_fvecs.py OUTDIR [IDXDIR]
+# query.fvecs (float32 pixels 0..255, the ann-benchmarks split: train = base, test = queries).
+# usage: python3 scripts/fashion_mnist_fvecs.py OUTDIR [IDXDIR]
 import gzip, struct, sys, os
 import numpy as np
 out = sys.argv[1]

@@ -1,11 +1,13 @@
 //go:build ignore
 
-// mkdata writes testdata/deep2k from ../shared/data/deep10k: the first 2,000
-// base vectors as float16 (base.f16, dimension 96), the first 200 queries
-// (query.fvecs), and their exact 100 nearest neighbours by squared L2 over
-// the float16 base, computed in float64 (groundtruth.ivecs).
+// mkdata writes testdata/deep2k from a copy of deep10k (the first 10,000
+// rows of Deep1B, 96 dimensions, as base.fvecs, with the Deep1B queries in
+// query.fvecs): the first 2,000 base vectors as float16 (base.f16), the
+// first 200 queries (query.fvecs), and their exact 100 nearest neighbours
+// by squared L2 over the float16 base, computed in float64
+// (groundtruth.ivecs).
 //
-//	go run testdata/mkdata.go ../shared/data/deep10k testdata/deep2k
+//	go run testdata/mkdata.go DEEP10K_DIR testdata/deep2k
 package main
 
 import (

@@ -323,28 +323,24 @@ func TestIvecsRoundTrip(t *testing.T) {
 	}
 }
 
-const deepDir = "../../shared/data/deep10k"
+// The real Deep1B vectors shipped in testdata/deep2k: its 200 queries
+// (.fvecs, unit norm) and their ground truth (.ivecs, 100 ids each among
+// the 2,000 base vectors).
+const deepDir = "../testdata/deep2k"
 
-func deepFile(t *testing.T, name string) string {
-	p := filepath.Join(deepDir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("real data not available (%v); it lives in /work/shared/data/deep10k", err)
-	}
-	return p
-}
-
-func TestDeep10k(t *testing.T) {
-	p := deepFile(t, "base.fvecs")
+// Deep1B queries read as the file's own float32 values, record by record.
+func TestDeepQueries(t *testing.T) {
+	p := filepath.Join(deepDir, "query.fvecs")
 	m := mustOpen(t, p, Options{Dim: 96})
-	if m.Len() != 10000 || m.Dim() != 96 {
-		t.Fatalf("%s: %d x %d, want 10000 x 96", p, m.Len(), m.Dim())
+	if m.Len() != 200 || m.Dim() != 96 {
+		t.Fatalf("%s: %d x %d, want 200 x 96", p, m.Len(), m.Dim())
 	}
 	raw, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const stride = 4 + 4*96
-	for _, i := range []int{0, 1, 9999} {
+	for _, i := range []int{0, 1, 199} {
 		rec := raw[i*stride : (i+1)*stride]
 		if d := binary.LittleEndian.Uint32(rec); d != 96 {
 			t.Fatalf("row %d dim field %d", i, d)
@@ -370,21 +366,21 @@ func TestDeep10k(t *testing.T) {
 	}
 }
 
-func TestDeep10kGroundTruth(t *testing.T) {
-	gt, err := ReadIvecs(deepFile(t, "groundtruth.ivecs"))
+func TestDeepGroundTruth(t *testing.T) {
+	gt, err := ReadIvecs(filepath.Join(deepDir, "groundtruth.ivecs"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(gt) != 10000 {
-		t.Fatalf("%d rows, want 10000", len(gt))
+	if len(gt) != 200 {
+		t.Fatalf("%d rows, want 200", len(gt))
 	}
 	for i, r := range gt {
 		if len(r) != 100 {
 			t.Fatalf("row %d has %d ids, want 100", i, len(r))
 		}
 		for _, id := range r {
-			if id < 0 || id >= 10000 {
-				t.Fatalf("row %d: id %d out of [0, 10000)", i, id)
+			if id < 0 || id >= 2000 {
+				t.Fatalf("row %d: id %d out of [0, 2000)", i, id)
 			}
 		}
 	}
