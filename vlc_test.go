@@ -186,38 +186,6 @@ func TestProgress(t *testing.T) {
 	}
 }
 
-// Compress a file of float16 embeddings, then search the index.
-func Example() {
-	dir, _ := os.MkdirTemp("", "vlc-example")
-	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "deep2k.vlc")
-	sum, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", out, vlc.Options{Dim: 96, Seed: 1})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Printf("%d vectors, %d anchors, %.0f%% of float16\n", sum.N, sum.Anchors, 100*sum.SizeRatio)
-
-	ix, err := vlc.Open(out)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer ix.Close()
-	queries, _ := vecfile.Open("testdata/deep2k/query.fvecs", vecfile.Options{})
-	defer queries.Close()
-	hits, _ := ix.Search(queries.Row(0, nil), vlc.SearchOptions{K: 3, NProbe: 16})
-	for _, h := range hits {
-		fmt.Println(h.ID)
-	}
-	// The exact three nearest neighbours (groundtruth.ivecs row 0):
-	// Output:
-	// 2000 vectors, 45 anchors, 66% of float16
-	// 1636
-	// 62
-	// 80
-}
-
 // Ratio picks the most bits whose index fits the budget, and the index
 // written does fit.
 func TestRatio(t *testing.T) {

@@ -2,10 +2,12 @@
 // codes, opening it read-only through mmap, and searching it.
 //
 // A format v1 file is a format container (package index/format) holding, in
-// this order: META (sizes, code, metric, training statistics), ANCH (anchors,
-// float32), LIST (list offsets, uint64, M+1), ROWS (the input row of every
-// entry, uint32, grouped by list), PARM (each list's code parameters) and
-// CODE (each entry's residual code). docs/FORMAT.md draws the bytes.
+// this order: META (sizes, code, metric, training statistics), ANCH (the
+// anchors, float16), LIST (list offsets, uint64, M+1), ROWS (the input row
+// of every entry, grouped by list, bit-packed in ceil(log2 N) bits each),
+// PARM (each list's code parameters), CODE (each entry's residual code)
+// and, for codes with parameters shared by all lists (the pq code's
+// codebooks, quant.Trainer), QGLB. docs/FORMAT.md draws the bytes.
 package index
 
 import (
@@ -208,6 +210,10 @@ func (ix *Index) Meta() Meta { return ix.meta }
 // Len is the number of vectors; Dim their dimension.
 func (ix *Index) Len() int { return ix.n }
 func (ix *Index) Dim() int { return ix.d }
+
+// Lists is the number of inverted lists: the anchors, and the most a search
+// can probe.
+func (ix *Index) Lists() int { return ix.m }
 
 // Size is the file's size in bytes.
 func (ix *Index) Size() int64 {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -153,7 +152,7 @@ func runSweep(ctx context.Context, paths []string, sf *searchFlags, sw *sweepFla
 		if rr != nil {
 			c.name += " +rerank"
 		}
-		for _, np := range eval.NProbes(s.ix.EffectiveNProbe(math.MaxInt), sw.list) {
+		for _, np := range eval.NProbes(s.ix.Lists(), sw.list) {
 			opt := sf.options(rr, sf.k)
 			opt.NProbe = np
 			res, err := eval.Measure(ctx, s.ix, q, gt, eval.Options{Search: opt, MinTime: sweepMinTime})
@@ -219,7 +218,7 @@ func newSweepTable(w io.Writer, idxs []sweepIndex, sw *sweepFlags, multi bool) *
 		recall1W: len("recall@1"), recallW: len("recall@10"), qpsW: 9, bytesW: len("bytes/vector")}
 	for _, s := range idxs {
 		t.nameW = max(t.nameW, len(s.name))
-		t.nprobeW = max(t.nprobeW, len(strconv.Itoa(s.ix.EffectiveNProbe(math.MaxInt))))
+		t.nprobeW = max(t.nprobeW, len(strconv.Itoa(s.ix.Lists())))
 	}
 	return t
 }
