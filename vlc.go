@@ -17,6 +17,7 @@ type (
 	Index         = index.Index
 	Hit           = index.Hit
 	SearchOptions = index.SearchOptions
+	Rows          = index.Rows // vectors to search for in a batch, or to re-rank against (a vecfile.Matrix is one)
 )
 
 // Open maps an index read-only and verifies every checksum once.
