@@ -246,7 +246,7 @@ func Train(t *testing.T, dev anneal.Device) {
 		t.Fatal(err)
 	}
 	t.Logf("%s: %d iterations, energy %.6g; cpu: %d iterations, energy %.6g", dev.Name(), g.Iterations, g.Energy, c.Iterations, c.Energy)
-	if relDiff(g.Energy, c.Energy) > 0.01 {
+	if parity.RelDiff(g.Energy, c.Energy) > 0.01 {
 		t.Errorf("energy %v, cpu %v", g.Energy, c.Energy)
 	}
 }
@@ -339,7 +339,7 @@ func checkEnergy(t *testing.T, pts anneal.Points, anchors []float32, g, c Result
 		t.Errorf("energy %.8g, float64 energy of the same assignment %.8g", g.Stats.Energy, e64)
 	}
 	if math.Abs(g.Stats.Energy-c.Stats.Energy) > 1e-3*c.Stats.Energy+1e-6*norms {
-		t.Errorf("energy %.8g, cpu %.8g (rel %.2g; |x|^2+|a|^2 %.3g)", g.Stats.Energy, c.Stats.Energy, relDiff(g.Stats.Energy, c.Stats.Energy), norms)
+		t.Errorf("energy %.8g, cpu %.8g (rel %.2g; |x|^2+|a|^2 %.3g)", g.Stats.Energy, c.Stats.Energy, parity.RelDiff(g.Stats.Energy, c.Stats.Energy), norms)
 	}
 }
 

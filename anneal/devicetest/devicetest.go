@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/vlc-embed/vlc/anneal"
@@ -229,4 +230,41 @@ func sizeName(prefix string, s Size) string {
 
 var inf = float32(math.Inf(1))
 
-func relDiff(a, b float64) float64 { return math.Abs(a-b) / max(math.Abs(b), 1e-300) }
+// Shared opens a backend's device once for a whole test binary (a GPU
+// context is costly to make) and hands it to every test that asks.
+type Shared[D anneal.Device] struct {
+	// Open opens the device.
+	Open func() (D, error)
+	// Unavailable reports whether an error of Open means this machine
+	// lacks the hardware or driver: the tests then skip, with the error
+	// as the reason. Any other error fails them.
+	Unavailable func(error) bool
+	// Describe, when set, is logged once the device opens.
+	Describe func(D) string
+
+	once sync.Once
+	dev  D
+	err  error
+}
+
+// Get returns the device, opening it on the first call.
+func (s *Shared[D]) Get(t *testing.T) D {
+	t.Helper()
+	s.once.Do(func() {
+		s.dev, s.err = s.Open()
+		if s.err == nil {
+			desc := s.dev.Name()
+			if s.Describe != nil {
+				desc = s.Describe(s.dev)
+			}
+			t.Logf("device: %s", desc)
+		}
+	})
+	if s.err != nil {
+		if s.Unavailable(s.err) {
+			t.Skip(s.err)
+		}
+		t.Fatal(s.err)
+	}
+	return s.dev
+}

@@ -151,16 +151,7 @@ func TestEvalErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := runVLC(t, tc.args...)
-			checkOneLineError(t, code, errs)
-			if out != "" {
-				t.Errorf("stdout %q, want nothing", out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(errs, w) {
-					t.Errorf("stderr %q does not contain %q", errs, w)
-				}
-			}
+			checkFails(t, tc.args, tc.want)
 		})
 	}
 }

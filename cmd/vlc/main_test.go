@@ -65,6 +65,22 @@ func checkOneLineError(t *testing.T, code int, stderr string) {
 	}
 }
 
+// checkFails runs a command line that must fail: one line on stderr that
+// holds each of want, and nothing on stdout.
+func checkFails(t *testing.T, args []string, want []string) {
+	t.Helper()
+	code, out, errs := runVLC(t, args...)
+	checkOneLineError(t, code, errs)
+	if out != "" {
+		t.Errorf("stdout %q, want nothing", out)
+	}
+	for _, w := range want {
+		if !strings.Contains(errs, w) {
+			t.Errorf("stderr %q does not contain %q", errs, w)
+		}
+	}
+}
+
 var (
 	deepOnce  sync.Once
 	deepIndex string // built once from deep2k with -seed 1

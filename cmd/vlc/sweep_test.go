@@ -328,16 +328,7 @@ func TestSweepErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := runVLC(t, append([]string{"eval"}, tc.args...)...)
-			checkOneLineError(t, code, errs)
-			if out != "" {
-				t.Errorf("stdout %q, want nothing", out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(errs, w) {
-					t.Errorf("stderr %q does not contain %q", errs, w)
-				}
-			}
+			checkFails(t, append([]string{"eval"}, tc.args...), tc.want)
 		})
 	}
 	checkOnly(t, dir, "narrow.npy", "narrow.vlc", "small.npy", "small.vlc")

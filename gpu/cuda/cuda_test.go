@@ -5,7 +5,6 @@ package cuda
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/vlc-embed/vlc/anneal"
@@ -13,30 +12,15 @@ import (
 	"github.com/vlc-embed/vlc/internal/synth"
 )
 
-var (
-	devOnce sync.Once
-	testDev *Device
-	devErr  error
-)
-
-// device opens the GPU once for the whole test binary, or skips the test
-// when this machine has no CUDA driver or device.
-func device(t *testing.T) *Device {
-	t.Helper()
-	devOnce.Do(func() {
-		testDev, devErr = open()
-		if devErr == nil {
-			t.Logf("device: %s, PTX %s", testDev.Name(), testDev.info.PTXSource)
-		}
-	})
-	if devErr != nil {
-		if strings.HasPrefix(devErr.Error(), "no CUDA") {
-			t.Skip(devErr)
-		}
-		t.Fatal(devErr)
-	}
-	return testDev
+// testDevice is the GPU, opened once for the test binary; without a CUDA
+// driver or device the tests skip.
+var testDevice = devicetest.Shared[*Device]{
+	Open:        open,
+	Unavailable: func(err error) bool { return strings.HasPrefix(err.Error(), "no CUDA") },
+	Describe:    func(d *Device) string { return d.Name() + ", PTX " + d.info.PTXSource },
 }
+
+func device(t *testing.T) *Device { t.Helper(); return testDevice.Get(t) }
 
 // The conformance suite of training backends (anneal/devicetest), at
 // sizes straddling the tiles (128 points, 128 and 256 anchors, 32 and 64

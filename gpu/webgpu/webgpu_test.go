@@ -3,10 +3,10 @@
 package webgpu
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/vlc-embed/vlc/anneal"
@@ -27,34 +27,21 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-var (
-	devOnce sync.Once
-	testDev *Device
-	devErr  error
-)
-
-// device opens the adapter once for the whole test binary, or skips the
-// test when this machine has no WebGPU adapter (no Vulkan driver: install
-// mesa-vulkan-drivers for lavapipe; make test does so where it can). With
-// VLC_WEBGPU_REQUIRE set (make test sets it once lavapipe is installed) a
-// missing adapter fails the test instead.
-func device(t *testing.T) *Device {
-	t.Helper()
-	devOnce.Do(func() {
-		testDev, devErr = open(true)
-		if devErr == nil {
-			i := testDev.info
-			t.Logf("device: %s; max storage binding %d bytes, max buffer %d", testDev.Name(), i.MaxBinding, i.MaxBuffer)
-		}
-	})
-	if devErr != nil {
-		if strings.HasPrefix(devErr.Error(), "no WebGPU adapter") && os.Getenv("VLC_WEBGPU_REQUIRE") == "" {
-			t.Skip(devErr)
-		}
-		t.Fatal(devErr)
-	}
-	return testDev
+// testDevice is the adapter, opened once for the test binary. Without one (no
+// Vulkan driver: install mesa-vulkan-drivers for lavapipe; make test does
+// so where it can) the tests skip, unless VLC_WEBGPU_REQUIRE is set (make
+// test sets it once lavapipe is installed): then they fail.
+var testDevice = devicetest.Shared[*Device]{
+	Open: func() (*Device, error) { return open(true) },
+	Unavailable: func(err error) bool {
+		return strings.HasPrefix(err.Error(), "no WebGPU adapter") && os.Getenv("VLC_WEBGPU_REQUIRE") == ""
+	},
+	Describe: func(d *Device) string {
+		return fmt.Sprintf("%s; max storage binding %d bytes, max buffer %d", d.Name(), d.info.MaxBinding, d.info.MaxBuffer)
+	},
 }
+
+func device(t *testing.T) *Device { t.Helper(); return testDevice.Get(t) }
 
 // The conformance suite of training backends (anneal/devicetest), for
 // each assign tile: the default sizes straddle the workgroups (64 and 128

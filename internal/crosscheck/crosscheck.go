@@ -69,11 +69,13 @@ type Report struct {
 }
 
 // EnergyDiff is the relative difference of the energies after the Steps.
-func (r *Report) EnergyDiff() float64 { return relDiff(r.DeviceEnergy, r.RefEnergy) }
+func (r *Report) EnergyDiff() float64 { return parity.RelDiff(r.DeviceEnergy, r.RefEnergy) }
 
 // AssignEnergyDiff is the relative difference of the same-anchor assign's
 // energies.
-func (r *Report) AssignEnergyDiff() float64 { return relDiff(r.DeviceAssignEnergy, r.RefAssignEnergy) }
+func (r *Report) AssignEnergyDiff() float64 {
+	return parity.RelDiff(r.DeviceAssignEnergy, r.RefAssignEnergy)
+}
 
 // Subsample reports whether the reference ran on fewer points than the
 // device.
@@ -251,7 +253,5 @@ func Mean(v []float64) float64 {
 	}
 	return s / float64(len(v))
 }
-
-func relDiff(a, b float64) float64 { return math.Abs(a-b) / max(math.Abs(b), 1e-300) }
 
 var inf = float32(math.Inf(1))

@@ -89,3 +89,7 @@ func Compare(pts []uint16, d int, anchors []float32, got, want []int32, f16Ancho
 	}
 	return ag
 }
+
+// RelDiff is |a - b| / |b|: how far a backend's figure a is from the
+// reference's b, relatively.
+func RelDiff(a, b float64) float64 { return math.Abs(a-b) / max(math.Abs(b), 1e-300) }
