@@ -75,47 +75,22 @@ func (m *Matrix) blockRows() int {
 }
 
 // anyBadF16 reports whether b, little-endian float16 values, holds a NaN or
-// an infinity (exponent bits all ones). Four values are tested per 64-bit
-// word: (h & 0x7c00) + 0x0400 reaches 0x8000 exactly when the exponent is
-// all ones, and never carries into the next lane.
+// an infinity (exponent bits all ones), four values per 64-bit word.
 func anyBadF16(b []byte) bool {
-	const (
-		exp   = 0x7c007c007c007c00
-		one   = 0x0400040004000400
-		carry = 0x8000800080008000
-	)
-	for len(b) >= 32 {
-		w0 := binary.LittleEndian.Uint64(b)
-		w1 := binary.LittleEndian.Uint64(b[8:])
-		w2 := binary.LittleEndian.Uint64(b[16:])
-		w3 := binary.LittleEndian.Uint64(b[24:])
-		if (((w0&exp)+one)|((w1&exp)+one)|((w2&exp)+one)|((w3&exp)+one))&carry != 0 {
-			return true
-		}
-		b = b[32:]
-	}
-	for len(b) >= 8 {
-		if ((binary.LittleEndian.Uint64(b)&exp)+one)&carry != 0 {
-			return true
-		}
-		b = b[8:]
-	}
-	for len(b) >= 2 {
-		if binary.LittleEndian.Uint16(b)&0x7c00 == 0x7c00 {
-			return true
-		}
-		b = b[2:]
-	}
-	return false
+	return anyBad(b, 0x7c007c007c007c00, 0x0400040004000400, 0x8000800080008000)
 }
 
 // anyBadF32 is anyBadF16 for little-endian float32 values, two per word.
 func anyBadF32(b []byte) bool {
-	const (
-		exp   = 0x7f8000007f800000
-		one   = 0x0080000000800000
-		carry = 0x8000000080000000
-	)
+	return anyBad(b, 0x7f8000007f800000, 0x0080000000800000, 0x8000000080000000)
+}
+
+// anyBad reports whether a lane of b, read as little-endian 64-bit words,
+// has all the bits of exp set: (w & exp) + one carries into a lane's top
+// bit (carry) exactly then, and never into the next lane. exp, one and
+// carry repeat one lane's masks across the word. A tail shorter than a
+// word is read padded with zeros, which never carry.
+func anyBad(b []byte, exp, one, carry uint64) bool {
 	for len(b) >= 32 {
 		w0 := binary.LittleEndian.Uint64(b)
 		w1 := binary.LittleEndian.Uint64(b[8:])
@@ -126,17 +101,13 @@ func anyBadF32(b []byte) bool {
 		}
 		b = b[32:]
 	}
-	for len(b) >= 8 {
-		if ((binary.LittleEndian.Uint64(b)&exp)+one)&carry != 0 {
+	for len(b) > 0 {
+		var w [8]byte
+		n := copy(w[:], b)
+		if ((binary.LittleEndian.Uint64(w[:])&exp)+one)&carry != 0 {
 			return true
 		}
-		b = b[8:]
-	}
-	for len(b) >= 4 {
-		if le32(b)&0x7f800000 == 0x7f800000 {
-			return true
-		}
-		b = b[4:]
+		b = b[n:]
 	}
 	return false
 }
