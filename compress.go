@@ -16,7 +16,7 @@ import (
 // Summary describes a finished compression.
 type Summary struct {
 	N, Dim, Anchors int
-	Bits            int     // as asked for, or as -ratio chose; 0 for a pq code given by subspaces
+	Bits            int     // as asked for, or as Ratio chose; 0 for a pq code given by subspaces
 	Subspaces       int     // of a pq code; 0 for the others
 	BitsPerDim      float64 // code bytes per vector (corrections not counted) * 8 / dim
 	Code            string  // the residual code's name
@@ -80,19 +80,10 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	if m == 0 {
 		m = anneal.DefaultAnchors(n)
 	}
-	if m < 1 {
-		return nil, fmt.Errorf("anchors must be at least 1, got %d", m)
-	}
 	if n < m {
 		return nil, fmt.Errorf("%s: %w: %d vectors, %d anchors", input, anneal.ErrTooFewPoints, n, m)
 	}
-	kind, err := quant.ParseKind(opt.Code)
-	if err != nil {
-		return nil, err
-	}
-	if opt.Subspaces != 0 && kind != quant.KindPQ {
-		return nil, &OptionError{Fields: []string{"Subspaces"}, Value: opt.Subspaces, Reason: fmt.Sprintf("a setting of the pq code, not of %s", kind)}
-	}
+	kind, _ := quant.ParseKind(opt.Code) // checked by opt.check
 	var code quant.Code
 	switch {
 	case opt.Ratio > 0:

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/quant"
 )
 
 // Options for Compress. Zero values mean the defaults.
@@ -57,8 +58,8 @@ func (e *OptionError) Format(name func(field string) string) string {
 	return fmt.Sprintf("%s: %s", e.Reason, strings.Join(names, ", "))
 }
 
-// check refuses values no code or schedule can take, and settings that
-// contradict each other.
+// check refuses, before any work, values no code or schedule can take,
+// settings that contradict each other, and an unknown code.
 func (o Options) check() error {
 	var set []string
 	for _, f := range []struct {
@@ -82,6 +83,13 @@ func (o Options) check() error {
 		return &OptionError{Fields: []string{"Anchors"}, Value: o.Anchors, Reason: "must be 0 (about sqrt(n)) or more"}
 	case o.MaxIter < 0:
 		return &OptionError{Fields: []string{"MaxIter"}, Value: o.MaxIter, Reason: "must be 0 (the default, 60) or more"}
+	}
+	kind, err := quant.ParseKind(o.Code)
+	if err != nil {
+		return err
+	}
+	if o.Subspaces != 0 && kind != quant.KindPQ {
+		return &OptionError{Fields: []string{"Subspaces"}, Value: o.Subspaces, Reason: fmt.Sprintf("a setting of the pq code, not of %s", kind)}
 	}
 	return nil
 }
