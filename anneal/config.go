@@ -49,12 +49,12 @@ type Config struct {
 // The defaults of Config, and why each has its value.
 const (
 	// DefaultMaxIter bounds a run that does not converge. The annealed
-	// phase takes about 11 iterations (DefaultCooling); Lloyd's steps then
-	// usually converge within a few tens more.
+	// phase takes about 11 iterations (DefaultCooling); the runs measured
+	// in the docs converged after 13 to 38 in all (1M x 768 with 4096
+	// anchors: 13; deep2k: 23; pq codebooks: 26 to 38), well inside it.
 	DefaultMaxIter = 60
-	// DefaultTol: an iteration that changes the energy by less than this
-	// fraction counts as converged; the codes are fitted to the anchors
-	// afterwards, so the last such changes buy nothing a search sees.
+	// DefaultTol: an iteration that moves the energy by less than this
+	// fraction (the fourth significant digit) counts as converged.
 	DefaultTol = 1e-4
 	// DefaultPatience: two converged iterations in a row, so that one
 	// quiet iteration between two moves does not stop the loop.
@@ -72,14 +72,13 @@ const (
 	// leaves three Steps between passes for the anchors it moved to
 	// settle, and two or three passes in the annealed phase.
 	DefaultMaintainEvery = 4
-	// DefaultMergeFrac: two anchors closer (squared) than 5% of the
-	// smaller one's mean squared radius split one cluster between them
-	// and are merged; true neighbouring clusters sit much farther apart.
+	// DefaultMergeFrac: two anchors whose squared distance is under a
+	// twentieth of the smaller one's mean squared radius sit inside one
+	// cluster of points, and are merged to free a slot.
 	DefaultMergeFrac = 0.05
 	// DefaultInitSamplePerAnchor: k-means++ draws from 16 points per
-	// anchor, enough for the draw to reach every cluster of that size,
-	// at a cost (16 M^2 dim) that stays below one assign of n points
-	// while n > 16 M.
+	// anchor, at a cost (16 M^2 dim multiply-adds) below one assign of
+	// the n points as long as n > 16 M.
 	DefaultInitSamplePerAnchor = 16
 )
 
