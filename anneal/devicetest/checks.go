@@ -157,11 +157,7 @@ func EmptyAnchor(t *testing.T, dev anneal.Device) {
 	for j := range d {
 		anchors[3*d+j] = 1e4 // far from every point
 	}
-	ds, err := dev.Load(pts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ds.Close()
+	ds := Load(t, dev, pts)
 	if err := ds.SetAnchors(anchors, m); err != nil {
 		t.Fatal(err)
 	}
@@ -197,11 +193,7 @@ func CheckTransfers(t *testing.T, dev anneal.Device, opt Options) {
 	}
 	const n, d, m = 1000, 128, 64
 	pts := synth.Clusters(n, d, 8, 3)
-	ds, err := dev.Load(pts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ds.Close()
+	ds := Load(t, dev, pts)
 	load := tr.Load(ds, n, d)
 	if up, down := ds.Transfer(); up != load || down != 0 {
 		t.Errorf("after Load: %d bytes up, %d down; want %d, 0", up, down, load)
@@ -257,11 +249,7 @@ func Deterministic(t *testing.T, dev anneal.Device, c Size) {
 	pts := synth.Clusters(c.N, c.D, 60, 17)
 	anchors := synth.AnchorsNear(pts, c.M, 0.1, 3)
 	run := func() []Result {
-		ds, err := dev.Load(pts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ds.Close()
+		ds := Load(t, dev, pts)
 		if err := ds.SetAnchors(anchors, c.M); err != nil {
 			t.Fatal(err)
 		}

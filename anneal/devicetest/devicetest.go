@@ -128,16 +128,24 @@ func Read(t testing.TB, ds anneal.Dataset, st anneal.StepStats, n, m, d int) Res
 	return r
 }
 
-// Once loads pts on dev, sets the anchors and runs one Step with p
-// (Assign when p is nil), after use (when set) has configured the
-// dataset. It returns what the dataset reports.
-func Once(t testing.TB, dev anneal.Device, pts anneal.Points, anchors []float32, m int, p *anneal.StepParams, use func(anneal.Dataset)) Result {
+// Load loads pts on dev, failing t on an error, and closes the dataset
+// when t ends.
+func Load(t testing.TB, dev anneal.Device, pts anneal.Points) anneal.Dataset {
 	t.Helper()
 	ds, err := dev.Load(pts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ds.Close()
+	t.Cleanup(func() { ds.Close() })
+	return ds
+}
+
+// Once loads pts on dev, sets the anchors and runs one Step with p
+// (Assign when p is nil), after use (when set) has configured the
+// dataset. It returns what the dataset reports.
+func Once(t testing.TB, dev anneal.Device, pts anneal.Points, anchors []float32, m int, p *anneal.StepParams, use func(anneal.Dataset)) Result {
+	t.Helper()
+	ds := Load(t, dev, pts)
 	if use != nil {
 		use(ds)
 	}
@@ -145,6 +153,7 @@ func Once(t testing.TB, dev anneal.Device, pts anneal.Points, anchors []float32,
 		t.Fatal(err)
 	}
 	var st anneal.StepStats
+	var err error
 	if p == nil {
 		st, err = ds.Assign()
 	} else {

@@ -112,11 +112,7 @@ func PlusPlusGolden(t *testing.T, dev anneal.Device) {
 	for _, c := range ppCases {
 		t.Run(strings.ReplaceAll(c.String(), " ", "/"), func(t *testing.T) {
 			in := c.input()
-			ds, err := dev.Load(in.pts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ds.Close()
+			ds := Load(t, dev, in.pts)
 			got, err := ds.(anneal.PlusPlusDrawer).DrawPlusPlus(in.rows, in.first, in.u, in.fallback)
 			if err != nil {
 				t.Fatal(err)
@@ -298,11 +294,7 @@ func EncodeGolden(t *testing.T, dev anneal.Device) {
 	for _, c := range encCases {
 		t.Run(strings.ReplaceAll(c.String(), " ", "/"), func(t *testing.T) {
 			in := c.input()
-			ds, err := dev.Load(in.pts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ds.Close()
+			ds := Load(t, dev, in.pts)
 			enc := ds.(quant.DeviceEncoder)
 			if err := ds.SetAnchors(in.anchors, c.m); err != nil {
 				t.Fatal(err)
@@ -360,11 +352,7 @@ func firstDifference(codes, params []byte, in encInput, c encCase, spec quant.Sp
 
 // capable reports whether dev's datasets implement I, from a small one.
 func capable[I any](t *testing.T, dev anneal.Device) bool {
-	ds, err := dev.Load(anneal.Points{Data: make([]uint16, 2), N: 1, Dim: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ds.Close()
+	ds := Load(t, dev, anneal.Points{Data: make([]uint16, 2), N: 1, Dim: 2})
 	_, ok := ds.(I)
 	return ok
 }
