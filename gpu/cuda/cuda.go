@@ -88,7 +88,7 @@ const (
 // variants 1 KiB more, to align their stages to the 1024 bytes the
 // 128-byte swizzle needs).
 func (v assignVariant) smem() int {
-	s := v.stages * (128 + v.bn) * v.bk * 2
+	s := v.stages * (tileM + v.bn) * v.bk * 2
 	if v.hopper {
 		s += 1024
 	}

@@ -562,7 +562,6 @@ struct RotHead {
 // uint32 (each thread's d in a row), T = gridDim.x*blockDim.x;
 // blocks of ENC_BLOCK threads, whose radix-sort counts live in shared
 // memory (in local memory, indexed by the data, they went to L2).
-#define ENC_BLOCK 64
 extern "C" __global__ void __launch_bounds__(ENC_BLOCK) vlc_rot_encode(const unsigned short* __restrict__ X, int dp,
                                           const int* __restrict__ assign, const float* __restrict__ anch,
                                           const float* __restrict__ rotA, const unsigned* __restrict__ ids,

@@ -3,6 +3,8 @@ package cuda
 import (
 	"flag"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -36,6 +38,29 @@ func TestVariantTiles(t *testing.T) {
 		}
 		if v.hopper && (v.bn != 256 || v.bk != 64) {
 			t.Errorf("variant %s: the wgmma kernels are written for m64n256k16 tiles of 64 dimensions", v.name)
+		}
+	}
+}
+
+// No kernel source defines again a constant consts.cuh gives it: nvcc only
+// warns about a redefinition, and the kernel would then disagree with Go.
+func TestNoRedefinedConsts(t *testing.T) {
+	var names []string
+	for _, line := range strings.Split(constsHeader(), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "#define" {
+			names = append(names, strings.SplitN(f[1], "(", 2)[0])
+		}
+	}
+	for _, src := range []string{"kernels.cu", "kernels_sm90.cu"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 2 && f[0] == "#define" && slices.Contains(names, strings.SplitN(f[1], "(", 2)[0]) {
+				t.Errorf("%s:%d defines %s, which consts.cuh gives (from kernels.go)", src, i+1, f[1])
+			}
 		}
 	}
 }
