@@ -30,7 +30,7 @@ func initPlusPlus(pts Points, m, s int, rng *rand.Rand, ds Dataset) ([]float32, 
 		picks, err = dr.DrawPlusPlus(idx, first, u, fallback)
 	} else {
 		dist := make([]float32, s)
-		picks, err = PlusPlusRounds(first, u, fallback, dist, hostDistances(pts, idx, dist))
+		picks, err = PlusPlusRounds(first, u, fallback, dist, HostDistances(pts, idx, dist))
 	}
 	if err != nil {
 		return nil, err
@@ -70,10 +70,13 @@ func PlusPlusRounds(first int, u []float64, fallback []int, dist []float32, dist
 	return picks, nil
 }
 
-// hostDistances returns k-means++'s distance update on the host's cores:
-// dist[i] = |x_i - x_c|^2 over the sample idx (or the smaller of that and
-// dist[i] when keep), the rows decoded from float16 once.
-func hostDistances(pts Points, idx []int, dist []float32) func(c int, keep bool) error {
+// HostDistances returns k-means++'s distance update on the host's cores,
+// as training runs it where the dataset is not a PlusPlusDrawer: dist[i] =
+// vec.L2(x_i, x_c) over the sample idx (or the smaller of that and dist[i]
+// when keep), c a position in idx, the rows decoded from float16 once.
+// Exported, with PlusPlusRounds and BlockSums, as the reference a
+// PlusPlusDrawer must match bit for bit.
+func HostDistances(pts Points, idx []int, dist []float32) func(c int, keep bool) error {
 	d := pts.Dim
 	var x []float32
 	return func(c int, keep bool) error {

@@ -16,7 +16,6 @@ import (
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/synth"
-	"github.com/vlc-embed/vlc/internal/vec"
 	"github.com/vlc-embed/vlc/quant"
 )
 
@@ -68,26 +67,20 @@ func (c ppCase) input() ppInput {
 	return in
 }
 
-// hostPlusPlus runs the host's k-means++ rounds (anneal.PlusPlusRounds over
-// vec.L2 distances of the decoded rows, as training does) and returns a
+// hostPlusPlus runs the host's k-means++ rounds as training runs them on
+// the CPU (anneal.PlusPlusRounds over anneal.HostDistances) and returns a
 // golden line: the picks, and hashes of every round's distances and of
 // the block sums each draw walks, so that a change to either on the host
 // shows even where the picks survive it.
 func hostPlusPlus(c ppCase) string {
 	in := c.input()
-	d := c.d
-	x := make([]float32, c.s*d)
-	for i, r := range in.rows {
-		f16.DecodeRow(x[i*d:(i+1)*d], in.pts.Data[r*d:(r+1)*d])
-	}
 	dist := make([]float32, c.s)
 	blocks := make([]float64, (c.s+anneal.DrawBlock-1)/anneal.DrawBlock)
 	dh, sh := sha256.New(), sha256.New()
+	distances := anneal.HostDistances(in.pts, in.rows, dist)
 	picks, err := anneal.PlusPlusRounds(in.first, in.u, in.fallback, dist, func(ctr int, keep bool) error {
-		for i := range dist {
-			if v := vec.L2(x[i*d:(i+1)*d], x[ctr*d:(ctr+1)*d]); !keep || v < dist[i] {
-				dist[i] = v
-			}
+		if err := distances(ctr, keep); err != nil {
+			return err
 		}
 		binary.Write(dh, binary.LittleEndian, dist)
 		total := anneal.BlockSums(dist, blocks)

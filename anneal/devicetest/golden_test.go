@@ -45,10 +45,10 @@ func TestGoldens(t *testing.T) {
 			t.Fatal(err)
 		}
 		if string(got) != want {
-			gl := strings.Split(string(got), "\n")
-			for i, w := range strings.Split(want, "\n") {
-				if i >= len(gl) || gl[i] != w {
-					t.Errorf("%s line %d:\n got  %s\n host %s", path, i+1, at(gl, i), w)
+			gl, wl := strings.Split(string(got), "\n"), strings.Split(want, "\n")
+			for i := range max(len(gl), len(wl)) {
+				if at(gl, i) != at(wl, i) {
+					t.Errorf("%s line %d:\n got  %s\n host %s", path, i+1, at(gl, i), at(wl, i))
 					break
 				}
 			}
