@@ -107,22 +107,24 @@ func flops(cfg crosscheck.Config) float64 {
 	return 2 * float64(cfg.N) * float64(cfg.Anchors) * float64(cfg.Dim)
 }
 
-// checkBackend runs the check and prints its report, prof (the backend's
-// own timings) after the device's Steps; it fails when the backends
-// disagree beyond the limits.
+// checkBackend runs the check and prints its report: the device's part
+// as soon as it is done (with prof, the backend's own timings), the rest
+// at the end. It fails when the backends disagree beyond the limits.
 func checkBackend(ctx context.Context, dev anneal.Device, label string, cfg crosscheck.Config, prof *bytes.Buffer, w io.Writer) error {
+	cfg.DeviceDone = func(r *crosscheck.Report) {
+		fmt.Fprintf(w, "data: %d x %d float16 in %d clusters, seed %d (made in %v); %d anchors from random points\n",
+			r.N, r.Dim, max(1, r.Anchors/4), r.Seed, r.DataTime.Round(1e6), r.Anchors)
+		fmt.Fprintf(w, "%s: load %v (%.1f MiB to the device)\n", r.Device, r.LoadTime.Round(1e3), float64(r.Uploaded)/(1<<20))
+		fmt.Fprintf(w, "%s: %d steps, %.3f ms/iteration (median; mean %.3f), wall clock per Step incl. the scalar read-back\n",
+			label, r.Steps, crosscheck.Median(r.DeviceMs), crosscheck.Mean(r.DeviceMs))
+		fmt.Fprintf(w, "%s: transfers per steady-state Step: %d B to the host, %d B to the device\n", label, r.StepDown, r.StepUp)
+		w.Write(prof.Bytes())
+	}
 	r, err := crosscheck.Check(ctx, dev, cfg)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "data: %d x %d float16 in %d clusters, seed %d (made in %v); %d anchors from random points\n",
-		r.N, r.Dim, max(1, r.Anchors/4), r.Seed, r.DataTime.Round(1e6), r.Anchors)
-	fmt.Fprintf(w, "%s: load %v (%.1f MiB to the device)\n", r.Device, r.LoadTime.Round(1e3), float64(r.Uploaded)/(1<<20))
 	gmed, cmed := crosscheck.Median(r.DeviceMs), crosscheck.Median(r.RefMs)
-	fmt.Fprintf(w, "%s: %d steps, %.3f ms/iteration (median; mean %.3f), wall clock per Step incl. the scalar read-back\n",
-		label, r.Steps, gmed, crosscheck.Mean(r.DeviceMs))
-	fmt.Fprintf(w, "%s: transfers per steady-state Step: %d B to the host, %d B to the device\n", label, r.StepDown, r.StepUp)
-	w.Write(prof.Bytes())
 	if r.Subsample() {
 		scaled := cmed * float64(r.N) / float64(r.Sub)
 		fmt.Fprintf(w, "%s: ran on a subsample of %d of the %d points: %d steps, %.1f ms/iteration (median)\n", r.Reference, r.Sub, r.N, r.RefSteps, cmed)

@@ -107,11 +107,18 @@ func isTerminal(w io.Writer) bool {
 
 // flagName is compress's flag for an Options field.
 func flagName(field string) string {
-	return map[string]string{"Bits": "-bits", "Ratio": "-ratio", "Subspaces": "-subspaces", "Anchors": "-anchors", "MaxIter": "-max-iter"}[field]
+	if f, ok := map[string]string{"Bits": "-bits", "Ratio": "-ratio", "Subspaces": "-subspaces", "Anchors": "-anchors", "MaxIter": "-max-iter"}[field]; ok {
+		return f
+	}
+	return field
+
 }
 
-// progress shows training as a bar of iterations that fills when training
-// ends (converged or not), then encoding as a bar of vectors.
+// progress shows training as a bar of iterations, finished at the
+// iteration training stopped at (convergence comes before the limit) and
+// left on its line; then encoding as a bar of vectors, cleared at the end
+// for the summary. Redraws are throttled: encoding reports after every
+// list.
 type progress struct {
 	w        io.Writer
 	train    *progressbar.ProgressBar
@@ -127,7 +134,8 @@ func newProgress(w io.Writer, maxIter int) *progress {
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription("training"),
 		progressbar.OptionShowCount(),
-		progressbar.OptionClearOnFinish())}
+		progressbar.OptionThrottle(50*time.Millisecond),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))}
 }
 
 func (p *progress) training(it anneal.Iteration) {
@@ -138,25 +146,27 @@ func (p *progress) training(it anneal.Iteration) {
 
 func (p *progress) encoding(done, total int) {
 	if p.encode == nil {
-		p.train.Describe(fmt.Sprintf("training done after %d iterations", p.lastIter))
-		p.train.Finish() // to 100%: training stops at convergence, before MaxIter
+		p.train.Describe("trained")
+		p.train.ChangeMax(max(p.lastIter, 1))
+		p.train.Finish()
 		p.encode = progressbar.NewOptions(total,
 			progressbar.OptionSetWriter(p.w),
 			progressbar.OptionSetDescription("encoding"),
 			progressbar.OptionShowCount(),
+			progressbar.OptionThrottle(50*time.Millisecond),
 			progressbar.OptionClearOnFinish())
 	}
 	p.encode.Set(done)
 }
 
-// finish clears whichever bar is showing; p may be nil (no bars).
+// finish ends whichever bar is showing; p may be nil (no bars).
 func (p *progress) finish() {
-	if p == nil {
-		return
-	}
-	p.train.Finish()
-	if p.encode != nil {
+	switch {
+	case p == nil || p.lastIter == 0: // no bar, or none drawn yet
+	case p.encode != nil:
 		p.encode.Finish()
+	default:
+		p.train.Exit() // training failed or was interrupted: keep its line
 	}
 }
 

@@ -44,6 +44,10 @@ type Config struct {
 	// dataset still loaded, for backend-specific timings; step runs one
 	// more Step of the schedule's end.
 	Profile func(ds anneal.Dataset, step func() error) error
+	// DeviceDone, when set, is called with the report so far (the data,
+	// the load, the device's Steps and transfers) before the CPU runs,
+	// which can take minutes: a caller can show that part at once.
+	DeviceDone func(*Report)
 }
 
 // Report is what Check measured and found.
@@ -93,6 +97,9 @@ func Check(ctx context.Context, dev anneal.Device, cfg Config) (*Report, error) 
 	}
 	if cfg.Sub == cfg.N {
 		cfg.RefSteps = cfg.Steps // the same schedule on the same points
+	}
+	if cfg.N < 1 || cfg.Dim < 1 || cfg.Anchors < 1 || cfg.Anchors > cfg.Sub || cfg.Steps < 1 || cfg.RefSteps < 1 {
+		return nil, fmt.Errorf("crosscheck: %d x %d points (%d on the CPU), %d anchors, %d and %d steps: want at least one of each, no more anchors than points", cfg.N, cfg.Dim, cfg.Sub, cfg.Anchors, cfg.Steps, cfg.RefSteps)
 	}
 	n, d, m, sub := cfg.N, cfg.Dim, cfg.Anchors, cfg.Sub
 	r := &Report{Config: cfg, Device: dev.Name()}
@@ -145,6 +152,9 @@ func Check(ctx context.Context, dev anneal.Device, cfg Config) (*Report, error) 
 		if err := cfg.Profile(gds, step); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.DeviceDone != nil {
+		cfg.DeviceDone(r)
 	}
 
 	// The CPU: the same schedule from the same anchors, on the first sub

@@ -42,6 +42,15 @@ func TestCheckAgainstItself(t *testing.T) {
 	}
 }
 
+// Sizes with nothing to run are refused, not divided by.
+func TestCheckRefusesEmpty(t *testing.T) {
+	for _, cfg := range []Config{{N: 100, Dim: 4, Anchors: 4, Steps: 0}, {N: 100, Dim: 4, Anchors: 200, Steps: 2}, {N: 100, Dim: 4, Anchors: 4, Sub: 50, Steps: 2}} {
+		if _, err := Check(context.Background(), cpu.New(), cfg); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+}
+
 func TestMedianMean(t *testing.T) {
 	if m := Median([]float64{3, 1, 2}); m != 2 {
 		t.Errorf("median %v", m)
