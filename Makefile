@@ -110,11 +110,12 @@ bench-quality: build
 clean:
 	rm -rf bin $(DEMO)
 
-# PTX of the CUDA kernels (gpu/cuda), committed beside their sources: run
-# on a machine with nvcc (CUDA 13.0 made the committed one) after changing
-# kernels.cu, kernels_sm90.cu or a constant of kernels.go (consts.cuh is
-# generated from it first; that step needs Go, nvcc does not). TestPTXFresh
-# fails while a recorded hash is stale.
+# PTX of the CUDA kernels (gpu/cuda), committed beside their sources. After
+# changing a constant of gpu/cuda/kernels.go run `make consts` (needs Go,
+# not nvcc) to write consts.cuh; after that, or after changing kernels.cu or
+# kernels_sm90.cu, run `make ptx` on a machine with nvcc (CUDA 13.0 made the
+# committed PTX; that machine needs no Go). TestConstsHeader and
+# TestPTXFresh fail while either step is due.
 .PHONY: ptx consts
 consts:
 	$(GO) test ./gpu/cuda -run TestConstsHeader -update

@@ -23,7 +23,7 @@ type Options struct {
 	Metric    string // "l2" (default), "ip" or "cosine"
 	Backend   string // "auto" (default), "cpu", or a GPU backend built in
 	Seed      uint64 // same input, options and seed: byte-identical index
-	MaxIter   int    // annealing iterations at most (default 60)
+	MaxIter   int    // annealing iterations at most (default anneal.DefaultMaxIter)
 
 	Logger *slog.Logger // nil: slog.Default()
 	// Progress, when set, is called after each training iteration.
@@ -36,7 +36,7 @@ type Options struct {
 }
 
 // OptionError reports Options that Compress refuses before any work. Its
-// fields are named as the Options struct names them; Format names them
+// fields are named as the Options struct names them; Message names them
 // another way (the CLI gives its flags' names).
 type OptionError struct {
 	Fields []string // one field, or the fields that conflict
@@ -44,10 +44,10 @@ type OptionError struct {
 	Reason string
 }
 
-func (e *OptionError) Error() string { return e.Format(func(f string) string { return f }) }
+func (e *OptionError) Error() string { return e.Message(func(f string) string { return f }) }
 
-// Format is the error's text with each field named by name(field).
-func (e *OptionError) Format(name func(field string) string) string {
+// Message is the error's text with each field named by name(field).
+func (e *OptionError) Message(name func(field string) string) string {
 	names := make([]string, len(e.Fields))
 	for i, f := range e.Fields {
 		names[i] = name(f)
@@ -82,7 +82,7 @@ func (o Options) check() error {
 	case o.Anchors < 0:
 		return &OptionError{Fields: []string{"Anchors"}, Value: o.Anchors, Reason: "must be 0 (about sqrt(n)) or more"}
 	case o.MaxIter < 0:
-		return &OptionError{Fields: []string{"MaxIter"}, Value: o.MaxIter, Reason: "must be 0 (the default, 60) or more"}
+		return &OptionError{Fields: []string{"MaxIter"}, Value: o.MaxIter, Reason: fmt.Sprintf("must be 0 (the default, %d) or more", anneal.DefaultMaxIter)}
 	}
 	kind, err := quant.ParseKind(o.Code)
 	if err != nil {

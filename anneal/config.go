@@ -59,8 +59,9 @@ const (
 	// DefaultPatience: two converged iterations in a row, so that one
 	// quiet iteration between two moves does not stop the loop.
 	DefaultPatience = 2
-	// DefaultT0: the first Step moves anchors half way (rate 1/(1+T)) to a
-	// Huber mean that trims beyond twice the rms distance.
+	// DefaultT0: the first Step moves anchors half way (rate 1/(1+T)) to
+	// their points' mean (no rms distance is known yet); the hot Steps
+	// after it trim beyond twice the rms distance over sqrt(T).
 	DefaultT0 = 1
 	// DefaultCooling and DefaultTMin: 0.7^11 < 0.02, so about ten
 	// annealed Steps (with maintenance every DefaultMaintainEvery) come

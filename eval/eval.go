@@ -79,9 +79,10 @@ func Measure(ctx context.Context, ix *index.Index, queries index.Rows, gt [][]in
 	}, nil
 }
 
-// Recall is the mean over queries of |first k hits ∩ first k true ids| / k.
+// Recall is the mean over queries of |first k hits ∩ first k true ids| / k;
+// gt holds a row for each row of hits. It is 0 for no queries or k < 1.
 func Recall(hits [][]index.Hit, gt [][]int, k int) float64 {
-	if len(hits) == 0 {
+	if len(hits) == 0 || k < 1 {
 		return 0
 	}
 	var sum float64

@@ -100,8 +100,9 @@ func (c *PQ) sub(s int) (lo, hi int) { return s * c.dim / c.nsub, (s + 1) * c.di
 
 // Train learns the codebooks from count residuals: it rotates them, scales
 // each to their mean norm rho, and runs seeded k-means in every subspace,
-// the subspaces in parallel. Each subspace's k-means is sequential and
-// seeded by its own number, so the result does not depend on the core count.
+// the subspaces in parallel. Each subspace's k-means is seeded by its own
+// number, and its sums run in a fixed order, so the result does not depend
+// on the core count.
 func (c *PQ) Train(residuals []float32, count int) []byte {
 	d := c.dim
 	x := make([]float32, count*d)

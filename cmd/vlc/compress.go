@@ -32,7 +32,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	metric := fs.String("metric", "l2", "distance: l2, ip or cosine")
 	backend := fs.String("backend", "auto", "training backend: auto or "+strings.Join(anneal.Backends(), ", "))
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives a byte-identical index")
-	maxIter := fs.Int("max-iter", 0, "annealing iterations at most (0: default 60)")
+	maxIter := fs.Int("max-iter", 0, fmt.Sprintf("annealing iterations at most (0: the default, %d)", anneal.DefaultMaxIter))
 	quiet := fs.Bool("quiet", false, "no progress bar and no summary")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the compression to `file` (go tool pprof)")
 	pos, err := parse(fs, args, []string{"INPUT"}, stdout)
@@ -74,7 +74,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	sum, err := vlc.Compress(ctx, input, *out, opt)
 	bars.finish()
 	if oe := (*vlc.OptionError)(nil); errors.As(err, &oe) {
-		return errors.New(oe.Format(flagName))
+		return errors.New(oe.Message(flagName))
 	}
 	if err != nil {
 		return err

@@ -73,13 +73,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (status i
 		}
 	}()
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
+	isHelp := func(a string) bool { return a == "help" || a == "-h" || a == "-help" || a == "--help" }
 	switch {
 	case len(args) == 0: // no command: an error, the list on stderr
 		usage(stderr)
 		return 1
-	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" && len(args) == 1:
+	case isHelp(args[0]) && (len(args) == 1 || isHelp(args[1])):
 		usage(stdout)
 		return 0
+	case args[0] == "help" && len(args) > 2:
+		fmt.Fprintf(stderr, "vlc help: one command at a time, got %s\n", strings.Join(args[1:], " "))
+		return 1
 	case args[0] == "help":
 		// vlc help COMMAND is vlc COMMAND -h.
 		args = []string{args[1], "-h"}

@@ -201,6 +201,9 @@ func TestUsage(t *testing.T) {
 		{"verify -h", []string{"verify", "-h"}, 0, []string{"usage of vlc verify"}, nil},
 		{"help test-cuda", []string{"help", "test-cuda"}, 0, []string{"usage of vlc test-cuda", "-large"}, nil},
 		{"help nope", []string{"help", "nope"}, 1, nil, []string{`unknown command "nope"`}},
+		{"help help", []string{"help", "help"}, 0, []string{"usage: vlc COMMAND"}, nil},
+		{"help -h", []string{"help", "-h"}, 0, []string{"usage: vlc COMMAND"}, nil},
+		{"help two", []string{"help", "compress", "eval"}, 1, nil, []string{"one command at a time"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -111,7 +111,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	nprobeSet := false
 	fs.Visit(func(f *flag.Flag) { nprobeSet = nprobeSet || f.Name == "nprobe" })
 	if eff := ix.EffectiveNProbe(sf.nprobe); nprobeSet && eff != sf.nprobe {
-		fmt.Fprintf(stderr, "vlc search: -nprobe %d clamped to %d (the index has %d lists)\n", sf.nprobe, eff, ix.Meta().M)
+		fmt.Fprintf(stderr, "vlc search: -nprobe %d clamped to %d (the index has %d lists)\n", sf.nprobe, eff, ix.Lists())
 	}
 	w := bufio.NewWriter(stdout)
 	for i, hs := range hits {

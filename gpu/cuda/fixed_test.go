@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/x448/float16"
-
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/internal/f16"
 )
 
 // scaleFor gives the largest power of two that keeps limit * s <= 2^62.
@@ -78,14 +77,14 @@ func TestMaxAbsHalf(t *testing.T) {
 	const dim = 10
 	data := make([]uint16, 3<<20+dim) // several chunks
 	for i := range data {
-		data[i] = float16.Fromfloat32(float32(i%7) * 0.25).Bits()
+		data[i] = f16.FromFloat32(float32(i%7) * 0.25)
 	}
-	data[2<<20+3] = float16.Fromfloat32(-9.5).Bits()
+	data[2<<20+3] = f16.FromFloat32(-9.5)
 	if m, err := maxAbsHalf(data, dim); err != nil || m != 9.5 {
 		t.Fatalf("max %v, %v; want 9.5", m, err)
 	}
-	data[1<<20+11] = float16.Inf(-1).Bits()
-	data[3<<20] = float16.NaN().Bits()
+	data[1<<20+11] = 0xfc00 // -Inf
+	data[3<<20] = 0x7e00    // NaN
 	_, err := maxAbsHalf(data, dim)
 	if !errors.Is(err, anneal.ErrNonFinite) {
 		t.Fatalf("error %v, want anneal.ErrNonFinite", err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -101,7 +102,10 @@ func (h *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 	defer d.unlock()
 	s := &dataset{dev: d, n: p.N, d: p.Dim, dp: roundUp(p.Dim, shaders.DimPad), bg: map[string]*wgpu.BindGroup{}}
 	s.dw = s.dp / 2
-	s.tile = d.pickTile(p.N)
+	var err error
+	if s.tile, err = d.pickTile(p.N); err != nil {
+		return nil, err
+	}
 	per := d.chunkRows(s.dw)
 	if per < shaders.RowPad {
 		return nil, fmt.Errorf("webgpu: dimension %d: %d rows of %d bytes do not fit one storage binding of %s (%d bytes)",
@@ -118,21 +122,25 @@ func (h *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 	return s, nil
 }
 
-// pickTile chooses the assign shape: VLC_WEBGPU_TILE names one; else the
+// pickTile chooses the assign shape: VLC_WEBGPU_TILE names one (a name
+// this adapter cannot run is an error that lists those it can); else the
 // large tile once there are enough points to fill a big GPU with it.
-func (d *core) pickTile(n int) shaders.AssignTile {
+func (d *core) pickTile(n int) (shaders.AssignTile, error) {
 	if name := os.Getenv("VLC_WEBGPU_TILE"); name != "" {
+		var names []string
 		for _, t := range d.tiles {
 			if t.Name == name {
-				return t
+				return t, nil
 			}
+			names = append(names, t.Name)
 		}
+		return shaders.AssignTile{}, fmt.Errorf("webgpu: VLC_WEBGPU_TILE=%q: want one of %s", name, strings.Join(names, ", "))
 	}
 	t := d.tiles[0]
 	if len(d.tiles) > 1 && d.tiles[1].Name == shaders.AssignTiles[1].Name && n/d.tiles[1].TM >= 1024 {
 		t = d.tiles[1]
 	}
-	return t
+	return t, nil
 }
 
 func (s *dataset) alloc(per int) error {

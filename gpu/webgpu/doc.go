@@ -2,7 +2,8 @@
 // kernels (package gpu/shaders) run through github.com/cogentcore/webgpu,
 // a cgo binding of wgpu-native, on Vulkan, Metal or Direct3D 12, and in CI
 // on the CPU through Mesa's lavapipe Vulkan driver. Built without the tag,
-// Open says so and nothing registers.
+// Open says so, and the package registers only how to build it in
+// (anneal.RegisterUnbuilt).
 //
 // The design is CUDA's (gpu/cuda): the points go to the device once, as
 // float16 packed two per u32; anchors, assignments and statistics stay

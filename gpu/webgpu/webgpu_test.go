@@ -122,7 +122,7 @@ func TestChunks(t *testing.T) {
 	if agr.Mismatches > 0 || agr.Equal < n*99/100 {
 		t.Errorf("assignments after 3 steps: %+v", agr)
 	}
-	if r := math.Abs(g.Stats.Energy-c.Stats.Energy) / c.Stats.Energy; r > 1e-3 {
+	if r := parity.RelDiff(g.Stats.Energy, c.Stats.Energy); r > 1e-3 {
 		t.Errorf("energy %v, cpu %v (rel %.2g)", g.Stats.Energy, c.Stats.Energy, r)
 	}
 	devicetest.CheckCounts(t, m, g)
@@ -130,5 +130,16 @@ func TestChunks(t *testing.T) {
 		if math.Abs(float64(g.Anchors[i]-c.Anchors[i])) > 1e-3*(1+math.Abs(float64(c.Anchors[i]))) {
 			t.Fatalf("anchor %d dim %d: %v, cpu %v", i/d, i%d, g.Anchors[i], c.Anchors[i])
 		}
+	}
+}
+
+// A tile this adapter cannot run, named by VLC_WEBGPU_TILE, is refused with
+// the names it can run.
+func TestUnknownTile(t *testing.T) {
+	dev := device(t)
+	t.Setenv("VLC_WEBGPU_TILE", "t999")
+	_, err := dev.Load(synth.Clusters(10, 4, 2, 1))
+	if err == nil || !strings.Contains(err.Error(), `VLC_WEBGPU_TILE="t999": want one of t64`) {
+		t.Errorf("Load with an unknown tile: %v", err)
 	}
 }
