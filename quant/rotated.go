@@ -389,20 +389,7 @@ func (sc *rotatedScorer) Score(code []byte) float32 {
 	var t0, t1 float32
 	switch sc.c.bits {
 	case 8:
-		// Four chains of additions, not one: each waits only on its own.
-		c, q := code[:p], sc.q[:p]
-		var s0, s1, s2, s3 float32
-		k := 0
-		for ; k+4 <= len(c); k += 4 {
-			s0 += q[k] * float32(c[k])
-			s1 += q[k+1] * float32(c[k+1])
-			s2 += q[k+2] * float32(c[k+2])
-			s3 += q[k+3] * float32(c[k+3])
-		}
-		for ; k < len(c); k++ {
-			s0 += q[k] * float32(c[k])
-		}
-		t0, t1 = s0+s2, s1+s3
+		t0 = dotBytes(sc.q[:p], code[:p])
 	case 4:
 		q := sc.q[:2*p]
 		for k, v := range code[:p] {

@@ -106,18 +106,7 @@ func (sc *sq8Scorer) Score(code []byte) float32 {
 	code = code[:sc.d]
 	s := sc.s[:sc.d]
 	if sc.dot {
-		var a0, a1, a2, a3 float32
-		j := 0
-		for ; j+4 <= len(code); j += 4 {
-			a0 += s[j] * float32(code[j])
-			a1 += s[j+1] * float32(code[j+1])
-			a2 += s[j+2] * float32(code[j+2])
-			a3 += s[j+3] * float32(code[j+3])
-		}
-		for ; j < len(code); j++ {
-			a0 += s[j] * float32(code[j])
-		}
-		return sc.bias + (a0 + a1) + (a2 + a3)
+		return sc.bias + dotBytes(s, code)
 	}
 	u := sc.u[:sc.d]
 	var a0, a1, a2, a3 float32
