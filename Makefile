@@ -42,12 +42,17 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) vet -tags cuda ./...
+	$(GO) vet -tags purego ./...
+	cd internal/vec/asm && $(GO) vet ./...
 	$(STATICCHECK) ./...
 	CGO_ENABLED=0 $(STATICCHECK) -tags cuda ./...
 
 # Every test twice: under the race detector with -short, where the tests
 # that are long there (recall on real data, golden hashes) skip, and
-# without it, every test in full. The cuda-tagged tests are compiled (they
+# without it, every test in full. Then the packages that use the SIMD
+# kernels again under the purego tag (the pure-Go kernels, which must give
+# the same bits: the goldens hold both), and the check that the generated
+# assembly is what internal/vec/asm writes. The cuda-tagged tests are compiled (they
 # run on a GPU machine: docs/CUDA.md says how); then brief fuzzing; then the
 # WebGPU backend's tests (cgo, build tag webgpu; -race works with its static
 # wgpu-native library) on a Vulkan device. Where Mesa's lavapipe (Vulkan on
@@ -61,6 +66,8 @@ vet:
 test: vet
 	$(GO) test -race -short -count=1 ./...
 	$(GO) test -count=1 ./...
+	$(GO) test -tags purego -count=1 ./internal/vec/ ./quant/ ./index/ ./cpu/ .
+	cd internal/vec/asm && $(GO) test -count=1 ./...
 	CGO_ENABLED=0 $(GO) test -tags cuda -count=1 -run '^$$' ./...
 	$(MAKE) --no-print-directory fuzz-brief
 	@lvp() { ls /usr/share/vulkan/icd.d/lvp_icd*.json /usr/lib/*/libvulkan.so.1 /usr/lib64/libvulkan.so.1 2>/dev/null | grep -q libvulkan; }; \
@@ -116,9 +123,13 @@ clean:
 # kernels_sm90.cu, run `make ptx` on a machine with nvcc (CUDA 13.0 made the
 # committed PTX; that machine needs no Go). TestConstsHeader and
 # TestPTXFresh fail while either step is due.
-.PHONY: ptx consts
+.PHONY: ptx consts asm
 consts:
 	$(GO) test ./gpu/cuda -run TestConstsHeader -update
+# The amd64 kernels of internal/vec, generated with avo by the module in
+# internal/vec/asm (which alone depends on avo); commit what it writes.
+asm:
+	$(GO) generate ./internal/vec
 ptx:
 	nvcc -ptx -arch=compute_80 -O3 -o gpu/cuda/kernels.ptx gpu/cuda/kernels.cu
 	nvcc -ptx -arch=compute_90a -O3 -o gpu/cuda/kernels_sm90.ptx gpu/cuda/kernels_sm90.cu

@@ -8,6 +8,7 @@ require (
 	github.com/edsrzf/mmap-go v1.2.0
 	github.com/schollz/progressbar/v3 v3.18.0
 	github.com/x448/float16 v0.8.4
+	golang.org/x/sys v0.38.0
 	golang.org/x/term v0.37.0
 	gonum.org/v1/plot v0.16.0
 )
@@ -24,6 +25,5 @@ require (
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	golang.org/x/image v0.25.0 // indirect
-	golang.org/x/sys v0.38.0 // indirect
 	golang.org/x/text v0.23.0 // indirect
 )

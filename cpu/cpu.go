@@ -3,9 +3,11 @@
 //
 // Semantics, per element: points are float16 decoded exactly to float32;
 // a point's distance to anchor a is |a|^2 - 2 x.a + |x|^2 in float32, x.a
-// summed in one float32 accumulator in order of j (vec.Dot2x4), |a|^2 and
-// |x|^2 as vec.Dot, clamped at 0; ties go to the lowest anchor index. Reductions run per anchor over its points in ascending point
-// order with float64 sums, so results do not depend on the core count.
+// summed in one float32 accumulator in order of j (vec.Panels, SIMD where
+// the CPU has it, with the same bits), |a|^2 and |x|^2 as vec.Dot, clamped
+// at 0; ties go to the lowest anchor index. Reductions run per anchor over
+// its points in ascending point order with float64 sums, so results do not
+// depend on the core count.
 package cpu
 
 import (
@@ -49,8 +51,9 @@ type dataset struct {
 	pts    []uint16
 	n, d   int
 	m      int
-	anc    []float32 // m*d
-	norms  []float32 // |a|^2 per anchor
+	anc    []float32  // m*d
+	norms  []float32  // |a|^2 per anchor
+	panels vec.Panels // the anchors laid out for the assign's kernel
 	assign []int32
 	dist   []float32 // squared distance of each point to its anchor
 
@@ -71,6 +74,7 @@ func (s *dataset) SetAnchors(a []float32, m int) error {
 	}
 	copy(s.anc, a[:m*s.d])
 	vec.Norms(s.norms, s.anc, s.d)
+	s.panels.Set(s.anc, m, s.d)
 	return nil
 }
 
@@ -116,28 +120,28 @@ const assignBlock = 256
 
 // assignAll sets every point's nearest anchor and its squared distance.
 func (s *dataset) assignAll() anneal.StepStats {
-	d := s.d
+	d, m := s.d, s.m
+	stride := s.panels.Stride()
 	changed := make([]int, (s.n+assignBlock-1)/assignBlock)
 	par.For(s.n, assignBlock, func(lo, hi int) {
-		x := make([]float32, 2*d)
+		// Four points at a time (the last copied at an uneven end)
+		// against every anchor, through the panels' blocked kernel.
+		x := make([]float32, 4*d)
+		dots := make([]float32, 4*stride)
 		c := 0
-		for i := lo; i < hi; i += 2 {
-			// Two points at a time (the second a copy of the first at an
-			// odd end), against four anchors at a time.
-			x0, x1 := x[:d], x[d:]
-			f16.DecodeRow(x0, s.pts[i*d:(i+1)*d])
-			if i+1 < hi {
-				f16.DecodeRow(x1, s.pts[(i+1)*d:(i+2)*d])
-			} else {
-				copy(x1, x0)
+		for i := lo; i < hi; i += 4 {
+			for k := range 4 {
+				f16.DecodeRow(x[k*d:(k+1)*d], s.pts[min(i+k, hi-1)*d:(min(i+k, hi-1)+1)*d])
 			}
-			best, dist := s.nearest2(x0, x1)
-			for k := range min(2, hi-i) {
+			s.panels.Dots4(x, dots)
+			for k := range min(4, hi-i) {
 				p := i + k
-				s.dist[p] = max(dist[k]+vec.Dot(x[k*d:(k+1)*d], x[k*d:(k+1)*d]), 0)
-				if s.assign[p] != best[k] {
+				best, dist := nearest(dots[k*stride:k*stride+m], s.norms)
+				xk := x[k*d : (k+1)*d]
+				s.dist[p] = max(dist+vec.Dot(xk, xk), 0)
+				if s.assign[p] != best {
 					c++
-					s.assign[p] = best[k]
+					s.assign[p] = best
 				}
 			}
 		}
@@ -155,30 +159,14 @@ func (s *dataset) assignAll() anneal.StepStats {
 	return st
 }
 
-// nearest2 returns the nearest anchor of x0 and of x1 and the partial
-// distances |a|^2 - 2 x.a (ties to the lowest index).
-func (s *dataset) nearest2(x0, x1 []float32) (best [2]int32, dist [2]float32) {
-	d, m := s.d, s.m
-	dist = [2]float32{float32(math.Inf(1)), float32(math.Inf(1))}
-	consider := func(a int, r0, r1 float32) {
-		if v := s.norms[a] - 2*r0; v < dist[0] {
-			best[0], dist[0] = int32(a), v
+// nearest returns the anchor with the least partial distance |a|^2 - 2 x.a
+// given the dot products x.a, and that distance (ties to the lowest index).
+func nearest(dots, norms []float32) (int32, float32) {
+	best, dist := int32(0), float32(math.Inf(1))
+	for a, r := range dots {
+		if v := norms[a] - 2*r; v < dist {
+			best, dist = int32(a), v
 		}
-		if v := s.norms[a] - 2*r1; v < dist[1] {
-			best[1], dist[1] = int32(a), v
-		}
-	}
-	a := 0
-	for ; a+4 <= m; a += 4 {
-		r := vec.Dot2x4(x0, x1, s.anc[a*d:(a+1)*d], s.anc[(a+1)*d:(a+2)*d], s.anc[(a+2)*d:(a+3)*d], s.anc[(a+3)*d:(a+4)*d])
-		for k := range 4 {
-			consider(a+k, r[k], r[4+k])
-		}
-	}
-	for ; a < m; a++ {
-		an := s.anc[a*d : (a+1)*d]
-		r := vec.Dot2x4(x0, x1, an, an, an, an)
-		consider(a, r[0], r[4])
 	}
 	return best, dist
 }
@@ -256,6 +244,7 @@ func (s *dataset) reduce(p *anneal.StepParams) {
 	})
 	if p != nil {
 		vec.Norms(s.norms, s.anc, d)
+		s.panels.Set(s.anc, m, d)
 	}
 }
 

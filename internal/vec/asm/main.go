@@ -1,0 +1,218 @@
+// Command asm generates internal/vec's amd64 kernels with avo
+// (github.com/mmcloughlin/avo). It is a module of its own so that the vlc
+// module does not depend on avo; `go generate ./internal/vec` runs it, and
+// TestGenerated fails when the committed assembly is not what it writes.
+//
+// Every kernel multiplies and adds in separate instructions (no FMA), each
+// rounding to float32 as Go's `s += a * b` does on amd64, and keeps the
+// order of additions the pure-Go reference (internal/vec, kernels.go)
+// documents, so the two agree to the last bit.
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+func main() {
+	ConstraintExpr("!purego")
+	panel4()
+	panel1()
+	dotBytes(8)
+	dotBytes(4)
+	Generate()
+}
+
+// panel4 is the assign's kernel: four points against one panel of 16
+// anchors (panel[j*16+l] is dimension j of anchor l), one float32
+// accumulator per pair, in order of j.
+func panel4() {
+	TEXT("panel4AVX2", NOSPLIT, "func(x *float32, xstride int, panel *float32, d int, out *float32, ostride int)")
+	Doc("panel4AVX2 sets out[k*ostride+l] = sum over j < d of x[k*xstride+j] * panel[j*16+l], k < 4, l < 16.")
+	x0 := Load(Param("x"), GP64())
+	xs := Load(Param("xstride"), GP64())
+	p := Load(Param("panel"), GP64())
+	d := Load(Param("d"), GP64())
+	SHLQ(Imm(2), xs)
+	x1, x2, x3 := GP64(), GP64(), GP64()
+	LEAQ(Mem{Base: x0, Index: xs, Scale: 1}, x1)
+	LEAQ(Mem{Base: x1, Index: xs, Scale: 1}, x2)
+	LEAQ(Mem{Base: x2, Index: xs, Scale: 1}, x3)
+	xs4 := []Register{x0, x1, x2, x3}
+	var acc [8]VecVirtual
+	for i := range acc {
+		acc[i] = YMM()
+		VXORPS(acc[i], acc[i], acc[i])
+	}
+	TESTQ(d, d)
+	JZ(LabelRef("store4"))
+	Label("loop4")
+	lo, hi := YMM(), YMM()
+	VMOVUPS(Mem{Base: p}, lo)
+	VMOVUPS(Mem{Base: p, Disp: 32}, hi)
+	for k, xk := range xs4 {
+		b, t0, t1 := YMM(), YMM(), YMM()
+		VBROADCASTSS(Mem{Base: xk}, b)
+		VMULPS(lo, b, t0)
+		VMULPS(hi, b, t1)
+		VADDPS(t0, acc[2*k], acc[2*k])
+		VADDPS(t1, acc[2*k+1], acc[2*k+1])
+	}
+	for _, xk := range xs4 {
+		ADDQ(Imm(4), xk)
+	}
+	ADDQ(Imm(64), p)
+	DECQ(d)
+	JNZ(LabelRef("loop4"))
+	Label("store4")
+	out := Load(Param("out"), GP64())
+	os := Load(Param("ostride"), GP64())
+	SHLQ(Imm(2), os)
+	for k := range 4 {
+		VMOVUPS(acc[2*k], Mem{Base: out})
+		VMOVUPS(acc[2*k+1], Mem{Base: out, Disp: 32})
+		if k < 3 {
+			ADDQ(os, out)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// panel1 is the search's kernel: one query against four panels of 16
+// anchors each, one float32 accumulator per anchor, in order of j.
+func panel1() {
+	TEXT("panel1AVX2", NOSPLIT, "func(x *float32, panel *float32, pstride int, d int, out *float32)")
+	Doc("panel1AVX2 sets out[g*16+l] = sum over j < d of x[j] * panel[g*pstride+j*16+l], g < 4, l < 16.")
+	x := Load(Param("x"), GP64())
+	p0 := Load(Param("panel"), GP64())
+	ps := Load(Param("pstride"), GP64())
+	d := Load(Param("d"), GP64())
+	SHLQ(Imm(2), ps)
+	p1, p2, p3 := GP64(), GP64(), GP64()
+	LEAQ(Mem{Base: p0, Index: ps, Scale: 1}, p1)
+	LEAQ(Mem{Base: p1, Index: ps, Scale: 1}, p2)
+	LEAQ(Mem{Base: p2, Index: ps, Scale: 1}, p3)
+	ps4 := []Register{p0, p1, p2, p3}
+	var acc [8]VecVirtual
+	for i := range acc {
+		acc[i] = YMM()
+		VXORPS(acc[i], acc[i], acc[i])
+	}
+	TESTQ(d, d)
+	JZ(LabelRef("store1"))
+	Label("loop1")
+	b := YMM()
+	VBROADCASTSS(Mem{Base: x}, b)
+	for g, pg := range ps4 {
+		t0, t1 := YMM(), YMM()
+		VMULPS(Mem{Base: pg}, b, t0)
+		VMULPS(Mem{Base: pg, Disp: 32}, b, t1)
+		VADDPS(t0, acc[2*g], acc[2*g])
+		VADDPS(t1, acc[2*g+1], acc[2*g+1])
+	}
+	ADDQ(Imm(4), x)
+	for _, pg := range ps4 {
+		ADDQ(Imm(64), pg)
+	}
+	DECQ(d)
+	JNZ(LabelRef("loop1"))
+	Label("store1")
+	out := Load(Param("out"), GP64())
+	for i := range acc {
+		VMOVUPS(acc[i], Mem{Base: out, Disp: 32 * i})
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// dotBytes is the scorer's kernel for codes of 8 or 4 bits per value:
+// sum q[j] * value j, values in four accumulators of eight lanes (value j
+// of each 32 in lane j%8 of accumulator (j/8)%4), added lane by lane as
+// (a0+a1)+(a2+a3), then lanes l and l+4, then l and l+2, then 0 and 1.
+func dotBytes(bits int) {
+	name, unit := "dotU8AVX2", "n"
+	if bits == 4 {
+		name = "dotU4AVX2"
+	}
+	TEXT(name, NOSPLIT, "func(q *float32, c *byte, "+unit+" int) float32")
+	if bits == 8 {
+		Doc(name + " returns sum q[j] * c[j] over j < n, n a multiple of 32, in the order dotBytesRef documents.")
+	} else {
+		Doc(name + " returns sum q[j] * nibble j of c over j < 2n (nibble 2k is the low half of c[k]), n a multiple of 16, in the order dotBytesRef documents.")
+	}
+	q := Load(Param("q"), GP64())
+	c := Load(Param("c"), GP64())
+	n := Load(Param(unit), GP64())
+	var acc [4]VecVirtual
+	for i := range acc {
+		acc[i] = YMM()
+		VXORPS(acc[i], acc[i], acc[i])
+	}
+	var mask VecVirtual
+	if bits == 4 {
+		m32 := GP32()
+		MOVL(U32(0x0f0f0f0f), m32)
+		mask = XMM()
+		VMOVD(m32, mask)
+		VPBROADCASTD(mask, mask)
+	}
+	done := "done" + name
+	loop := "loop" + name
+	TESTQ(n, n)
+	JZ(LabelRef(done))
+	Label(loop)
+	var v [4]VecVirtual
+	for i := range v {
+		v[i] = YMM()
+	}
+	if bits == 8 {
+		for i := range v {
+			VPMOVZXBD(Mem{Base: c, Disp: 8 * i}, v[i])
+		}
+	} else {
+		raw, hiN, lo, hi := XMM(), XMM(), XMM(), XMM()
+		VMOVDQU(Mem{Base: c}, raw)
+		VPSRLW(Imm(4), raw, hiN)
+		VPAND(mask, raw, raw)
+		VPAND(mask, hiN, hiN)
+		VPUNPCKLBW(hiN, raw, lo) // values 0..15: low, high nibble of bytes 0..7
+		VPUNPCKHBW(hiN, raw, hi) // values 16..31
+		VPMOVZXBD(lo, v[0])
+		VPSRLDQ(Imm(8), lo, lo)
+		VPMOVZXBD(lo, v[1])
+		VPMOVZXBD(hi, v[2])
+		VPSRLDQ(Imm(8), hi, hi)
+		VPMOVZXBD(hi, v[3])
+	}
+	for i := range v {
+		VCVTDQ2PS(v[i], v[i])
+		VMULPS(Mem{Base: q, Disp: 32 * i}, v[i], v[i])
+		VADDPS(v[i], acc[i], acc[i])
+	}
+	ADDQ(Imm(128), q)
+	if bits == 8 {
+		ADDQ(Imm(32), c)
+		SUBQ(Imm(32), n)
+	} else {
+		ADDQ(Imm(16), c)
+		SUBQ(Imm(16), n)
+	}
+	JNZ(LabelRef(loop))
+	Label(done)
+	VADDPS(acc[1], acc[0], acc[0])
+	VADDPS(acc[3], acc[2], acc[2])
+	VADDPS(acc[2], acc[0], acc[0])
+	h, t := XMM(), XMM()
+	VEXTRACTF128(Imm(1), acc[0], t)
+	VMOVAPS(acc[0].AsX(), h)
+	VADDPS(t, h, h) // lanes l + l+4
+	VMOVHLPS(h, h, t)
+	VADDPS(t, h, h) // lanes l + l+2
+	VMOVSHDUP(h, t)
+	VADDSS(t, h, h) // lanes 0 + 1
+	Store(h, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}

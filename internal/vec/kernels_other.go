@@ -1,0 +1,17 @@
+//go:build purego || !amd64
+
+package vec
+
+// Kernels names the implementation in use, for benchmarks and tools.
+func Kernels() string { return "go" }
+
+func panel4(x []float32, xstride int, panel []float32, d int, out []float32, ostride int) {
+	panel4Go(x, xstride, panel, d, out, ostride)
+}
+
+func panel1(x, panel []float32, pstride, d int, out []float32) {
+	panel1Go(x, panel, pstride, d, out)
+}
+
+func dotU8(q []float32, c []byte) float32 { return dotU8Go(q, c) }
+func dotU4(q []float32, c []byte) float32 { return dotU4Go(q, c) }

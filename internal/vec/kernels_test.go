@@ -1,0 +1,197 @@
+package vec
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// lengths straddle every block the kernels use: 4 lanes, 8, 16 and 32
+// values, and whole panels.
+var lengths = []int{1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 96, 100, 127, 128, 129, 392, 768, 784}
+
+func randFloats(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	return x
+}
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.IntN(256))
+	}
+	return b
+}
+
+// TestPanelsBits holds Dots4 and Dots1 to a plain in-order loop, bit for
+// bit, and so to Dot2x4, the CPU assign's reference semantics.
+func TestPanelsBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, d := range lengths {
+		for _, m := range []int{1, 5, 16, 17, 63, 64, 65, 130} {
+			anchors := randFloats(r, m*d)
+			x := randFloats(r, 4*d)
+			p := NewPanels(anchors, m, d)
+			out4 := make([]float32, 4*p.Stride())
+			out1 := make([]float32, p.Stride())
+			p.Dots4(x, out4)
+			for k := range 4 {
+				p.Dots1(x[k*d:(k+1)*d], out1)
+				for a := range p.Stride() {
+					var want float32
+					if a < m {
+						for j := range d {
+							want += float32(x[k*d+j] * anchors[a*d+j])
+						}
+					}
+					if got := out4[k*p.Stride()+a]; math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("d=%d m=%d: Dots4 point %d anchor %d = %v, want %v", d, m, k, a, got, want)
+					}
+					if got := out1[a]; math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("d=%d m=%d: Dots1 point %d anchor %d = %v, want %v", d, m, k, a, got, want)
+					}
+				}
+				if m >= 4 {
+					r := Dot2x4(x[k*d:(k+1)*d], x[k*d:(k+1)*d], anchors[:d], anchors[d:2*d], anchors[2*d:3*d], anchors[3*d:4*d])
+					for a := range 4 {
+						if math.Float32bits(r[a]) != math.Float32bits(out4[k*p.Stride()+a]) {
+							t.Fatalf("d=%d: Dots4 differs from Dot2x4 at anchor %d", d, a)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestKernelParity compares the kernels in use (assembly where the CPU has
+// it) with the Go references, bit for bit.
+func TestKernelParity(t *testing.T) {
+	t.Logf("kernels: %s", Kernels())
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, d := range lengths {
+		panel := randFloats(r, panelGroup*PanelWidth*d)
+		x := randFloats(r, 4*d)
+		got, want := make([]float32, 4*PanelWidth), make([]float32, 4*PanelWidth)
+		panel4(x, d, panel, d, got, PanelWidth)
+		panel4Go(x, d, panel, d, want, PanelWidth)
+		sameBits(t, fmt.Sprintf("panel4 d=%d", d), got, want)
+		panel1(x[:d], panel, PanelWidth*d, d, got)
+		panel1Go(x[:d], panel, PanelWidth*d, d, want)
+		sameBits(t, fmt.Sprintf("panel1 d=%d", d), got, want)
+	}
+	for _, n := range lengths {
+		q := randFloats(r, 2*n)
+		c := randBytes(r, n)
+		b := n &^ 31
+		sameBits(t, fmt.Sprintf("dotU8 n=%d", b), []float32{dotU8(q, c[:b])}, []float32{dotU8Go(q, c[:b])})
+		b = n &^ 15
+		sameBits(t, fmt.Sprintf("dotU4 n=%d", b), []float32{dotU4(q, c[:b])}, []float32{dotU4Go(q, c[:b])})
+	}
+}
+
+func sameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: value %d = %v, want %v (bits differ)", what, i, got[i], want[i])
+		}
+	}
+}
+
+// TestDotBytes holds DotU8 and DotU4 to float64 sums and to their own
+// documented order (foldLanes, then the tail in order).
+func TestDotBytes(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range lengths {
+		q := randFloats(r, 2*n)
+		c := randBytes(r, n)
+		var w8, w4 float64
+		v8, v4 := make([]float32, n), make([]float32, 2*n)
+		for j, b := range c {
+			w8 += float64(q[j]) * float64(b)
+			v8[j] = float32(b)
+			v4[2*j], v4[2*j+1] = float32(b&15), float32(b>>4)
+		}
+		for j, v := range v4 {
+			w4 += float64(q[j]) * float64(v)
+		}
+		got8, got4 := DotU8(q, c), DotU4(q, c)
+		for _, c := range []struct {
+			name      string
+			got       float32
+			want      float64
+			values    []float32
+		}{
+			{"DotU8", got8, w8, v8},
+			{"DotU4", got4, w4, v4},
+		} {
+			if math.Abs(float64(c.got)-c.want) > 1e-4*(1+math.Abs(c.want))*float64(len(c.values)) {
+				t.Errorf("%s n=%d = %v, float64 sum %v", c.name, n, c.got, c.want)
+			}
+			if order := inOrder(q, c.values); math.Float32bits(order) != math.Float32bits(c.got) {
+				t.Errorf("%s n=%d = %v, the documented order gives %v", c.name, n, c.got, order)
+			}
+		}
+	}
+}
+
+// inOrder sums q[j]*v[j] in the order foldLanes documents, from scratch.
+func inOrder(q, v []float32) float32 {
+	var a [32]float32
+	n := len(v) &^ 31
+	for j := range n {
+		a[j%32] += float32(q[j] * v[j])
+	}
+	s := foldLanes(&a)
+	for j := n; j < len(v); j++ {
+		s += float32(q[j] * v[j])
+	}
+	return s
+}
+
+// BenchmarkKernels times each kernel in use beside its Go reference.
+func BenchmarkKernels(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, d := range []int{96, 768} {
+		q := randFloats(r, 2*d)
+		c := randBytes(r, d)
+		m := 256
+		p := NewPanels(randFloats(r, m*d), m, d)
+		x := randFloats(r, 4*d)
+		out := make([]float32, 4*p.Stride())
+		var sink float32
+		for _, k := range []struct {
+			name string
+			run  func()
+		}{
+			{"DotU8", func() { sink += DotU8(q, c) }},
+			{"DotU8/go", func() { sink += dotU8Go(q, c) }},
+			{"DotU4", func() { sink += DotU4(q, c[:d/2]) }},
+			{"DotU4/go", func() { sink += dotU4Go(q, c[:d/2]) }},
+			{"Dots4/m=256", func() { p.Dots4(x, out) }},
+			{"Dots4/m=256/go", func() {
+				for g := 0; g < p.Stride()/PanelWidth; g++ {
+					panel4Go(x, d, p.data[g*PanelWidth*d:], d, out[g*PanelWidth:], p.Stride())
+				}
+			}},
+			{"Dots1/m=256", func() { p.Dots1(x[:d], out) }},
+			{"Dot2x4/m=256", func() {
+				for a := 0; a+4 <= m; a += 4 {
+					Dot2x4(x[:d], x[d:2*d], x[:d], x[:d], x[:d], x[:d])
+				}
+			}},
+		} {
+			b.Run(fmt.Sprintf("%s/d=%d", k.name, d), func(b *testing.B) {
+				for b.Loop() {
+					k.run()
+				}
+			})
+		}
+		_ = sink
+	}
+}
