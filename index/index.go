@@ -31,8 +31,10 @@ type Index struct {
 	code  quant.Code
 	n, d  int
 	m     int
-	anch  []float32 // decoded from float16 on open
-	norms []float32 // |anchor|^2, computed on open
+	// The anchors, decoded from float16 on open and laid out for the
+	// probe's blocked kernel, and |anchor|^2.
+	panels vec.Panels
+	norms  []float32
 	// ipCodes: an ip index whose codes are in the inner-product form
 	// (FlagIPCodes), scored through the L2 estimate.
 	ipCodes bool
@@ -122,7 +124,6 @@ func load(f *format.File, path string) (ix *Index, err error) {
 	ix = &Index{
 		file: f, path: path, meta: meta, code: code, n: n, d: d, m: m,
 		ipCodes: meta.Flags&FlagIPCodes != 0,
-		anch:    make([]float32, m*d),
 		lists:   viewU64(sec[secLists]),
 		ids:     newRowIDs(sec[secIDs], rowBits(n)),
 		params:  sec[secParams],
@@ -136,11 +137,12 @@ func load(f *format.File, path string) (ix *Index, err error) {
 			return nil, bad("list %d ends before it starts", a)
 		}
 	}
+	anch := make([]float32, m*d)
 	for i, h := range viewU16(sec[secAnchors]) {
 		if !f16.IsFinite(h) {
 			return nil, bad("anchor %d is not finite", i/d)
 		}
-		ix.anch[i] = f16.ToFloat32(h)
+		anch[i] = f16.ToFloat32(h)
 	}
 	if tr, ok := code.(quant.Trainer); ok {
 		g, found := f.Section(secGlobal)
@@ -151,9 +153,10 @@ func load(f *format.File, path string) (ix *Index, err error) {
 			return nil, bad("%v", err)
 		}
 	}
-	code.SetAnchors(ix.anch)
+	code.SetAnchors(anch)
 	ix.norms = make([]float32, m)
-	vec.Norms(ix.norms, ix.anch, d)
+	vec.Norms(ix.norms, anch, d)
+	ix.panels.Set(anch, m, d)
 	return ix, nil
 }
 
@@ -200,7 +203,7 @@ func (ix *Index) Close() error {
 	}
 	err := ix.file.Close()
 	ix.file = nil
-	ix.anch, ix.lists, ix.ids, ix.params, ix.codes = nil, nil, rowIDs{}, nil, nil
+	ix.panels, ix.lists, ix.ids, ix.params, ix.codes = vec.Panels{}, nil, rowIDs{}, nil, nil
 	return err
 }
 

@@ -34,7 +34,8 @@ func (ix *Index) EffectiveNProbe(nprobe int) int { return min(max(nprobe, 1), ix
 
 type scratch struct {
 	q, row []float32
-	probe  []Hit // candidate lists, ID = list number
+	dots   []float32 // <q, anchor a>, from the probe
+	probe  []Hit     // candidate lists, ID = list number
 	top    topK
 	scorer quant.Scorer
 }
@@ -94,7 +95,7 @@ func (ix *Index) Search(q []float32, opt SearchOptions) (hits []Hit, err error) 
 	}
 	ix.probeLists(s, ix.EffectiveNProbe(opt.NProbe))
 	s.top.reset(keep)
-	cb, pb, d := ix.code.CodeBytes(), ix.code.ParamBytes(), ix.d
+	cb, pb := ix.code.CodeBytes(), ix.code.ParamBytes()
 	s.scorer.SetQuery(s.q)
 	qq := vec.Dot(s.q, s.q)
 	for _, p := range s.probe {
@@ -107,7 +108,7 @@ func (ix *Index) Search(q []float32, opt SearchOptions) (hits []Hit, err error) 
 			// |q - a|^2 - 2<q, r> = |q|^2 + |a|^2 - 2<q, x>, erring by
 			// |q - a|; or through the dot estimate, erring by |q|. Take
 			// the list's smaller.
-			qa := vec.Dot(s.q, ix.anch[a*d:(a+1)*d])
+			qa := s.dots[a]
 			if qq-2*qa+ix.norms[a] < qq {
 				bias := -(qq + ix.norms[a]) / 2
 				s.scorer.ForL2(a, prm)
@@ -121,7 +122,7 @@ func (ix *Index) Search(q []float32, opt SearchOptions) (hits []Hit, err error) 
 		}
 		if ix.meta.Metric == IP {
 			// -<q, x> = -<q, anchor> - <q, r>
-			bias := -vec.Dot(s.q, ix.anch[a*d:(a+1)*d])
+			bias := -s.dots[a]
 			s.scorer.ForDot(a, prm)
 			for e := lo; e < hi; e++ {
 				if dist := bias - s.scorer.Score(ix.codes[e*cb:(e+1)*cb]); s.top.accepts(dist) {
@@ -159,16 +160,15 @@ func (ix *Index) Search(q []float32, opt SearchOptions) (hits []Hit, err error) 
 	return hits, nil
 }
 
-// probeLists puts the nprobe lists nearest to s.q into s.probe.
+// probeLists sets s.dots to the query's dot products with the anchors and
+// puts the nprobe lists nearest to s.q into s.probe.
 func (ix *Index) probeLists(s *scratch, nprobe int) {
-	d := ix.d
+	ix.panels.Dots1(s.q, s.dots)
 	s.top.reset(nprobe)
-	for a := range ix.m {
-		var dist float32
-		if ix.meta.Metric == IP {
-			dist = -vec.Dot(s.q, ix.anch[a*d:(a+1)*d])
-		} else {
-			dist = ix.norms[a] - 2*vec.Dot(s.q, ix.anch[a*d:(a+1)*d])
+	for a, qa := range s.dots[:ix.m] {
+		dist := -qa
+		if ix.meta.Metric != IP {
+			dist = ix.norms[a] - 2*qa
 		}
 		if s.top.accepts(dist) {
 			s.top.push(Hit{ID: a, Distance: dist})
@@ -206,6 +206,7 @@ func (ix *Index) getScratch() *scratch {
 	return &scratch{
 		q:      make([]float32, ix.d),
 		row:    make([]float32, ix.d),
+		dots:   make([]float32, ix.panels.Stride()),
 		scorer: ix.code.NewScorer(),
 	}
 }

@@ -222,25 +222,6 @@ func encodeEach(c interface {
 	}
 }
 
-// dotBytes is sum w[j] * b[j] over the bytes of b (w at least as long), in
-// four chains of additions (j mod 4) added as (s0+s1)+(s2+s3): each chain
-// waits only on itself, where one chain would wait on every addition.
-func dotBytes(w []float32, b []byte) float32 {
-	w = w[:len(b)]
-	var s0, s1, s2, s3 float32
-	j := 0
-	for ; j+4 <= len(b); j += 4 {
-		s0 += w[j] * float32(b[j])
-		s1 += w[j+1] * float32(b[j+1])
-		s2 += w[j+2] * float32(b[j+2])
-		s3 += w[j+3] * float32(b[j+3])
-	}
-	for ; j < len(b); j++ {
-		s0 += w[j] * float32(b[j])
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
 // dot64 is <a, b> accumulated in float64.
 func dot64(a, b []float32) float64 {
 	var s float64

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/vec"
 )
 
 // Rotated is the extended-RaBitQ family of codes: the residual r is rotated
@@ -389,13 +390,9 @@ func (sc *rotatedScorer) Score(code []byte) float32 {
 	var t0, t1 float32
 	switch sc.c.bits {
 	case 8:
-		t0 = dotBytes(sc.q[:p], code[:p])
+		t0 = vec.DotU8(sc.q, code[:p])
 	case 4:
-		q := sc.q[:2*p]
-		for k, v := range code[:p] {
-			t0 += q[2*k] * float32(v&15)
-			t1 += q[2*k+1] * float32(v>>4)
-		}
+		t0 = vec.DotU4(sc.q, code[:p])
 	default:
 		lut := sc.lut[:32*p]
 		for k, v := range code[:p] {

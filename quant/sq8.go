@@ -3,6 +3,8 @@ package quant
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/vlc-embed/vlc/internal/vec"
 )
 
 // SQ8 is 8-bit scalar quantization of each residual dimension over a range
@@ -106,7 +108,7 @@ func (sc *sq8Scorer) Score(code []byte) float32 {
 	code = code[:sc.d]
 	s := sc.s[:sc.d]
 	if sc.dot {
-		return sc.bias + dotBytes(s, code)
+		return sc.bias + vec.DotU8(s, code)
 	}
 	u := sc.u[:sc.d]
 	var a0, a1, a2, a3 float32

@@ -10,8 +10,8 @@ func panel4AVX2(x *float32, xstride int, panel *float32, d int, out *float32, os
 // panel1AVX2 sets out[g*16+l] = sum over j < d of x[j] * panel[g*pstride+j*16+l], g < 4, l < 16.
 func panel1AVX2(x *float32, panel *float32, pstride int, d int, out *float32)
 
-// dotU8AVX2 returns sum q[j] * c[j] over j < n, n a multiple of 32, in the order dotBytesRef documents.
+// dotU8AVX2 returns sum q[j] * c[j] over j < n, n a multiple of 32, in the order foldLanes (kernels.go) documents.
 func dotU8AVX2(q *float32, c *byte, n int) float32
 
-// dotU4AVX2 returns sum q[j] * nibble j of c over j < 2n (nibble 2k is the low half of c[k]), n a multiple of 16, in the order dotBytesRef documents.
+// dotU4AVX2 returns sum q[j] * nibble j of c over j < 2n (nibble 2k is the low half of c[k]), n a multiple of 16, in the order foldLanes (kernels.go) documents.
 func dotU4AVX2(q *float32, c *byte, n int) float32

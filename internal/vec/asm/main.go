@@ -138,9 +138,9 @@ func dotBytes(bits int) {
 	}
 	TEXT(name, NOSPLIT, "func(q *float32, c *byte, "+unit+" int) float32")
 	if bits == 8 {
-		Doc(name + " returns sum q[j] * c[j] over j < n, n a multiple of 32, in the order dotBytesRef documents.")
+		Doc(name + " returns sum q[j] * c[j] over j < n, n a multiple of 32, in the order foldLanes (kernels.go) documents.")
 	} else {
-		Doc(name + " returns sum q[j] * nibble j of c over j < 2n (nibble 2k is the low half of c[k]), n a multiple of 16, in the order dotBytesRef documents.")
+		Doc(name + " returns sum q[j] * nibble j of c over j < 2n (nibble 2k is the low half of c[k]), n a multiple of 16, in the order foldLanes (kernels.go) documents.")
 	}
 	q := Load(Param("q"), GP64())
 	c := Load(Param("c"), GP64())
