@@ -24,13 +24,13 @@ import (
 // Index is an open index. Its methods are safe for concurrent use; Close
 // waits for searches in flight and makes later calls return ErrClosed.
 type Index struct {
-	mu    sync.RWMutex
-	file  *format.File
-	path  string
-	meta  Meta
-	code  quant.Code
-	n, d  int
-	m     int
+	mu   sync.RWMutex
+	file *format.File
+	path string
+	meta Meta
+	code quant.Code
+	n, d int
+	m    int
 	// The anchors, decoded from float16 on open and laid out for the
 	// probe's blocked kernel, and |anchor|^2.
 	panels vec.Panels

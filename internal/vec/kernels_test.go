@@ -122,10 +122,10 @@ func TestDotBytes(t *testing.T) {
 		}
 		got8, got4 := DotU8(q, c), DotU4(q, c)
 		for _, c := range []struct {
-			name      string
-			got       float32
-			want      float64
-			values    []float32
+			name   string
+			got    float32
+			want   float64
+			values []float32
 		}{
 			{"DotU8", got8, w8, v8},
 			{"DotU4", got4, w4, v4},
