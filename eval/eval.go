@@ -11,6 +11,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -29,6 +30,11 @@ type Result struct {
 	NProbe         int     `json:"nprobe"` // lists scanned, after clamping to the index's
 	K              int     `json:"k"`      // hits asked for
 
+	// Latency of single queries, one at a time on one goroutine (set
+	// only when Options.Latency asks): median and 99th percentile, ms.
+	LatencyP50 float64 `json:"latency_p50_ms,omitempty"`
+	LatencyP99 float64 `json:"latency_p99_ms,omitempty"`
+
 	Queries int           `json:"-"` // searches timed: the queries, times the passes
 	Elapsed time.Duration `json:"-"` // the time they took
 }
@@ -42,6 +48,10 @@ type Options struct {
 	// taken at least this long, so that the speed of a few fast queries
 	// is not the noise of starting a pass on all cores.
 	MinTime time.Duration
+	// Latency adds a pass that searches the queries one at a time on one
+	// goroutine and times each (Result.LatencyP50, LatencyP99): what one
+	// request sees, where QPS is what all cores serve.
+	Latency bool
 }
 
 // Measure searches for every query on all cores (Index.SearchBatch) and
@@ -66,7 +76,15 @@ func Measure(ctx context.Context, ix *index.Index, queries index.Rows, gt [][]in
 		searched += queries.Len()
 	}
 	elapsed := time.Since(start)
+	var p50, p99 float64
+	if opt.Latency {
+		if p50, p99, err = latency(ctx, ix, queries, so); err != nil {
+			return Result{}, err
+		}
+	}
 	return Result{
+		LatencyP50:     p50,
+		LatencyP99:     p99,
 		Recall1:        Recall(hits, gt, 1),
 		Recall10:       Recall(hits, gt, 10),
 		QPS:            float64(searched) / max(elapsed, time.Nanosecond).Seconds(),
@@ -77,6 +95,34 @@ func Measure(ctx context.Context, ix *index.Index, queries index.Rows, gt [][]in
 		Queries:        searched,
 		Elapsed:        elapsed,
 	}, nil
+}
+
+// latency searches each query once, in order, and returns the median and
+// the 99th percentile (nearest rank) of the times, in milliseconds.
+func latency(ctx context.Context, ix *index.Index, queries index.Rows, so index.SearchOptions) (p50, p99 float64, err error) {
+	n := queries.Len()
+	if n == 0 {
+		return 0, 0, nil
+	}
+	times := make([]time.Duration, n)
+	x := make([]float32, queries.Dim())
+	for i := range n {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		q := queries.Row(i, x)
+		t := time.Now()
+		if _, err := ix.Search(q, so); err != nil {
+			return 0, 0, fmt.Errorf("query %d: %w", i, err)
+		}
+		times[i] = time.Since(t)
+	}
+	slices.Sort(times)
+	rank := func(p float64) float64 {
+		i := min(n-1, int(math.Ceil(p*float64(n)))-1)
+		return float64(times[max(i, 0)]) / 1e6
+	}
+	return rank(0.50), rank(0.99), nil
 }
 
 // Recall is the mean over queries of |first k hits ∩ first k true ids| / k;

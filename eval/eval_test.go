@@ -107,6 +107,16 @@ func TestMeasure(t *testing.T) {
 	if res.Queries%q.Len() != 0 || res.Elapsed < 20e6 || res.Recall10 > 0.7 {
 		t.Errorf("nprobe 1 for 20 ms: %+v", res)
 	}
+	if res.LatencyP50 != 0 || res.LatencyP99 != 0 {
+		t.Errorf("latency measured without Options.Latency: %+v", res)
+	}
+	res, err = eval.Measure(context.Background(), ix, q, gt, eval.Options{Search: index.SearchOptions{K: 10, NProbe: 8}, Latency: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LatencyP50 <= 0 || res.LatencyP99 < res.LatencyP50 || res.LatencyP99 > 1e3*res.Elapsed.Seconds() {
+		t.Errorf("latency p50 %v ms, p99 %v ms (the batch pass took %v)", res.LatencyP50, res.LatencyP99, res.Elapsed)
+	}
 	if _, err := eval.Measure(context.Background(), ix, q, gt[:10], eval.Options{}); err == nil {
 		t.Error("ground truth for 10 of 200 queries: no error")
 	}

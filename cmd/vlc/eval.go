@@ -20,6 +20,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	gtPath := fs.String("gt", "", "ground truth `file` (.ivecs: the nearest base rows of each query, nearest first)")
 	basePath := fs.String("base", "", "base vectors `file` to compute exact ground truth from when -gt is not given")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (with -sweep: an array, one object per row, each with an index key too when several indexes are given)")
+	lat := fs.Bool("latency", false, "also time each query alone, one at a time on one goroutine, and print the median and 99th percentile (not with -sweep)")
 	var sw sweepFlags
 	sw.register(fs)
 	pos, err := parse(fs, args, []string{"INDEX..."}, stdout)
@@ -35,6 +36,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *gtPath == "" && *basePath == "" {
 		return fmt.Errorf("one of -gt or -base is required")
 	}
+	if sw.on() && *lat {
+		return fmt.Errorf("-latency measures one setting: leave out -sweep, or -latency")
+	}
 	if sw.on() {
 		return runSweep(ctx, pos, &sf, &sw, *gtPath, *basePath, *asJSON, stdout, stderr)
 	}
@@ -49,7 +53,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	res, err := eval.Measure(ctx, ix, q, gt, eval.Options{Search: sf.options(rr, sf.k)})
+	res, err := eval.Measure(ctx, ix, q, gt, eval.Options{Search: sf.options(rr, sf.k), Latency: *lat})
 	if err != nil {
 		return err
 	}
@@ -64,6 +68,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "recall@1         %.4f\n", res.Recall1)
 	fmt.Fprintf(stdout, "recall@10        %.4f\n", res.Recall10)
 	fmt.Fprintf(stdout, "qps              %.0f (%s on all cores)\n", res.QPS, res.Elapsed.Round(1e6))
+	if *lat {
+		fmt.Fprintf(stdout, "latency          p50 %.3f ms, p99 %.3f ms (one query at a time, one goroutine)\n", res.LatencyP50, res.LatencyP99)
+	}
 	fmt.Fprintf(stdout, "bytes/vector     %.1f\n", res.BytesPerVector)
 	fmt.Fprintf(stdout, "size ratio       %.3f of float16\n", res.SizeRatio)
 	return nil

@@ -116,6 +116,10 @@ func TestEvalDeep2k(t *testing.T) {
 func TestEvalText(t *testing.T) {
 	ix := deepIndexPath(t)
 	out, _ := mustVLC(t, "eval", ix, "-query", deepQuery, "-gt", deepGT, "-nprobe", "8")
+	out2, _ := mustVLC(t, "eval", ix, "-query", deepQuery, "-gt", deepGT, "-nprobe", "8", "-latency")
+	if !strings.Contains(out2, "latency          p50 ") || strings.Contains(out, "latency") {
+		t.Errorf("-latency should add (only) a latency line:\n%s\nwithout it:\n%s", out2, out)
+	}
 	for _, want := range []string{"queries          200 (nprobe 8, no re-rank)", "recall@1 ", "recall@10 ", "qps ", "bytes/vector ", "size ratio "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("eval output lacks %q:\n%s", want, out)
@@ -148,6 +152,7 @@ func TestEvalErrors(t *testing.T) {
 		{"gt too few rows", []string{"eval", ix, "-query", deepQuery, "-gt", shortGT}, []string{shortGT, "1 rows for 200 queries"}},
 		{"gt rows too short", []string{"eval", ix, "-query", deepQuery, "-gt", narrowGT}, []string{narrowGT, "row 0", "3 ids"}},
 		{"k zero", []string{"eval", ix, "-query", deepQuery, "-gt", deepGT, "-k", "0"}, []string{"-k must be at least 1, got 0"}},
+		{"latency with sweep", []string{"eval", ix, "-query", deepQuery, "-gt", deepGT, "-sweep-nprobe", "2,4", "-latency"}, []string{"-latency", "-sweep"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
