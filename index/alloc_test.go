@@ -114,3 +114,37 @@ func TestOpenHugeClaimsBoundedAllocation(t *testing.T) {
 		})
 	}
 }
+
+// A search into a slice with room allocates nothing once the index's
+// scratch is warm, for every metric (the rotated 8-bit code; its scorer,
+// the probe and the top-k are the same for all codes).
+func TestSearchAppendAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts under the race detector are not the program's")
+	}
+	for _, metric := range []index.Metric{index.L2, index.IP, index.Cosine} {
+		path, _, queries := build(t, metric, 45)
+		ix := open(t, path)
+		q := queries.Row(3, nil)
+		opt := index.SearchOptions{K: 10, NProbe: 8}
+		dst := make([]index.Hit, 0, 10)
+		want, err := ix.Search(q, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ix.SearchAppend(dst, q, opt)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("%v: SearchAppend %v, %v; Search %v", metric, got, err, want)
+		}
+		if allocs := testing.AllocsPerRun(100, func() {
+			dst, _ = ix.SearchAppend(dst[:0], q, opt)
+		}); allocs != 0 {
+			t.Errorf("%v: SearchAppend allocates %.1f times per query", metric, allocs)
+		}
+		prefix := []index.Hit{{ID: -1}}
+		got, err = ix.SearchAppend(prefix, q, index.SearchOptions{K: 0})
+		if !errors.Is(err, index.ErrArgument) || len(got) != 1 || got[0].ID != -1 {
+			t.Errorf("%v: a failed SearchAppend returned %v, %v; want the prefix and ErrArgument", metric, got, err)
+		}
+	}
+}

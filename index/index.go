@@ -12,6 +12,7 @@ package index
 
 import (
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"unsafe"
 
@@ -75,7 +76,7 @@ func Open(path string, opt Options) (*Index, error) {
 }
 
 func load(f *format.File, path string) (ix *Index, err error) {
-	defer format.CatchFault(path, &err)()
+	defer format.CatchFault(path, &err, debug.SetPanicOnFault(true))
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %w: %s", path, ErrCorrupt, fmt.Sprintf(format, args...))
 	}
@@ -179,7 +180,7 @@ func (ix *Index) Verify() error {
 // indexed every row once (a search would otherwise return duplicates or
 // miss rows). It costs one pass over ROWS and N/8 bytes.
 func (ix *Index) checkRowIDs() (err error) {
-	defer format.CatchFault(ix.path, &err)()
+	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
 	seen := make([]uint64, (ix.n+63)/64)
 	for e := range ix.n {
 		id := ix.ids.at(e)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 
 	"github.com/vlc-embed/vlc/index/format"
@@ -32,8 +33,13 @@ type SearchOptions struct {
 // EffectiveNProbe is the number of lists a search with opt scans.
 func (ix *Index) EffectiveNProbe(nprobe int) int { return min(max(nprobe, 1), ix.m) }
 
+// scratch is one search in progress: the query (normalised for cosine),
+// its dot products with the anchors, the lists it probes, its scorer and
+// its best candidates. Pooled per index, so that a search in steady state
+// allocates nothing.
 type scratch struct {
 	q, row []float32
+	qq     float32   // |q|^2
 	dots   []float32 // <q, anchor a>, from the probe
 	probe  []Hit     // candidate lists, ID = list number
 	top    topK
@@ -42,38 +48,66 @@ type scratch struct {
 
 // Search returns the K nearest vectors to q found in the NProbe nearest lists,
 // nearest first (ties by ascending ID). Safe for concurrent use.
-func (ix *Index) Search(q []float32, opt SearchOptions) (hits []Hit, err error) {
+func (ix *Index) Search(q []float32, opt SearchOptions) ([]Hit, error) {
+	hits, err := ix.SearchAppend(nil, q, opt)
+	if err != nil {
+		return nil, err
+	}
+	return hits, nil
+}
+
+// SearchAppend is Search appending the hits to dst: with room in dst and
+// no re-ranking it allocates nothing, for a server answering one query
+// after another. On an error it returns dst as it was.
+func (ix *Index) SearchAppend(dst []Hit, q []float32, opt SearchOptions) (hits []Hit, err error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.file == nil {
-		return nil, ErrClosed
+		return dst, ErrClosed
 	}
+	n0 := len(dst)
 	defer func() {
 		if err != nil {
-			hits = nil
+			hits = dst[:n0]
 		}
 	}()
-	defer format.CatchFault(ix.path, &err)()
+	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
+	k, keep, err := ix.check(q, opt)
+	if err != nil {
+		return dst, err
+	}
+	s := ix.getScratch()
+	defer ix.pool.Put(s)
+	ix.start(s, q, ix.EffectiveNProbe(opt.NProbe), keep)
+	for _, p := range s.probe {
+		ix.scan(s, p.ID)
+	}
+	return ix.finish(dst, s, opt, k)
+}
+
+// check validates a query and its options and returns the hits wanted and
+// the candidates to keep (more than k when re-ranking).
+func (ix *Index) check(q []float32, opt SearchOptions) (k, keep int, err error) {
 	if len(q) != ix.d {
-		return nil, fmt.Errorf("%w: query has %d values, index has dimension %d", ErrDim, len(q), ix.d)
+		return 0, 0, fmt.Errorf("%w: query has %d values, index has dimension %d", ErrDim, len(q), ix.d)
 	}
 	if opt.K < 1 {
-		return nil, fmt.Errorf("%w: k must be at least 1, got %d", ErrArgument, opt.K)
+		return 0, 0, fmt.Errorf("%w: k must be at least 1, got %d", ErrArgument, opt.K)
 	}
 	for j, v := range q {
 		if !finite(v) {
-			return nil, fmt.Errorf("%w: query value %d is %v", ErrArgument, j, v)
+			return 0, 0, fmt.Errorf("%w: query value %d is %v", ErrArgument, j, v)
 		}
 	}
 	if s := vec.Dot(q, q); ix.meta.Metric != Cosine && math.IsInf(float64(s), 1) {
 		// Every distance would be infinite and the hits arbitrary.
-		return nil, fmt.Errorf("%w: query too large (its squared length overflows float32)", ErrArgument)
+		return 0, 0, fmt.Errorf("%w: query too large (its squared length overflows float32)", ErrArgument)
 	}
 	if opt.Rerank != nil && opt.Rerank.Dim() != ix.d {
-		return nil, fmt.Errorf("%w: re-rank vectors have dimension %d, index %d", ErrDim, opt.Rerank.Dim(), ix.d)
+		return 0, 0, fmt.Errorf("%w: re-rank vectors have dimension %d, index %d", ErrDim, opt.Rerank.Dim(), ix.d)
 	}
-	k := min(opt.K, ix.n)
-	keep := k
+	k = min(opt.K, ix.n)
+	keep = k
 	if opt.Rerank != nil {
 		f := opt.RerankFactor
 		if f < 1 {
@@ -86,67 +120,79 @@ func (ix *Index) Search(q []float32, opt SearchOptions) (hits []Hit, err error) 
 			keep = k * f
 		}
 	}
+	return k, keep, nil
+}
 
-	s := ix.getScratch()
-	defer ix.pool.Put(s)
+// start sets s up for query q (checked): normalised for cosine, its
+// nprobe lists chosen, its scorer set, an empty top-keep.
+func (ix *Index) start(s *scratch, q []float32, nprobe, keep int) {
 	copy(s.q, q)
 	if ix.meta.Metric == Cosine {
 		vec.Normalize(s.q)
 	}
-	ix.probeLists(s, ix.EffectiveNProbe(opt.NProbe))
+	ix.probeLists(s, nprobe)
 	s.top.reset(keep)
-	cb, pb := ix.code.CodeBytes(), ix.code.ParamBytes()
 	s.scorer.SetQuery(s.q)
-	qq := vec.Dot(s.q, s.q)
-	for _, p := range s.probe {
-		a := p.ID
-		prm := ix.params[a*pb : (a+1)*pb]
-		lo, hi := int(ix.lists[a]), int(ix.lists[a+1])
-		if ix.ipCodes {
-			// Inner-product codes allow two estimates of -<q, x>: through
-			// the L2 estimate, which holds -2<a, r> in place of |r|^2,
-			// |q - a|^2 - 2<q, r> = |q|^2 + |a|^2 - 2<q, x>, erring by
-			// |q - a|; or through the dot estimate, erring by |q|. Take
-			// the list's smaller.
-			qa := s.dots[a]
-			if qq-2*qa+ix.norms[a] < qq {
-				bias := -(qq + ix.norms[a]) / 2
-				s.scorer.ForL2(a, prm)
-				for e := lo; e < hi; e++ {
-					if dist := s.scorer.Score(ix.codes[e*cb:(e+1)*cb])/2 + bias; s.top.accepts(dist) {
-						s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
-					}
-				}
-				continue
-			}
-		}
-		if ix.meta.Metric == IP {
-			// -<q, x> = -<q, anchor> - <q, r>
-			bias := -s.dots[a]
-			s.scorer.ForDot(a, prm)
+	s.qq = vec.Dot(s.q, s.q)
+}
+
+// scan scores every entry of list a for s's query and keeps the best.
+func (ix *Index) scan(s *scratch, a int) {
+	cb, pb := ix.code.CodeBytes(), ix.code.ParamBytes()
+	prm := ix.params[a*pb : (a+1)*pb]
+	lo, hi := int(ix.lists[a]), int(ix.lists[a+1])
+	codes := ix.codes[lo*cb : hi*cb]
+	if ix.ipCodes {
+		// Inner-product codes allow two estimates of -<q, x>: through
+		// the L2 estimate, which holds -2<a, r> in place of |r|^2,
+		// |q - a|^2 - 2<q, r> = |q|^2 + |a|^2 - 2<q, x>, erring by
+		// |q - a|; or through the dot estimate, erring by |q|. Take
+		// the list's smaller.
+		qq, qa := s.qq, s.dots[a]
+		if qq-2*qa+ix.norms[a] < qq {
+			bias := -(qq + ix.norms[a]) / 2
+			s.scorer.ForL2(a, prm)
 			for e := lo; e < hi; e++ {
-				if dist := bias - s.scorer.Score(ix.codes[e*cb:(e+1)*cb]); s.top.accepts(dist) {
+				if dist := s.scorer.Score(codes[(e-lo)*cb:(e-lo+1)*cb])/2 + bias; s.top.accepts(dist) {
 					s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
 				}
 			}
-			continue
+			return
 		}
-		s.scorer.ForL2(a, prm)
+	}
+	if ix.meta.Metric == IP {
+		// -<q, x> = -<q, anchor> - <q, r>
+		bias := -s.dots[a]
+		s.scorer.ForDot(a, prm)
 		for e := lo; e < hi; e++ {
-			if dist := s.scorer.Score(ix.codes[e*cb : (e+1)*cb]); s.top.accepts(dist) {
+			if dist := bias - s.scorer.Score(codes[(e-lo)*cb:(e-lo+1)*cb]); s.top.accepts(dist) {
 				s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
 			}
 		}
+		return
 	}
-	hits = s.top.sorted()
+	s.scorer.ForL2(a, prm)
+	for e := lo; e < hi; e++ {
+		if dist := s.scorer.Score(codes[(e-lo)*cb : (e-lo+1)*cb]); s.top.accepts(dist) {
+			s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
+		}
+	}
+}
+
+// finish appends s's k best hits to dst, nearest first: re-ranked when opt
+// asks, distances as the metric defines them.
+func (ix *Index) finish(dst []Hit, s *scratch, opt SearchOptions, k int) ([]Hit, error) {
+	n0 := len(dst)
+	dst = s.top.appendSorted(dst)
+	hits := dst[n0:]
 	for _, h := range hits {
 		if h.ID >= ix.n {
-			return nil, fmt.Errorf("%s: %w: entry refers to row %d of %d", ix.path, ErrCorrupt, h.ID, ix.n)
+			return dst[:n0], fmt.Errorf("%s: %w: entry refers to row %d of %d", ix.path, ErrCorrupt, h.ID, ix.n)
 		}
 	}
 	if opt.Rerank != nil {
 		if err := ix.rerank(s, hits, opt.Rerank); err != nil {
-			return nil, err
+			return dst[:n0], err
 		}
 	}
 	if ix.meta.Metric == Cosine {
@@ -154,10 +200,7 @@ func (ix *Index) Search(q []float32, opt SearchOptions) (hits []Hit, err error) 
 			hits[i].Distance /= 2 // |q-x|^2 = 2 - 2cos for unit vectors
 		}
 	}
-	if len(hits) > k {
-		hits = hits[:k]
-	}
-	return hits, nil
+	return dst[:n0+min(len(hits), k)], nil
 }
 
 // probeLists sets s.dots to the query's dot products with the anchors and
@@ -174,7 +217,7 @@ func (ix *Index) probeLists(s *scratch, nprobe int) {
 			s.top.push(Hit{ID: a, Distance: dist})
 		}
 	}
-	s.probe = append(s.probe[:0], s.top.sorted()...)
+	s.probe = s.top.appendSorted(s.probe[:0])
 }
 
 // rerank replaces the estimated distances by exact ones from the original
@@ -260,8 +303,12 @@ func (t *topK) push(x Hit) {
 }
 
 // sorted returns the kept hits, nearest first, in a new slice.
-func (t *topK) sorted() []Hit {
-	out := slices.Clone(t.h)
-	slices.SortFunc(out, compareHits)
-	return out
+func (t *topK) sorted() []Hit { return t.appendSorted(nil) }
+
+// appendSorted appends the kept hits to dst, nearest first.
+func (t *topK) appendSorted(dst []Hit) []Hit {
+	n0 := len(dst)
+	dst = append(dst, t.h...)
+	slices.SortFunc(dst[n0:], compareHits)
+	return dst
 }

@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"math"
 	"os"
+	"runtime/debug"
 
 	"github.com/edsrzf/mmap-go"
 )
@@ -99,7 +100,7 @@ func (f *File) Verify() (err error) {
 	if f.data == nil {
 		return fmt.Errorf("format: verify %s: %w", f.path, os.ErrClosed)
 	}
-	defer CatchFault(f.path, &err)()
+	defer CatchFault(f.path, &err, debug.SetPanicOnFault(true))
 	if err := verifyBody(f.data, f.sections); err != nil {
 		return fmt.Errorf("%s: %w", f.path, err)
 	}
@@ -148,6 +149,6 @@ func verifyBody(b []byte, infos []SectionInfo) error {
 // parseHeaderGuarded is parseHeader with a fault in the mapping (the file
 // shrank after it was measured) reported as an error.
 func parseHeaderGuarded(path string, m []byte) (infos []SectionInfo, err error) {
-	defer CatchFault(path, &err)()
+	defer CatchFault(path, &err, debug.SetPanicOnFault(true))
 	return parseHeader(m)
 }
