@@ -15,25 +15,30 @@ import (
 // refuses queries of another dimension, stops with ctx's error, and turns
 // a panic while searching into an error naming the queries.
 func TestSearchBatch(t *testing.T) {
-	path, _, queries := build(t, index.L2, 45)
-	ix := open(t, path)
 	opt := index.SearchOptions{K: 10, NProbe: 8}
-	got, err := ix.SearchBatch(context.Background(), queries, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != queries.Len() {
-		t.Fatalf("%d results for %d queries", len(got), queries.Len())
-	}
-	for i := range queries.Len() {
-		want, err := ix.Search(queries.Row(i, nil), opt)
+	for _, metric := range []index.Metric{index.IP, index.Cosine, index.L2} {
+		path, _, queries := build(t, metric, 45)
+		ix := open(t, path)
+		// 200 queries: six whole blocks and a part block of 8.
+		got, err := ix.SearchBatch(context.Background(), queries, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(got[i], want) {
-			t.Fatalf("query %d: batch %v, one by one %v", i, got[i], want)
+		if len(got) != queries.Len() {
+			t.Fatalf("%d results for %d queries", len(got), queries.Len())
+		}
+		for i := range queries.Len() {
+			want, err := ix.Search(queries.Row(i, nil), opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got[i], want) {
+				t.Fatalf("%v, query %d: batch %v, one by one %v", metric, i, got[i], want)
+			}
 		}
 	}
+	path, _, queries := build(t, index.L2, 45)
+	ix := open(t, path)
 
 	other, err := vecfile.Open(deep+"base.f16", vecfile.Options{Dim: 48})
 	if err != nil {
@@ -51,7 +56,7 @@ func TestSearchBatch(t *testing.T) {
 	}
 
 	_, err = ix.SearchBatch(context.Background(), panicRows{queries, 37}, opt)
-	if err == nil || !strings.Contains(err.Error(), "internal error in queries 32..47") {
+	if err == nil || !strings.Contains(err.Error(), "internal error in queries 32..63") {
 		t.Errorf("a panic in query 37: %v", err)
 	}
 }

@@ -126,10 +126,22 @@ func (ix *Index) check(q []float32, opt SearchOptions) (k, keep int, err error) 
 // start sets s up for query q (checked): normalised for cosine, its
 // nprobe lists chosen, its scorer set, an empty top-keep.
 func (ix *Index) start(s *scratch, q []float32, nprobe, keep int) {
+	ix.load(s, q)
+	ix.panels.Dots1(s.q, s.dots)
+	ix.begin(s, nprobe, keep)
+}
+
+// load copies query q into s, normalised for cosine.
+func (ix *Index) load(s *scratch, q []float32) {
 	copy(s.q, q)
 	if ix.meta.Metric == Cosine {
 		vec.Normalize(s.q)
 	}
+}
+
+// begin starts s's search once s.dots holds the query's dot products with
+// the anchors: its nprobe lists chosen, its scorer set, an empty top-keep.
+func (ix *Index) begin(s *scratch, nprobe, keep int) {
 	ix.probeLists(s, nprobe)
 	s.top.reset(keep)
 	s.scorer.SetQuery(s.q)
@@ -203,10 +215,9 @@ func (ix *Index) finish(dst []Hit, s *scratch, opt SearchOptions, k int) ([]Hit,
 	return dst[:n0+min(len(hits), k)], nil
 }
 
-// probeLists sets s.dots to the query's dot products with the anchors and
-// puts the nprobe lists nearest to s.q into s.probe.
+// probeLists puts the nprobe lists nearest to s.q into s.probe, from the
+// dot products in s.dots.
 func (ix *Index) probeLists(s *scratch, nprobe int) {
-	ix.panels.Dots1(s.q, s.dots)
 	s.top.reset(nprobe)
 	for a, qa := range s.dots[:ix.m] {
 		dist := -qa

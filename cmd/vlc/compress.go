@@ -53,17 +53,11 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if !*quiet && isTerminal(stderr) {
 		bars = newProgress(stderr, *maxIter)
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := startProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	opt := vlc.Options{
 		Dim: *dim, Bits: *bits, Ratio: *ratio, Subspaces: *subspaces, Code: *codeName, Anchors: *anchors, Metric: *metric,
 		Backend: *backend, Seed: *seed, MaxIter: *maxIter,
@@ -174,4 +168,21 @@ func (p *progress) finish() {
 func codeText(sum *vlc.Summary) string {
 	kind, _ := quant.ParseKind(sum.Code) // a name Compress returned
 	return quant.Spec{Kind: kind, Dim: sum.Dim, Bits: sum.Bits, Subspaces: sum.Subspaces}.String()
+}
+
+// startProfile starts a Go CPU profile into path (none for ""); the
+// returned function stops it and closes the file.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

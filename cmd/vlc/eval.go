@@ -20,6 +20,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	gtPath := fs.String("gt", "", "ground truth `file` (.ivecs: the nearest base rows of each query, nearest first)")
 	basePath := fs.String("base", "", "base vectors `file` to compute exact ground truth from when -gt is not given")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (with -sweep: an array, one object per row, each with an index key too when several indexes are given)")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the searches to `file` (go tool pprof)")
 	lat := fs.Bool("latency", false, "also time each query alone, one at a time on one goroutine, and print the median and 99th percentile (not with -sweep)")
 	var sw sweepFlags
 	sw.register(fs)
@@ -53,7 +54,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	stop, err := startProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
 	res, err := eval.Measure(ctx, ix, q, gt, eval.Options{Search: sf.options(rr, sf.k), Latency: *lat})
+	stop()
 	if err != nil {
 		return err
 	}

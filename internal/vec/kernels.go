@@ -80,6 +80,26 @@ func (p *Panels) Dots4(x []float32, out []float32) {
 	}
 }
 
+// DotsBlock is Dots4 for any multiple of four points (rows of x, d
+// values each): out[k*Stride()+a] for point k. It walks the panels once,
+// scoring every point against each panel while the panel is in cache, so
+// the anchors are read from memory once per call rather than once per
+// four points.
+func (p *Panels) DotsBlock(x []float32, out []float32) {
+	d, stride := p.d, p.Stride()
+	rows := len(x) / d
+	if rows%4 != 0 || len(x) != rows*d {
+		panic("vec: DotsBlock wants whole rows, a multiple of four")
+	}
+	_ = out[rows*stride-1]
+	for g := 0; g < stride/PanelWidth; g++ {
+		panel := p.data[g*PanelWidth*d : (g+1)*PanelWidth*d]
+		for k := 0; k < rows; k += 4 {
+			panel4(x[k*d:], d, panel, d, out[k*stride+g*PanelWidth:], stride)
+		}
+	}
+}
+
 // Dots1 sets out[a] to the dot product of x (d values) with anchor a for
 // every a < Stride().
 func (p *Panels) Dots1(x []float32, out []float32) {

@@ -39,6 +39,11 @@ func TestPanelsBits(t *testing.T) {
 			out4 := make([]float32, 4*p.Stride())
 			out1 := make([]float32, p.Stride())
 			p.Dots4(x, out4)
+			x8 := append(append([]float32(nil), x...), x...)
+			out8 := make([]float32, 8*p.Stride())
+			p.DotsBlock(x8, out8)
+			sameBits(t, fmt.Sprintf("DotsBlock d=%d m=%d", d, m), out8[:4*p.Stride()], out4)
+			sameBits(t, fmt.Sprintf("DotsBlock d=%d m=%d, rows 4..7", d, m), out8[4*p.Stride():], out4)
 			for k := range 4 {
 				p.Dots1(x[k*d:(k+1)*d], out1)
 				for a := range p.Stride() {
