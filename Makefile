@@ -4,7 +4,7 @@ BIN     := bin/vlc
 DEEP    := testdata/deep2k
 DEMO    := demo-out
 
-.PHONY: all build demo test vet bench bench-quality fuzz fuzz-brief clean
+.PHONY: all build demo test vet bench bench-quality bench-search fuzz fuzz-brief clean
 
 # Fuzz targets (package:Target). make fuzz FUZZTIME=10m runs each in turn;
 # make test replays the corpus in testdata/fuzz and fuzzes each briefly, by
@@ -113,6 +113,14 @@ bench:
 # fashion-mnist needs .data/fashion-mnist, see docs/BENCHMARKS.md).
 bench-quality: build
 	scripts/bench_quality.py $(DATASETS) | tee bench-out/vlc-tables.md
+
+# vlc's and FAISS's best QPS at recall@10 0.90 and 0.95 (8 bits, SQ8) and
+# 0.88 (4 bits, SQ4) on deep10k and sift5k-ngt, same threads (THREADS,
+# default 2), one run, with the ratios (minutes; needs python3-faiss and
+# DATA, default .data, as docs/BENCHMARKS.md says).
+bench-search: build
+	@mkdir -p bench-out
+	scripts/bench_search.py $(DATASETS) | tee bench-out/search.md
 
 clean:
 	rm -rf bin $(DEMO)
