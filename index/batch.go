@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -13,16 +14,17 @@ import (
 	"github.com/vlc-embed/vlc/internal/par"
 )
 
-// batchBlock is the number of queries one worker takes at a time. Their
-// probes are merged so that each list is scanned for every query of the
-// block that probes it in a row, while its codes are in cache: queries
-// near each other share lists, and a list read from memory once serves
-// them all.
+// batchBlock is the most queries one worker takes at a time (fewer when
+// that would leave cores idle). Their probes are merged so that each list
+// is scanned for every query of the block that probes it in a row, while
+// its codes are in cache: queries near each other share lists, and a list
+// read from memory once serves them all.
 const batchBlock = 32
 
 // SearchBatch searches for every row of queries, on all cores, and returns
 // each one's hits in order: the same hits Search returns. When a query
-// fails, or ctx is done, the workers stop at their next block and the
+// fails, or ctx is done, the workers stop at their next block (at most
+// 32 queries) and the
 // first error recorded comes back (a query's names it; ctx's is returned
 // as it is); a panic in a search (a bug) comes back as an error naming the
 // block of queries, not as a crash of the process. Safe for concurrent
@@ -39,7 +41,9 @@ func (ix *Index) SearchBatch(ctx context.Context, queries Rows, opt SearchOption
 		once.Do(func() { first = err })
 		failed.Store(true)
 	}
-	par.For(queries.Len(), batchBlock, func(lo, hi int) {
+	n, procs := queries.Len(), runtime.GOMAXPROCS(0)
+	block := min(batchBlock, max(1, (n+procs-1)/procs))
+	par.For(n, block, func(lo, hi int) {
 		defer func() {
 			if r := recover(); r != nil {
 				fail(fmt.Errorf("internal error in queries %d..%d: %v", lo, hi-1, r))

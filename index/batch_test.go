@@ -3,6 +3,7 @@ package index_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -56,10 +57,36 @@ func TestSearchBatch(t *testing.T) {
 	}
 
 	_, err = ix.SearchBatch(context.Background(), panicRows{queries, 37}, opt)
-	if err == nil || !strings.Contains(err.Error(), "internal error in queries 32..63") {
+	var lo, hi int
+	if err == nil || !strings.Contains(err.Error(), "internal error in queries ") {
 		t.Errorf("a panic in query 37: %v", err)
+	} else if _, e := fmt.Sscanf(err.Error()[strings.Index(err.Error(), "queries ")+8:], "%d..%d", &lo, &hi); e != nil || lo > 37 || hi < 37 || hi-lo >= 32 {
+		t.Errorf("a panic in query 37: %v; want the block of queries holding 37", err)
+	}
+
+	// Batches of every remainder of the probe's four-row groups and of
+	// part blocks return Search's hits too.
+	for _, n := range []int{1, 2, 3, 5, 7, 33, 35} {
+		got, err := ix.SearchBatch(context.Background(), firstRows{queries, n}, opt)
+		if err != nil || len(got) != n {
+			t.Fatalf("%d queries: %d results, %v", n, len(got), err)
+		}
+		for i := range n {
+			want, _ := ix.Search(queries.Row(i, nil), opt)
+			if !slices.Equal(got[i], want) {
+				t.Fatalf("%d queries, query %d: batch %v, one by one %v", n, i, got[i], want)
+			}
+		}
 	}
 }
+
+// firstRows is the first n rows of a matrix.
+type firstRows struct {
+	*vecfile.Matrix
+	n int
+}
+
+func (r firstRows) Len() int { return r.n }
 
 // panicRows panics when asked for row bad.
 type panicRows struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -39,11 +40,14 @@ func TestPanelsBits(t *testing.T) {
 			out4 := make([]float32, 4*p.Stride())
 			out1 := make([]float32, p.Stride())
 			p.Dots4(x, out4)
-			x8 := append(append([]float32(nil), x...), x...)
+			// Eight distinct rows: the second four must not be the first.
+			x8 := append(append([]float32(nil), x...), randFloats(r, 4*d)...)
 			out8 := make([]float32, 8*p.Stride())
 			p.DotsBlock(x8, out8)
 			sameBits(t, fmt.Sprintf("DotsBlock d=%d m=%d", d, m), out8[:4*p.Stride()], out4)
+			p.Dots4(x8[4*d:], out4)
 			sameBits(t, fmt.Sprintf("DotsBlock d=%d m=%d, rows 4..7", d, m), out8[4*p.Stride():], out4)
+			p.Dots4(x, out4)
 			for k := range 4 {
 				p.Dots1(x[k*d:(k+1)*d], out1)
 				for a := range p.Stride() {
@@ -198,5 +202,27 @@ func BenchmarkKernels(b *testing.B) {
 			})
 		}
 		_ = sink
+	}
+}
+
+// Arguments the kernels cannot score panic with a message, rather than
+// reading past a slice or dividing by zero.
+func TestKernelArgs(t *testing.T) {
+	for name, f := range map[string]func(){
+		"DotU8 short weights":   func() { DotU8(make([]float32, 3, 64), make([]byte, 4)) },
+		"DotU4 short weights":   func() { DotU4(make([]float32, 7, 64), make([]byte, 4)) },
+		"Panels of no anchors":  func() { NewPanels(nil, 0, 4) },
+		"Panels of dimension 0": func() { NewPanels(nil, 4, 0) },
+		"DotsBlock of 3 rows":   func() { NewPanels(make([]float32, 8), 2, 4).DotsBlock(make([]float32, 12), make([]float32, 256)) },
+		"DotsBlock of no rows":  func() { NewPanels(make([]float32, 8), 2, 4).DotsBlock(nil, make([]float32, 256)) },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "vec: ") {
+					t.Errorf("%s: recovered %v, want a panic naming the problem", name, r)
+				}
+			}()
+			f()
+		}()
 	}
 }

@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	ConstraintExpr("!purego")
+	ConstraintExpr("amd64,!purego")
 	panel4()
 	panel1()
 	dotBytes(8)
@@ -212,7 +212,7 @@ func dotBytes(bits int) {
 	VADDPS(t, h, h) // lanes l + l+2
 	VMOVSHDUP(h, t)
 	VADDSS(t, h, h) // lanes 0 + 1
+	VZEROUPPER()    // before Store's SSE move: no AVX-SSE transition
 	Store(h, ReturnIndex(0))
-	VZEROUPPER()
 	RET()
 }
