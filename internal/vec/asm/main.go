@@ -24,6 +24,16 @@ func main() {
 	Generate()
 }
 
+// zeroed returns n YMM accumulators set to zero.
+func zeroed(n int) []VecVirtual {
+	acc := make([]VecVirtual, n)
+	for i := range acc {
+		acc[i] = YMM()
+		VXORPS(acc[i], acc[i], acc[i])
+	}
+	return acc
+}
+
 // panel4 is the assign's kernel: four points against one panel of 16
 // anchors (panel[j*16+l] is dimension j of anchor l), one float32
 // accumulator per pair, in order of j.
@@ -40,11 +50,7 @@ func panel4() {
 	LEAQ(Mem{Base: x1, Index: xs, Scale: 1}, x2)
 	LEAQ(Mem{Base: x2, Index: xs, Scale: 1}, x3)
 	xs4 := []Register{x0, x1, x2, x3}
-	var acc [8]VecVirtual
-	for i := range acc {
-		acc[i] = YMM()
-		VXORPS(acc[i], acc[i], acc[i])
-	}
+	acc := zeroed(8)
 	TESTQ(d, d)
 	JZ(LabelRef("store4"))
 	Label("loop4")
@@ -95,11 +101,7 @@ func panel1() {
 	LEAQ(Mem{Base: p1, Index: ps, Scale: 1}, p2)
 	LEAQ(Mem{Base: p2, Index: ps, Scale: 1}, p3)
 	ps4 := []Register{p0, p1, p2, p3}
-	var acc [8]VecVirtual
-	for i := range acc {
-		acc[i] = YMM()
-		VXORPS(acc[i], acc[i], acc[i])
-	}
+	acc := zeroed(8)
 	TESTQ(d, d)
 	JZ(LabelRef("store1"))
 	Label("loop1")
@@ -145,11 +147,7 @@ func dotBytes(bits int) {
 	q := Load(Param("q"), GP64())
 	c := Load(Param("c"), GP64())
 	n := Load(Param(unit), GP64())
-	var acc [4]VecVirtual
-	for i := range acc {
-		acc[i] = YMM()
-		VXORPS(acc[i], acc[i], acc[i])
-	}
+	acc := zeroed(4)
 	var mask VecVirtual
 	if bits == 4 {
 		m32 := GP32()
