@@ -122,3 +122,26 @@ func BenchmarkTrain(b *testing.B) {
 		}
 	}
 }
+
+// In high dimensions Lloyd's Steps let one anchor near a Gaussian
+// cluster's centre win the cluster from the other anchors seeded in it,
+// which starve; search then scans a few large lists. With four anchors a
+// cluster, maintenance must keep the lists near the mean size: the list a
+// random point falls in (the sum of squared sizes over n) at most 1.5 times
+// the mean (measured: 1.30, and 2.34 before crowded lists were split).
+func TestTrainBalancesHighDimensionalClusters(t *testing.T) {
+	const n, d, k, m = 16000, 768, 16, 64
+	pts := synth.Clusters(n, d, k, 5)
+	model := train(t, pts, anneal.Config{M: m, Seed: 1})
+	var sq float64
+	for _, c := range model.Counts {
+		sq += float64(c) * float64(c)
+	}
+	seen, mean := sq/n, float64(n)/m
+	t.Logf("seen %.0f mean %.0f ratio %.2f", seen, mean, seen/mean)
+	if seen > 1.5*mean {
+		counts := slices.Clone(model.Counts)
+		slices.Sort(counts)
+		t.Errorf("a point's list holds %.0f vectors on average, want at most 1.5 x the mean %.0f (sizes %v)", seen, mean, counts)
+	}
+}

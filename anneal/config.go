@@ -28,7 +28,7 @@ type Config struct {
 	Cooling float64 // temperature factor per iteration (DefaultCooling)
 	TMin    float64 // below this the temperature is 0 and the loop is Lloyd's (DefaultTMin)
 
-	MaintainEvery int     // iterations between maintenance passes while T > 0 (DefaultMaintainEvery)
+	MaintainEvery int     // iterations between maintenance passes (DefaultMaintainEvery)
 	MergeFrac     float64 // merge two anchors closer than MergeFrac * the smaller's mean squared radius (DefaultMergeFrac)
 
 	// InitSample is the number of points k-means++ runs on (default

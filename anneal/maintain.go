@@ -26,6 +26,15 @@ const (
 	// deviation lands each inside its half of the points, and the next
 	// Steps move them to the halves' means.
 	splitSpread = 0.5
+	// crowdFactor: an anchor holding more than crowdFactor x the mean count
+	// is crowded, and a merge that would leave a list that large is not
+	// made. Search scans whole lists, so list sizes matter beside
+	// distortion: in high dimensions the two halves of a split Gaussian
+	// cluster settle a small fraction of its radius apart, close enough for
+	// the merge test, and without this bound every such split would be
+	// undone while anchors starved elsewhere (one cluster, one list of
+	// 1,000 vectors, three anchors of 0 or 1 vector each).
+	crowdFactor = 1.5
 )
 
 // maintain edits the anchors in place between Steps and reports how many
@@ -34,7 +43,8 @@ const (
 // some anchor is overloaded (overloadFactor), is refilled by splitting the
 // anchor with the largest distortion (count x mean squared radius) into
 // two, splitSpread standard deviations either side along a random sign
-// pattern scaled by its per-dimension spread.
+// pattern scaled by its per-dimension spread. Crowded anchors (crowdFactor)
+// count as overloaded, and merges stop short of making one.
 func maintain(anchors []float32, counts []int64, variance []float32, d, n int, mergeFrac float64, rng *rand.Rand) (merged, split int) {
 	m := len(counts)
 	radius := make([]float64, m) // mean squared radius
@@ -77,8 +87,9 @@ func maintain(anchors []float32, counts []int64, variance []float32, d, n int, m
 	slices.SortFunc(pairs, func(a, b pair) int {
 		return cmp.Or(cmp.Compare(a.dist, b.dist), cmp.Compare(a.i, b.i))
 	})
+	crowded := crowdFactor * float64(n) / float64(m)
 	for _, p := range pairs {
-		if free[p.i] || free[p.j] {
+		if free[p.i] || free[p.j] || float64(counts[p.i]+counts[p.j]) > crowded {
 			continue
 		}
 		keep, drop := p.i, p.j
@@ -105,8 +116,8 @@ func maintain(anchors []float32, counts []int64, variance []float32, d, n int, m
 	}
 	meanSSE := total / float64(m)
 	over := 0
-	for _, s := range sse {
-		if s > overloadFactor*meanSSE {
+	for i, s := range sse {
+		if s > overloadFactor*meanSSE || float64(counts[i]) > crowded {
 			over++
 		}
 	}

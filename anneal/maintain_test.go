@@ -15,7 +15,7 @@ func TestMaintain(t *testing.T) {
 	anchors := []float32{0, 0, 0.01, 0, 5, 5, 10, 10}
 	counts := []int64{50, 50, 0, 100}
 	variance := []float32{1, 1, 1, 1, 0, 0, 9, 9}
-	merged, split := maintain(anchors, counts, variance, d, 200, 0.05, rand.New(rand.NewPCG(1, 2)))
+	merged, split := maintain(anchors, counts, variance, d, 400, 0.05, rand.New(rand.NewPCG(1, 2)))
 	if merged != 1 || split != 2 {
 		t.Fatalf("merged %d, split %d; want 1 and 2", merged, split)
 	}
@@ -106,5 +106,25 @@ func BenchmarkMaintain(b *testing.B) {
 	for range b.N {
 		copy(work, anchors)
 		maintain(work, append([]int64(nil), counts...), variance, d, n, 0.05, rand.New(rand.NewPCG(2, 2)))
+	}
+}
+
+// A crowded anchor (more than crowdFactor x the mean count) takes a starved
+// anchor's slot even when no distortion is overloaded, and two nearly
+// coincident anchors are not merged into a crowded list.
+func TestMaintainCrowded(t *testing.T) {
+	const d, n = 2, 1000
+	anchors := []float32{0, 0, 0.01, 0, 5, 5, 10, 10}
+	counts := []int64{200, 200, 5, 595}               // mean 250: crowded above 375
+	variance := []float32{1, 1, 1, 1, 1, 1, 1.2, 1.2} // no distortion over 4x the mean
+	merged, split := maintain(anchors, counts, variance, d, n, 0.05, rand.New(rand.NewPCG(1, 2)))
+	if merged != 0 || split != 1 {
+		t.Fatalf("merged %d, split %d; want 0 and 1", merged, split)
+	}
+	if got := [2]float32{(anchors[2*d] + anchors[3*d]) / 2, (anchors[2*d+1] + anchors[3*d+1]) / 2}; got != [2]float32{10, 10} {
+		t.Errorf("the starved slot holds a half of %v, want the crowded anchor's split about (10, 10)", got)
+	}
+	if anchors[0] != 0 || anchors[d] != 0.01 {
+		t.Error("the coincident pair was merged into a crowded list")
 	}
 }
