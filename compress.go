@@ -84,6 +84,11 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 		return nil, fmt.Errorf("%s: %w: %d vectors, %d anchors", input, anneal.ErrTooFewPoints, n, m)
 	}
 	kind, _ := quant.ParseKind(opt.Code) // checked by opt.check
+	if opt.Code == "" || opt.Code == "auto" {
+		if kind, err = pickKind(opt, n, d, m); err != nil {
+			return nil, err
+		}
+	}
 	var code quant.Code
 	switch {
 	case opt.Ratio > 0:

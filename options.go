@@ -1,12 +1,14 @@
 package vlc
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
 	"strings"
 
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/quant"
 )
 
@@ -15,7 +17,9 @@ type Options struct {
 	Dim   int     // dimension of a raw .f16 input (required there; checked against .npy/.fvecs)
 	Bits  int     // bits per dimension of the residual codes: 1, 2, 4 or 8 (default 8)
 	Ratio float64 // instead of Bits: the largest code whose index fits in Ratio x the float16 size
-	Code  string  // residual code: "rotated" (default) or "pq" (docs/QUANTIZATION.md)
+	// Code is the residual code: "rotated", "pq" or "sq8"
+	// (docs/QUANTIZATION.md); "" or "auto" picks one by pickKind's rule.
+	Code string
 	// Subspaces, for the pq code and instead of Bits: bytes of code per
 	// vector, 1 to the dimension (Bits b means ceil(dim*b/8)).
 	Subspaces int
@@ -84,6 +88,9 @@ func (o Options) check() error {
 	case o.MaxIter < 0:
 		return &OptionError{Fields: []string{"MaxIter"}, Value: o.MaxIter, Reason: fmt.Sprintf("must be 0 (the default, %d) or more", anneal.DefaultMaxIter)}
 	}
+	if o.Code == "" || o.Code == "auto" {
+		return nil
+	}
 	kind, err := quant.ParseKind(o.Code)
 	if err != nil {
 		return err
@@ -92,4 +99,66 @@ func (o Options) check() error {
 		return &OptionError{Fields: []string{"Subspaces"}, Value: o.Subspaces, Reason: fmt.Sprintf("a setting of the pq code, not of %s", kind)}
 	}
 	return nil
+}
+
+// pickKind is the code for o.Code "" or "auto", for n vectors of dimension
+// d in m lists: the one measured to give the better recall at the size
+// asked (docs/QUANTIZATION.md, "Which code where"). Recall@10 at the
+// plateau nprobe, from that page:
+//
+//	               deep10k (96 dims)  sift5k-ngt (128)  fashion-mnist (784)
+//	4 bits rotated 0.940              0.943             0.975
+//	4 bits pq      0.950              0.953             0.973 (4.97 bits)
+//	1 bit  rotated 0.622              0.667             0.860
+//	ratio 0.2 pq   0.866 (2.42 bits)  0.870 (2.19)      0.958 (3.05; rotated 2 bits 0.926)
+//
+// On 96-128 dimensions pq leads by 0.01-0.07 wherever its codebooks (256
+// x d bytes) leave it about the bits of the rotated code, but not on
+// deep2k (2,000 vectors), where they are a quarter of a 4-bit index; on
+// 784 it leads only where a -ratio budget buys it half as many bits a
+// dimension again as the rotated code's 1, 2, 4 or 8 (3.05 against 2 and
+// 1.78 against 1, not 4.97 against 4). So: Subspaces means pq; at -bits b
+// <= 4, pq up to 128 dimensions when its index is within 1.1x of the
+// rotated one's size; at -ratio, pq when its bits a dimension reach 0.9x
+// (up to 128 dimensions) or 1.5x (above) the rotated choice's (4 or
+// fewer), or when only pq fits. The rotated code builds about
+// 10x faster and searches 1.5-1.8x faster at the plateau; -code picks it.
+func pickKind(o Options, n, d, m int) (quant.Kind, error) {
+	const lowDim, maxPQBits, pqSizeSlack = 128, 4, 1.1
+	if o.Subspaces != 0 {
+		return quant.KindPQ, nil
+	}
+	if o.Ratio > 0 {
+		rot, _, rerr := index.SpecForRatio(n, d, m, quant.KindRotated, o.Ratio, o.Seed)
+		pq, _, perr := index.SpecForRatio(n, d, m, quant.KindPQ, o.Ratio, o.Seed)
+		switch {
+		case perr != nil:
+			return quant.KindRotated, nil // its error names the budget
+		case rerr != nil:
+			return quant.KindPQ, nil // the only code that fits
+		case rot.Bits > maxPQBits:
+			return quant.KindRotated, nil
+		}
+		factor := 1.5
+		if d <= lowDim {
+			factor = 0.9
+		}
+		if pq.BitsPerDim() >= factor*float64(rot.Bits) {
+			return quant.KindPQ, nil
+		}
+		return quant.KindRotated, nil
+	}
+	bits := cmp.Or(o.Bits, 8)
+	if bits > maxPQBits || d > lowDim {
+		return quant.KindRotated, nil
+	}
+	rot, err := index.PredictSize(n, m, quant.Spec{Kind: quant.KindRotated, Dim: d, Bits: bits})
+	if err != nil {
+		return quant.KindRotated, nil // Compress reports the bits refused
+	}
+	pq, err := index.PredictSize(n, m, quant.Spec{Kind: quant.KindPQ, Dim: d, Bits: bits})
+	if err == nil && float64(pq) <= pqSizeSlack*float64(rot) {
+		return quant.KindPQ, nil
+	}
+	return quant.KindRotated, nil
 }

@@ -148,7 +148,7 @@ func TestOptionErrors(t *testing.T) {
 		{vlc.Options{Dim: 96, Bits: -1}, []string{"Bits"}, "Bits -1: must be 1, 2, 4 or 8"},
 		{vlc.Options{Dim: 96, Ratio: -0.5}, []string{"Ratio"}, "Ratio -0.5: must be a positive fraction"},
 		{vlc.Options{Dim: 96, Subspaces: -3, Code: "pq"}, []string{"Subspaces"}, "Subspaces -3"},
-		{vlc.Options{Dim: 96, Subspaces: 3}, []string{"Subspaces"}, "Subspaces 3: a setting of the pq code, not of rotated"},
+		{vlc.Options{Dim: 96, Subspaces: 3, Code: "rotated"}, []string{"Subspaces"}, "Subspaces 3: a setting of the pq code, not of rotated"},
 		{vlc.Options{Dim: 96, Anchors: -2}, []string{"Anchors"}, "Anchors -2: must be 0"},
 		{vlc.Options{Dim: 96, MaxIter: -5}, []string{"MaxIter"}, "MaxIter -5: must be 0 (the default, 60) or more"},
 	} {
@@ -339,8 +339,13 @@ func TestCodePQ(t *testing.T) {
 			t.Errorf("pq %d bits, %d subspaces: %v, want ErrBits", opt.Bits, opt.Subspaces, err)
 		}
 	}
-	if _, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "x.vlc"), vlc.Options{Dim: 96, Subspaces: 20}); err == nil {
+	if _, err := vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "x.vlc"), vlc.Options{Dim: 96, Subspaces: 20, Code: "rotated"}); err == nil {
 		t.Error("subspaces for the rotated code: no error")
+	}
+	// The automatic code reads Subspaces as pq's setting.
+	sum, err = vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "a.vlc"), vlc.Options{Dim: 96, Subspaces: 20, Seed: 1})
+	if err != nil || sum.Code != "pq" || sum.Subspaces != 20 {
+		t.Errorf("subspaces with the automatic code: code %q, %d subspaces, %v; want pq, 20", sum.Code, sum.Subspaces, err)
 	}
 	sum, err = vlc.Compress(context.Background(), "testdata/deep2k/base.f16", filepath.Join(dir, "r.vlc"), vlc.Options{Dim: 96, Ratio: 0.2, Code: "pq", Seed: 1})
 	if err != nil {

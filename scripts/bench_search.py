@@ -50,7 +50,7 @@ def main(names):
         nlist = max(16, int(4 * math.sqrt(fvecs_rows(base))))
         for bits, sq, levels in PAIRS:
             ix = f"{OUT}/{name}-{bits}.vlc"
-            run([VLC, "compress", base, "-bits", str(bits), "-seed", "1", "-o", ix], env)
+            run([VLC, "compress", base, "-code", "rotated", "-bits", str(bits), "-seed", "1", "-o", ix], env)
             out = run([VLC, "eval", ix, "-query", query, "-gt", gt, "-sweep-nprobe", NPROBE, "-json"], env)
             vlc = [{"nprobe": r["nprobe"], "recall": r["recall@10"], "qps": r["qps"], "ratio": r["size_ratio"]} for r in json.loads(out)]
             factory = f"IVF{nlist},{sq}"
