@@ -51,7 +51,8 @@ const (
 	// DefaultMaxIter bounds a run that does not converge. The annealed
 	// phase takes about 11 iterations (DefaultCooling); the runs measured
 	// in the docs converged after 13 to 38 in all (1M x 768 with 4096
-	// anchors: 13; deep2k: 23; pq codebooks: 26 to 38), well inside it.
+	// anchors: 32, with five cold maintenance passes; deep2k: 23; pq
+	// codebooks: 26 to 38), well inside it.
 	DefaultMaxIter = 60
 	// DefaultTol: an iteration that moves the energy by less than this
 	// fraction (the fourth significant digit) counts as converged.
