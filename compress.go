@@ -85,9 +85,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	}
 	kind, _ := quant.ParseKind(opt.Code) // checked by opt.check
 	if opt.Code == "" || opt.Code == "auto" {
-		if kind, err = pickKind(opt, n, d, m); err != nil {
-			return nil, err
-		}
+		kind = pickKind(opt, n, d, m)
 	}
 	var code quant.Code
 	switch {

@@ -123,42 +123,42 @@ func (o Options) check() error {
 // (up to 128 dimensions) or 1.5x (above) the rotated choice's (4 or
 // fewer), or when only pq fits. The rotated code builds about
 // 10x faster and searches 1.5-1.8x faster at the plateau; -code picks it.
-func pickKind(o Options, n, d, m int) (quant.Kind, error) {
+func pickKind(o Options, n, d, m int) quant.Kind {
 	const lowDim, maxPQBits, pqSizeSlack = 128, 4, 1.1
 	if o.Subspaces != 0 {
-		return quant.KindPQ, nil
+		return quant.KindPQ
 	}
 	if o.Ratio > 0 {
 		rot, _, rerr := index.SpecForRatio(n, d, m, quant.KindRotated, o.Ratio, o.Seed)
 		pq, _, perr := index.SpecForRatio(n, d, m, quant.KindPQ, o.Ratio, o.Seed)
 		switch {
 		case perr != nil:
-			return quant.KindRotated, nil // its error names the budget
+			return quant.KindRotated // its error names the budget
 		case rerr != nil:
-			return quant.KindPQ, nil // the only code that fits
+			return quant.KindPQ // the only code that fits
 		case rot.Bits > maxPQBits:
-			return quant.KindRotated, nil
+			return quant.KindRotated
 		}
 		factor := 1.5
 		if d <= lowDim {
 			factor = 0.9
 		}
 		if pq.BitsPerDim() >= factor*float64(rot.Bits) {
-			return quant.KindPQ, nil
+			return quant.KindPQ
 		}
-		return quant.KindRotated, nil
+		return quant.KindRotated
 	}
 	bits := cmp.Or(o.Bits, 8)
 	if bits > maxPQBits || d > lowDim {
-		return quant.KindRotated, nil
+		return quant.KindRotated
 	}
 	rot, err := index.PredictSize(n, m, quant.Spec{Kind: quant.KindRotated, Dim: d, Bits: bits})
 	if err != nil {
-		return quant.KindRotated, nil // Compress reports the bits refused
+		return quant.KindRotated // Compress reports the bits refused
 	}
 	pq, err := index.PredictSize(n, m, quant.Spec{Kind: quant.KindPQ, Dim: d, Bits: bits})
 	if err == nil && float64(pq) <= pqSizeSlack*float64(rot) {
-		return quant.KindPQ, nil
+		return quant.KindPQ
 	}
-	return quant.KindRotated, nil
+	return quant.KindRotated
 }

@@ -127,8 +127,9 @@ func BenchmarkTrain(b *testing.B) {
 // cluster's centre win the cluster from the other anchors seeded in it,
 // which starve; search then scans a few large lists. With four anchors a
 // cluster, maintenance must keep the lists near the mean size: the list a
-// random point falls in (the sum of squared sizes over n) at most 1.5 times
-// the mean (measured: 1.30, and 2.34 before crowded lists were split).
+// random point falls in (the sum of squared sizes over n) at most 1.6 times
+// the mean (measured: 1.30 here, 1.21-1.47 over data seeds 1-6, and 2.34
+// before crowded lists were split).
 func TestTrainBalancesHighDimensionalClusters(t *testing.T) {
 	const n, d, k, m = 16000, 768, 16, 64
 	pts := synth.Clusters(n, d, k, 5)
@@ -139,9 +140,9 @@ func TestTrainBalancesHighDimensionalClusters(t *testing.T) {
 	}
 	seen, mean := sq/n, float64(n)/m
 	t.Logf("seen %.0f mean %.0f ratio %.2f", seen, mean, seen/mean)
-	if seen > 1.5*mean {
+	if seen > 1.6*mean {
 		counts := slices.Clone(model.Counts)
 		slices.Sort(counts)
-		t.Errorf("a point's list holds %.0f vectors on average, want at most 1.5 x the mean %.0f (sizes %v)", seen, mean, counts)
+		t.Errorf("a point's list holds %.0f vectors on average, want at most 1.6 x the mean %.0f (sizes %v)", seen, mean, counts)
 	}
 }

@@ -13,7 +13,7 @@ func TestMaintain(t *testing.T) {
 	// Anchor 0 and 1 nearly coincide; anchor 2 is empty; anchor 3 carries
 	// most of the distortion.
 	anchors := []float32{0, 0, 0.01, 0, 5, 5, 10, 10}
-	counts := []int64{50, 50, 0, 100}
+	counts := []int64{50, 50, 0, 300}
 	variance := []float32{1, 1, 1, 1, 0, 0, 9, 9}
 	merged, split := maintain(anchors, counts, variance, d, 400, 0.05, rand.New(rand.NewPCG(1, 2)))
 	if merged != 1 || split != 2 {

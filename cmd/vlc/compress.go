@@ -25,7 +25,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	out := fs.String("o", "", "output index `file` (default: INPUT with the extension .vlc)")
 	dim := fs.Int("dim", 0, "dimension of a raw .f16 input (checked against .npy and .fvecs)")
 	bits := fs.Int("bits", 8, "bits per dimension of the residual codes: 1, 2, 4 or 8")
-	codeName := fs.String("code", "auto", "residual code: rotated, pq (learned codebooks: better recall at 1-4 bits up to 128 dimensions, slower to build and search, 256*dim bytes more), sq8, or auto (pq where it measured better at the size asked, else rotated)")
+	codeName := fs.String("code", "auto", "residual code: rotated, pq (learned codebooks: better recall at 1-4 bits up to 128 dimensions, slower to build and search, 256*dim bytes more), sq8, or auto (pq where it measured better at the size asked, else rotated; -subspaces means pq)")
 	ratio := fs.Float64("ratio", 0, "pick the largest code whose index fits in this `fraction` of the float16 size (instead of -bits): the most bits, or for pq the most subspaces")
 	subspaces := fs.Int("subspaces", 0, "pq only, instead of -bits: bytes of code per vector, 1 to the dimension (-bits b means ceil(dim*b/8))")
 	anchors := fs.Int("anchors", 0, "anchors (inverted lists); 0 picks about sqrt(n)")
