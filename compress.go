@@ -84,7 +84,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 		return nil, fmt.Errorf("%s: %w: %d vectors, %d anchors", input, anneal.ErrTooFewPoints, n, m)
 	}
 	kind, _ := quant.ParseKind(opt.Code) // checked by opt.check
-	if opt.Code == "" || opt.Code == "auto" {
+	if opt.autoCode() {
 		kind = pickKind(opt, n, d, m)
 	}
 	var code quant.Code

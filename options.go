@@ -88,7 +88,7 @@ func (o Options) check() error {
 	case o.MaxIter < 0:
 		return &OptionError{Fields: []string{"MaxIter"}, Value: o.MaxIter, Reason: fmt.Sprintf("must be 0 (the default, %d) or more", anneal.DefaultMaxIter)}
 	}
-	if o.Code == "" || o.Code == "auto" {
+	if o.autoCode() {
 		return nil
 	}
 	kind, err := quant.ParseKind(o.Code)
@@ -100,6 +100,9 @@ func (o Options) check() error {
 	}
 	return nil
 }
+
+// autoCode reports whether o leaves the code to pickKind.
+func (o Options) autoCode() bool { return o.Code == "" || o.Code == "auto" }
 
 // pickKind is the code for o.Code "" or "auto", for n vectors of dimension
 // d in m lists: the one measured to give the better recall at the size

@@ -34,9 +34,9 @@ type Model struct {
 // geometrically from T0; at T < TMin it is 0 and the Steps are Lloyd's.
 // Every MaintainEvery iterations, maintenance merges anchors that nearly
 // coincide and refills freed, empty or starved slots by splitting the
-// anchors with the largest distortion; it runs while T >
-// 0 and for up to coldPasses passes after, until a pass changes nothing. The loop stops once the relative
-// energy change has stayed under Tol (or no point moved) for Patience
+// anchors with the largest distortion; it runs while T > 0 and for up to
+// coldPasses passes after, until a pass changes nothing. The loop stops
+// once the relative energy change has stayed under Tol (or no point moved) for Patience
 // iterations at T = 0, or after MaxIter iterations.
 func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, error) {
 	if pts.Dim < 1 || len(pts.Data) != pts.N*pts.Dim {
