@@ -52,3 +52,32 @@ func dotU4(q []float32, c []byte) float32 {
 	_ = q[2*len(c)-1]
 	return dotU4AVX2(&q[0], &c[0], len(c))
 }
+
+func fastScan(lut, signs []byte, out *[32]uint32) {
+	if !hasAVX2 {
+		fastScanGo(lut, signs, out)
+		return
+	}
+	var s [32]uint16 // entries 0, 2, .. 30, then 1, 3, .. 31
+	fastScanAVX2(&lut[0], &signs[0], len(lut)/32, &s[0])
+	for i := range 16 {
+		out[2*i] += uint32(s[i])
+		out[2*i+1] += uint32(s[16+i])
+	}
+}
+
+func dotLevels(q []float32, signs, low []byte, w int) float32 {
+	if !hasAVX2 {
+		return dotLevelsGo(q, signs, low, w)
+	}
+	chunks := len(q) / 8
+	switch w {
+	case 0:
+		return dotLevels0AVX2(&q[0], &signs[0], nil, chunks)
+	case 1:
+		return dotLevels1AVX2(&q[0], &signs[0], &low[0], chunks)
+	case 3:
+		return dotLevels3AVX2(&q[0], &signs[0], &low[0], chunks)
+	}
+	return dotLevels7AVX2(&q[0], &signs[0], &low[0], chunks)
+}

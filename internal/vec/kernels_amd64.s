@@ -246,3 +246,613 @@ donedotU4AVX2:
 	VZEROUPPER
 	MOVSS        X0, ret+24(FP)
 	RET
+
+// func fastScanAVX2(lut *byte, signs *byte, pairs int, sums *uint16)
+// Requires: AVX, AVX2
+TEXT ·fastScanAVX2(SB), NOSPLIT, $0-32
+	MOVQ         lut+0(FP), AX
+	MOVQ         signs+8(FP), CX
+	MOVQ         pairs+16(FP), DX
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	TESTQ        DX, DX
+	JZ           doneScan
+
+loopScan:
+	VMOVDQU        (CX), Y5
+	VPSRLW         $0x04, Y5, Y6
+	VPAND          Y0, Y5, Y5
+	VPAND          Y0, Y6, Y6
+	VBROADCASTI128 (AX), Y7
+	VPSHUFB        Y5, Y7, Y7
+	VPADDW         Y7, Y1, Y1
+	VPSRLW         $0x08, Y7, Y7
+	VPADDW         Y7, Y3, Y3
+	VBROADCASTI128 16(AX), Y5
+	VPSHUFB        Y6, Y5, Y5
+	VPADDW         Y5, Y2, Y2
+	VPSRLW         $0x08, Y5, Y5
+	VPADDW         Y5, Y4, Y4
+	ADDQ           $0x20, AX
+	ADDQ           $0x20, CX
+	DECQ           DX
+	JNZ            loopScan
+
+doneScan:
+	VPADDW  Y2, Y1, Y1
+	VPADDW  Y4, Y3, Y3
+	VPSLLW  $0x08, Y3, Y5
+	VPSUBW  Y5, Y1, Y1
+	MOVQ    sums+24(FP), AX
+	VMOVDQU Y1, (AX)
+	VMOVDQU Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+// func dotLevels0AVX2(q *float32, signs *byte, low *byte, chunks int) float32
+// Requires: AVX, AVX2, SSE
+TEXT ·dotLevels0AVX2(SB), NOSPLIT, $0-36
+	MOVQ         q+0(FP), AX
+	MOVQ         signs+8(FP), CX
+	MOVQ         chunks+24(FP), DX
+	VMOVDQU      bitShifts0<>+0(SB), Y0
+	MOVL         $0x00000001, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	CMPQ         DX, $0x04
+	JL           taildotLevels0AVX2
+
+loopdotLevels0AVX2:
+	VPBROADCASTB (CX), Y6
+	VPSRLVD      Y0, Y6, Y6
+	VPAND        Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (AX), Y6, Y6
+	VADDPS       Y6, Y2, Y2
+	VPBROADCASTB 32(CX), Y6
+	VPSRLVD      Y0, Y6, Y6
+	VPAND        Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       32(AX), Y6, Y6
+	VADDPS       Y6, Y3, Y3
+	VPBROADCASTB 64(CX), Y6
+	VPSRLVD      Y0, Y6, Y6
+	VPAND        Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       64(AX), Y6, Y6
+	VADDPS       Y6, Y4, Y4
+	VPBROADCASTB 96(CX), Y6
+	VPSRLVD      Y0, Y6, Y6
+	VPAND        Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       96(AX), Y6, Y6
+	VADDPS       Y6, Y5, Y5
+	ADDQ         $0x80, AX
+	ADDQ         $0x80, CX
+	SUBQ         $0x04, DX
+	CMPQ         DX, $0x04
+	JGE          loopdotLevels0AVX2
+
+taildotLevels0AVX2:
+	CMPQ         DX, $0x01
+	JL           donedotLevels0AVX2
+	VPBROADCASTB (CX), Y6
+	VPSRLVD      Y0, Y6, Y6
+	VPAND        Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (AX), Y6, Y6
+	VADDPS       Y6, Y2, Y2
+	CMPQ         DX, $0x02
+	JL           donedotLevels0AVX2
+	VPBROADCASTB 32(CX), Y6
+	VPSRLVD      Y0, Y6, Y6
+	VPAND        Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       32(AX), Y6, Y6
+	VADDPS       Y6, Y3, Y3
+	CMPQ         DX, $0x03
+	JL           donedotLevels0AVX2
+	VPBROADCASTB 64(CX), Y6
+	VPSRLVD      Y0, Y6, Y6
+	VPAND        Y1, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       64(AX), Y6, Y6
+	VADDPS       Y6, Y4, Y4
+
+donedotLevels0AVX2:
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y4, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VMOVAPS      X2, X1
+	VADDPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	VZEROUPPER
+	MOVSS        X1, ret+32(FP)
+	RET
+
+DATA bitShifts0<>+0(SB)/4, $0x00000000
+DATA bitShifts0<>+4(SB)/4, $0x00000001
+DATA bitShifts0<>+8(SB)/4, $0x00000002
+DATA bitShifts0<>+12(SB)/4, $0x00000003
+DATA bitShifts0<>+16(SB)/4, $0x00000004
+DATA bitShifts0<>+20(SB)/4, $0x00000005
+DATA bitShifts0<>+24(SB)/4, $0x00000006
+DATA bitShifts0<>+28(SB)/4, $0x00000007
+GLOBL bitShifts0<>(SB), RODATA|NOPTR, $32
+
+// func dotLevels1AVX2(q *float32, signs *byte, low *byte, chunks int) float32
+// Requires: AVX, AVX2, SSE
+TEXT ·dotLevels1AVX2(SB), NOSPLIT, $0-36
+	MOVQ         q+0(FP), AX
+	MOVQ         signs+8(FP), CX
+	MOVQ         low+16(FP), DX
+	MOVQ         chunks+24(FP), BX
+	VMOVDQU      bitShifts1<>+0(SB), Y0
+	MOVL         $0x00000001, SI
+	VMOVD        SI, X1
+	VPBROADCASTD X1, Y1
+	VMOVDQU      lowShifts1<>+0(SB), Y2
+	MOVL         $0x00000001, SI
+	VMOVD        SI, X3
+	VPBROADCASTD X3, Y3
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	CMPQ         BX, $0x04
+	JL           taildotLevels1AVX2
+
+loopdotLevels1AVX2:
+	VPBROADCASTB (CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x01, Y8, Y8
+	VPBROADCASTB (DX), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       (AX), Y8, Y8
+	VADDPS       Y8, Y4, Y4
+	VPBROADCASTB 32(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x01, Y8, Y8
+	VPBROADCASTB 1(DX), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       32(AX), Y8, Y8
+	VADDPS       Y8, Y5, Y5
+	VPBROADCASTB 64(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x01, Y8, Y8
+	VPBROADCASTB 2(DX), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       64(AX), Y8, Y8
+	VADDPS       Y8, Y6, Y6
+	VPBROADCASTB 96(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x01, Y8, Y8
+	VPBROADCASTB 3(DX), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       96(AX), Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	ADDQ         $0x80, AX
+	ADDQ         $0x80, CX
+	ADDQ         $0x04, DX
+	SUBQ         $0x04, BX
+	CMPQ         BX, $0x04
+	JGE          loopdotLevels1AVX2
+
+taildotLevels1AVX2:
+	CMPQ         BX, $0x01
+	JL           donedotLevels1AVX2
+	VPBROADCASTB (CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x01, Y8, Y8
+	VPBROADCASTB (DX), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       (AX), Y8, Y8
+	VADDPS       Y8, Y4, Y4
+	CMPQ         BX, $0x02
+	JL           donedotLevels1AVX2
+	VPBROADCASTB 32(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x01, Y8, Y8
+	VPBROADCASTB 1(DX), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       32(AX), Y8, Y8
+	VADDPS       Y8, Y5, Y5
+	CMPQ         BX, $0x03
+	JL           donedotLevels1AVX2
+	VPBROADCASTB 64(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x01, Y8, Y8
+	VPBROADCASTB 2(DX), Y0
+	VPSRLVD      Y2, Y0, Y0
+	VPAND        Y3, Y0, Y0
+	VPOR         Y0, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       64(AX), Y8, Y8
+	VADDPS       Y8, Y6, Y6
+
+donedotLevels1AVX2:
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VADDPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X0
+	VMOVAPS      X4, X1
+	VADDPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	VZEROUPPER
+	MOVSS        X1, ret+32(FP)
+	RET
+
+DATA bitShifts1<>+0(SB)/4, $0x00000000
+DATA bitShifts1<>+4(SB)/4, $0x00000001
+DATA bitShifts1<>+8(SB)/4, $0x00000002
+DATA bitShifts1<>+12(SB)/4, $0x00000003
+DATA bitShifts1<>+16(SB)/4, $0x00000004
+DATA bitShifts1<>+20(SB)/4, $0x00000005
+DATA bitShifts1<>+24(SB)/4, $0x00000006
+DATA bitShifts1<>+28(SB)/4, $0x00000007
+GLOBL bitShifts1<>(SB), RODATA|NOPTR, $32
+
+DATA lowShifts1<>+0(SB)/4, $0x00000000
+DATA lowShifts1<>+4(SB)/4, $0x00000001
+DATA lowShifts1<>+8(SB)/4, $0x00000002
+DATA lowShifts1<>+12(SB)/4, $0x00000003
+DATA lowShifts1<>+16(SB)/4, $0x00000004
+DATA lowShifts1<>+20(SB)/4, $0x00000005
+DATA lowShifts1<>+24(SB)/4, $0x00000006
+DATA lowShifts1<>+28(SB)/4, $0x00000007
+GLOBL lowShifts1<>(SB), RODATA|NOPTR, $32
+
+// func dotLevels3AVX2(q *float32, signs *byte, low *byte, chunks int) float32
+// Requires: AVX, AVX2, SSE
+TEXT ·dotLevels3AVX2(SB), NOSPLIT, $0-36
+	MOVQ         q+0(FP), AX
+	MOVQ         signs+8(FP), CX
+	MOVQ         low+16(FP), DX
+	MOVQ         chunks+24(FP), BX
+	VMOVDQU      bitShifts3<>+0(SB), Y0
+	MOVL         $0x00000001, SI
+	VMOVD        SI, X1
+	VPBROADCASTD X1, Y1
+	VMOVDQU      lowShifts3<>+0(SB), Y2
+	MOVL         $0x00000007, SI
+	VMOVD        SI, X3
+	VPBROADCASTD X3, Y3
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	CMPQ         BX, $0x04
+	JL           taildotLevels3AVX2
+
+loopdotLevels3AVX2:
+	VPBROADCASTB (CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x03, Y8, Y8
+	VPBROADCASTD (DX), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       (AX), Y8, Y8
+	VADDPS       Y8, Y4, Y4
+	VPBROADCASTB 32(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x03, Y8, Y8
+	VPBROADCASTD 3(DX), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       32(AX), Y8, Y8
+	VADDPS       Y8, Y5, Y5
+	VPBROADCASTB 64(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x03, Y8, Y8
+	VPBROADCASTD 6(DX), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       64(AX), Y8, Y8
+	VADDPS       Y8, Y6, Y6
+	VPBROADCASTB 96(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x03, Y8, Y8
+	VPBROADCASTD 9(DX), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       96(AX), Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	ADDQ         $0x80, AX
+	ADDQ         $0x80, CX
+	ADDQ         $0x0c, DX
+	SUBQ         $0x04, BX
+	CMPQ         BX, $0x04
+	JGE          loopdotLevels3AVX2
+
+taildotLevels3AVX2:
+	CMPQ         BX, $0x01
+	JL           donedotLevels3AVX2
+	VPBROADCASTB (CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x03, Y8, Y8
+	VPBROADCASTD (DX), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       (AX), Y8, Y8
+	VADDPS       Y8, Y4, Y4
+	CMPQ         BX, $0x02
+	JL           donedotLevels3AVX2
+	VPBROADCASTB 32(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x03, Y8, Y8
+	VPBROADCASTD 3(DX), Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       32(AX), Y8, Y8
+	VADDPS       Y8, Y5, Y5
+	CMPQ         BX, $0x03
+	JL           donedotLevels3AVX2
+	VPBROADCASTB 64(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x03, Y8, Y8
+	VPBROADCASTD 6(DX), Y0
+	VPSRLVD      Y2, Y0, Y0
+	VPAND        Y3, Y0, Y0
+	VPOR         Y0, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       64(AX), Y8, Y8
+	VADDPS       Y8, Y6, Y6
+
+donedotLevels3AVX2:
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VADDPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X0
+	VMOVAPS      X4, X1
+	VADDPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	VZEROUPPER
+	MOVSS        X1, ret+32(FP)
+	RET
+
+DATA bitShifts3<>+0(SB)/4, $0x00000000
+DATA bitShifts3<>+4(SB)/4, $0x00000001
+DATA bitShifts3<>+8(SB)/4, $0x00000002
+DATA bitShifts3<>+12(SB)/4, $0x00000003
+DATA bitShifts3<>+16(SB)/4, $0x00000004
+DATA bitShifts3<>+20(SB)/4, $0x00000005
+DATA bitShifts3<>+24(SB)/4, $0x00000006
+DATA bitShifts3<>+28(SB)/4, $0x00000007
+GLOBL bitShifts3<>(SB), RODATA|NOPTR, $32
+
+DATA lowShifts3<>+0(SB)/4, $0x00000000
+DATA lowShifts3<>+4(SB)/4, $0x00000003
+DATA lowShifts3<>+8(SB)/4, $0x00000006
+DATA lowShifts3<>+12(SB)/4, $0x00000009
+DATA lowShifts3<>+16(SB)/4, $0x0000000c
+DATA lowShifts3<>+20(SB)/4, $0x0000000f
+DATA lowShifts3<>+24(SB)/4, $0x00000012
+DATA lowShifts3<>+28(SB)/4, $0x00000015
+GLOBL lowShifts3<>(SB), RODATA|NOPTR, $32
+
+// func dotLevels7AVX2(q *float32, signs *byte, low *byte, chunks int) float32
+// Requires: AVX, AVX2, SSE
+TEXT ·dotLevels7AVX2(SB), NOSPLIT, $0-36
+	MOVQ         q+0(FP), AX
+	MOVQ         signs+8(FP), CX
+	MOVQ         low+16(FP), DX
+	MOVQ         chunks+24(FP), BX
+	VMOVDQU      bitShifts7<>+0(SB), Y0
+	MOVL         $0x00000001, SI
+	VMOVD        SI, X1
+	VPBROADCASTD X1, Y1
+	VMOVDQU      lowShifts7<>+0(SB), Y2
+	MOVL         $0x0000007f, SI
+	VMOVD        SI, X3
+	VPBROADCASTD X3, Y3
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	CMPQ         BX, $0x04
+	JL           taildotLevels7AVX2
+
+loopdotLevels7AVX2:
+	VPBROADCASTB (CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x07, Y8, Y8
+	VPBROADCASTD (DX), X9
+	VPBROADCASTD 3(DX), X10
+	VINSERTI128  $0x01, X10, Y9, Y9
+	VPSRLVD      Y2, Y9, Y9
+	VPAND        Y3, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       (AX), Y8, Y8
+	VADDPS       Y8, Y4, Y4
+	VPBROADCASTB 32(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x07, Y8, Y8
+	VPBROADCASTD 7(DX), X10
+	VPBROADCASTD 10(DX), X9
+	VINSERTI128  $0x01, X9, Y10, Y10
+	VPSRLVD      Y2, Y10, Y10
+	VPAND        Y3, Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       32(AX), Y8, Y8
+	VADDPS       Y8, Y5, Y5
+	VPBROADCASTB 64(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x07, Y8, Y8
+	VPBROADCASTD 14(DX), X11
+	VPBROADCASTD 17(DX), X9
+	VINSERTI128  $0x01, X9, Y11, Y11
+	VPSRLVD      Y2, Y11, Y11
+	VPAND        Y3, Y11, Y11
+	VPOR         Y11, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       64(AX), Y8, Y8
+	VADDPS       Y8, Y6, Y6
+	VPBROADCASTB 96(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x07, Y8, Y8
+	VPBROADCASTD 21(DX), X12
+	VPBROADCASTD 24(DX), X9
+	VINSERTI128  $0x01, X9, Y12, Y12
+	VPSRLVD      Y2, Y12, Y12
+	VPAND        Y3, Y12, Y12
+	VPOR         Y12, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       96(AX), Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	ADDQ         $0x80, AX
+	ADDQ         $0x80, CX
+	ADDQ         $0x1c, DX
+	SUBQ         $0x04, BX
+	CMPQ         BX, $0x04
+	JGE          loopdotLevels7AVX2
+
+taildotLevels7AVX2:
+	CMPQ         BX, $0x01
+	JL           donedotLevels7AVX2
+	VPBROADCASTB (CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x07, Y8, Y8
+	VPBROADCASTD (DX), X13
+	VPBROADCASTD 3(DX), X9
+	VINSERTI128  $0x01, X9, Y13, Y13
+	VPSRLVD      Y2, Y13, Y13
+	VPAND        Y3, Y13, Y13
+	VPOR         Y13, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       (AX), Y8, Y8
+	VADDPS       Y8, Y4, Y4
+	CMPQ         BX, $0x02
+	JL           donedotLevels7AVX2
+	VPBROADCASTB 32(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x07, Y8, Y8
+	VPBROADCASTD 7(DX), X14
+	VPBROADCASTD 10(DX), X9
+	VINSERTI128  $0x01, X9, Y14, Y14
+	VPSRLVD      Y2, Y14, Y14
+	VPAND        Y3, Y14, Y14
+	VPOR         Y14, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       32(AX), Y8, Y8
+	VADDPS       Y8, Y5, Y5
+	CMPQ         BX, $0x03
+	JL           donedotLevels7AVX2
+	VPBROADCASTB 64(CX), Y8
+	VPSRLVD      Y0, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLD       $0x07, Y8, Y8
+	VPBROADCASTD 14(DX), X15
+	VPBROADCASTD 17(DX), X0
+	VINSERTI128  $0x01, X0, Y15, Y15
+	VPSRLVD      Y2, Y15, Y15
+	VPAND        Y3, Y15, Y15
+	VPOR         Y15, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       64(AX), Y8, Y8
+	VADDPS       Y8, Y6, Y6
+
+donedotLevels7AVX2:
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VADDPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X0
+	VMOVAPS      X4, X1
+	VADDPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	VZEROUPPER
+	MOVSS        X1, ret+32(FP)
+	RET
+
+DATA bitShifts7<>+0(SB)/4, $0x00000000
+DATA bitShifts7<>+4(SB)/4, $0x00000001
+DATA bitShifts7<>+8(SB)/4, $0x00000002
+DATA bitShifts7<>+12(SB)/4, $0x00000003
+DATA bitShifts7<>+16(SB)/4, $0x00000004
+DATA bitShifts7<>+20(SB)/4, $0x00000005
+DATA bitShifts7<>+24(SB)/4, $0x00000006
+DATA bitShifts7<>+28(SB)/4, $0x00000007
+GLOBL bitShifts7<>(SB), RODATA|NOPTR, $32
+
+DATA lowShifts7<>+0(SB)/4, $0x00000000
+DATA lowShifts7<>+4(SB)/4, $0x00000007
+DATA lowShifts7<>+8(SB)/4, $0x0000000e
+DATA lowShifts7<>+12(SB)/4, $0x00000015
+DATA lowShifts7<>+16(SB)/4, $0x00000004
+DATA lowShifts7<>+20(SB)/4, $0x0000000b
+DATA lowShifts7<>+24(SB)/4, $0x00000012
+DATA lowShifts7<>+28(SB)/4, $0x00000019
+GLOBL lowShifts7<>(SB), RODATA|NOPTR, $32

@@ -15,3 +15,18 @@ func dotU8AVX2(q *float32, c *byte, n int) float32
 
 // dotU4AVX2 returns sum q[j] * nibble j of c over j < 2n (nibble 2k is the low half of c[k]), n a multiple of 16, in the order foldLanes (kernels.go) documents.
 func dotU4AVX2(q *float32, c *byte, n int) float32
+
+// fastScanAVX2 sets sums[i] to entry 2i's and sums[16+i] to entry 2i+1's sum over pairs <= 128 chunks of lut[32p + (signs[32p+v] & 15)] + lut[32p + 16 + (signs[32p+v] >> 4)].
+func fastScanAVX2(lut *byte, signs *byte, pairs int, sums *uint16)
+
+// dotLevels0AVX2 returns sum q[j] * level j over j < 8*chunks, level 8p+i being (bit i of signs[32p]) << 0 | 0 low bits of low from bit 0*i of chunk p's 0 bytes, in the order dotLevelsGo (fastscan.go) keeps.
+func dotLevels0AVX2(q *float32, signs *byte, low *byte, chunks int) float32
+
+// dotLevels1AVX2 returns sum q[j] * level j over j < 8*chunks, level 8p+i being (bit i of signs[32p]) << 1 | 1 low bits of low from bit 1*i of chunk p's 1 bytes, in the order dotLevelsGo (fastscan.go) keeps.
+func dotLevels1AVX2(q *float32, signs *byte, low *byte, chunks int) float32
+
+// dotLevels3AVX2 returns sum q[j] * level j over j < 8*chunks, level 8p+i being (bit i of signs[32p]) << 3 | 3 low bits of low from bit 3*i of chunk p's 3 bytes, in the order dotLevelsGo (fastscan.go) keeps.
+func dotLevels3AVX2(q *float32, signs *byte, low *byte, chunks int) float32
+
+// dotLevels7AVX2 returns sum q[j] * level j over j < 8*chunks, level 8p+i being (bit i of signs[32p]) << 7 | 7 low bits of low from bit 7*i of chunk p's 7 bytes, in the order dotLevelsGo (fastscan.go) keeps.
+func dotLevels7AVX2(q *float32, signs *byte, low *byte, chunks int) float32

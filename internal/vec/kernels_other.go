@@ -15,3 +15,9 @@ func panel1(x, panel []float32, pstride, d int, out []float32) {
 
 func dotU8(q []float32, c []byte) float32 { return dotU8Go(q, c) }
 func dotU4(q []float32, c []byte) float32 { return dotU4Go(q, c) }
+
+func fastScan(lut, signs []byte, out *[32]uint32) { fastScanGo(lut, signs, out) }
+
+func dotLevels(q []float32, signs, low []byte, w int) float32 {
+	return dotLevelsGo(q, signs, low, w)
+}

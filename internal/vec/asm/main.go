@@ -10,6 +10,8 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -21,6 +23,10 @@ func main() {
 	panel1()
 	dotBytes(8)
 	dotBytes(4)
+	fastScan()
+	for _, w := range []int{0, 1, 3, 7} {
+		dotLevels(w)
+	}
 	Generate()
 }
 
@@ -199,6 +205,13 @@ func dotBytes(bits int) {
 	}
 	JNZ(LabelRef(loop))
 	Label(done)
+	foldReturn(acc)
+}
+
+// foldReturn adds four accumulators of eight lanes lane by lane as
+// (a0+a1)+(a2+a3), then lanes l and l+4, then l and l+2, then 0 and 1
+// (foldLanes in kernels.go), and returns the sum.
+func foldReturn(acc []VecVirtual) {
 	VADDPS(acc[1], acc[0], acc[0])
 	VADDPS(acc[3], acc[2], acc[2])
 	VADDPS(acc[2], acc[0], acc[0])
@@ -213,4 +226,155 @@ func dotBytes(bits int) {
 	VZEROUPPER()    // before Store's SSE move: no AVX-SSE transition
 	Store(h, ReturnIndex(0))
 	RET()
+}
+
+// broadcast32 returns a YMM register holding v in every 32-bit lane.
+func broadcast32(v uint32) VecVirtual {
+	g, y := GP32(), YMM()
+	MOVL(U32(v), g)
+	VMOVD(g, y.AsX())
+	VPBROADCASTD(y.AsX(), y)
+	return y
+}
+
+// lanes32 returns a YMM register holding v[i] in 32-bit lane i, from a
+// read-only table named name.
+func lanes32(name string, v [8]uint32) VecVirtual {
+	m := GLOBL(name, RODATA|NOPTR)
+	for i, x := range v {
+		DATA(4*i, U32(x))
+	}
+	y := YMM()
+	VMOVDQU(m, y)
+	return y
+}
+
+// fastScan is the first pass of the blocked rotated code: for 32 entries
+// at once, the sum over chunks of two 16-byte table lookups (VPSHUFB), one
+// per half of each entry's sign byte, in 16-bit lanes. Two bytes of one
+// lane belong to entries 2i and 2i+1: the lane's sum is even + 256*odd
+// (mod 2^16), and a second sum of the lanes shifted right by 8 is odd
+// alone, so even = all - odd<<8. At most 128 chunks a call keep both
+// below 2^16.
+func fastScan() {
+	TEXT("fastScanAVX2", NOSPLIT, "func(lut *byte, signs *byte, pairs int, sums *uint16)")
+	Doc("fastScanAVX2 sets sums[i] to entry 2i's and sums[16+i] to entry 2i+1's sum over pairs <= 128 chunks of lut[32p + (signs[32p+v] & 15)] + lut[32p + 16 + (signs[32p+v] >> 4)].")
+	lut := Load(Param("lut"), GP64())
+	signs := Load(Param("signs"), GP64())
+	n := Load(Param("pairs"), GP64())
+	mask := broadcast32(0x0f0f0f0f)
+	all := zeroed(2)
+	odd := zeroed(2)
+	TESTQ(n, n)
+	JZ(LabelRef("doneScan"))
+	Label("loopScan")
+	x, hi := YMM(), YMM()
+	VMOVDQU(Mem{Base: signs}, x)
+	VPSRLW(Imm(4), x, hi)
+	VPAND(mask, x, x)
+	VPAND(mask, hi, hi)
+	for h, idx := range []VecVirtual{x, hi} {
+		t := YMM()
+		VBROADCASTI128(Mem{Base: lut, Disp: 16 * h}, t)
+		VPSHUFB(idx, t, t)
+		VPADDW(t, all[h], all[h])
+		VPSRLW(Imm(8), t, t)
+		VPADDW(t, odd[h], odd[h])
+	}
+	ADDQ(Imm(32), lut)
+	ADDQ(Imm(32), signs)
+	DECQ(n)
+	JNZ(LabelRef("loopScan"))
+	Label("doneScan")
+	VPADDW(all[1], all[0], all[0])
+	VPADDW(odd[1], odd[0], odd[0])
+	VPSLLW(Imm(8), odd[0], x)
+	VPSUBW(x, all[0], all[0])
+	out := Load(Param("sums"), GP64())
+	VMOVDQU(all[0], Mem{Base: out})
+	VMOVDQU(odd[0], Mem{Base: out, Disp: 32})
+	VZEROUPPER()
+	RET()
+}
+
+// dotLevels is the refinement of the blocked rotated code, for w low bits
+// a dimension: eight dimensions a step, each level rebuilt in a 32-bit
+// lane as (sign bit << w) | low bits by variable shifts of broadcast
+// bytes, converted and multiplied by q; chunk p goes to accumulator p%4.
+func dotLevels(w int) {
+	name := fmt.Sprintf("dotLevels%dAVX2", w)
+	TEXT(name, NOSPLIT, "func(q *float32, signs *byte, low *byte, chunks int) float32")
+	Doc(fmt.Sprintf("%s returns sum q[j] * level j over j < 8*chunks, level 8p+i being (bit i of signs[32p]) << %d | %d low bits of low from bit %d*i of chunk p's %d bytes, in the order dotLevelsGo (fastscan.go) keeps.", name, w, w, w, w))
+	q := Load(Param("q"), GP64())
+	signs := Load(Param("signs"), GP64())
+	var low Register
+	if w > 0 {
+		low = Load(Param("low"), GP64())
+	}
+	n := Load(Param("chunks"), GP64())
+	bitShifts := lanes32(fmt.Sprintf("bitShifts%d", w), [8]uint32{0, 1, 2, 3, 4, 5, 6, 7})
+	one := broadcast32(1)
+	var lowShifts, lowMask VecVirtual
+	if w > 0 {
+		var sh [8]uint32
+		for i := range sh {
+			sh[i] = uint32(w * i)
+			if w == 7 && i >= 4 {
+				sh[i] = uint32(w*i - 24) // read from the chunk's fourth byte
+			}
+		}
+		lowShifts = lanes32(fmt.Sprintf("lowShifts%d", w), sh)
+		lowMask = broadcast32(1<<w - 1)
+	}
+	acc := zeroed(4)
+	chunk := func(i int) {
+		m := YMM()
+		VPBROADCASTB(Mem{Base: signs, Disp: 32 * i}, m)
+		VPSRLVD(bitShifts, m, m)
+		VPAND(one, m, m)
+		if w > 0 {
+			VPSLLD(Imm(uint64(w)), m, m)
+			l := YMM()
+			switch w {
+			case 1:
+				VPBROADCASTB(Mem{Base: low, Disp: i}, l)
+			case 3:
+				VPBROADCASTD(Mem{Base: low, Disp: 3 * i}, l)
+			case 7:
+				h := XMM()
+				VPBROADCASTD(Mem{Base: low, Disp: 7 * i}, l.AsX())
+				VPBROADCASTD(Mem{Base: low, Disp: 7*i + 3}, h)
+				VINSERTI128(Imm(1), h, l, l)
+			}
+			VPSRLVD(lowShifts, l, l)
+			VPAND(lowMask, l, l)
+			VPOR(l, m, m)
+		}
+		VCVTDQ2PS(m, m)
+		VMULPS(Mem{Base: q, Disp: 32 * i}, m, m)
+		VADDPS(m, acc[i], acc[i])
+	}
+	loop, tail, done := "loop"+name, "tail"+name, "done"+name
+	CMPQ(n, Imm(4))
+	JL(LabelRef(tail))
+	Label(loop)
+	for i := range 4 {
+		chunk(i)
+	}
+	ADDQ(Imm(128), q)
+	ADDQ(Imm(128), signs)
+	if w > 0 {
+		ADDQ(Imm(uint64(4*w)), low)
+	}
+	SUBQ(Imm(4), n)
+	CMPQ(n, Imm(4))
+	JGE(LabelRef(loop))
+	Label(tail)
+	for i := range 3 {
+		CMPQ(n, Imm(uint64(i+1)))
+		JL(LabelRef(done))
+		chunk(i)
+	}
+	Label(done)
+	foldReturn(acc)
 }

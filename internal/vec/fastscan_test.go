@@ -1,0 +1,142 @@
+package vec
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// chunkCounts straddle the level kernel's four-chunk step and the scan's
+// 128-chunk call.
+var chunkCounts = []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 48, 96, 127, 128, 129, 192, 255, 256, 257}
+
+// TestFastScan holds FastScan, in use and as the Go reference, to the sum
+// it documents computed from scratch, with table bytes up to 255 so that
+// the 16-bit lanes of the assembly run closest to overflow.
+func TestFastScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, pairs := range chunkCounts {
+		lut, signs := randBytes(r, 32*pairs), randBytes(r, 32*pairs)
+		if pairs == 128 {
+			for i := range lut {
+				lut[i] = 255
+			}
+		}
+		var want [32]uint32
+		for p := range pairs {
+			for v := range 32 {
+				b := signs[32*p+v]
+				want[v] += uint32(lut[32*p+int(b&15)]) + uint32(lut[32*p+16+int(b>>4)])
+			}
+		}
+		var got, ref [32]uint32
+		FastScan(lut, signs, &got)
+		for p := 0; p < pairs; p += scanChunkPairs {
+			n := min(pairs-p, scanChunkPairs)
+			fastScanGo(lut[32*p:32*(p+n)], signs[32*p:32*(p+n)], &ref)
+		}
+		if got != want || ref != want {
+			t.Fatalf("pairs=%d: FastScan %v, reference %v, want %v", pairs, got, ref, want)
+		}
+	}
+}
+
+// levels returns the levels DotLevels documents, from scratch.
+func levels(signs, low []byte, w, n int) []float32 {
+	v := make([]float32, n)
+	for j := range v {
+		p, i := j/8, j%8
+		l := int(signs[32*p]>>i) & 1 << w
+		for b := range w {
+			bit := w*j + b // bit of the low bits, chunks being whole bytes
+			l |= int(low[bit/8]>>(bit%8)) & 1 << b
+		}
+		v[j] = float32(l)
+	}
+	return v
+}
+
+// TestDotLevels holds DotLevels to its Go reference bit for bit, to the
+// documented lane order, and to a float64 sum.
+func TestDotLevels(t *testing.T) {
+	t.Logf("kernels: %s", Kernels())
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, w := range []int{0, 1, 3, 7} {
+		for _, chunks := range chunkCounts {
+			n := 8 * chunks
+			q := randFloats(r, n)
+			signs := randBytes(r, 32*chunks)
+			low := randBytes(r, w*chunks+LevelsPad)
+			got := DotLevels(q, signs, low, w)
+			sameBits(t, fmt.Sprintf("w=%d chunks=%d", w, chunks), []float32{got}, []float32{dotLevelsGo(q, signs, low, w)})
+			v := levels(signs, low, w, n)
+			var a [32]float32
+			var want float64
+			for j := range v {
+				a[8*((j/8)%4)+j%8] += float32(q[j] * v[j])
+				want += float64(q[j]) * float64(v[j])
+			}
+			sameBits(t, fmt.Sprintf("w=%d chunks=%d, documented order", w, chunks), []float32{got}, []float32{foldLanes(&a)})
+			if math.Abs(float64(got)-want) > 1e-5*float64(n)*float64(int(1)<<(w+1)) {
+				t.Errorf("w=%d chunks=%d: %v, float64 sum %v", w, chunks, got, want)
+			}
+		}
+	}
+}
+
+func TestFastScanArgs(t *testing.T) {
+	for name, f := range map[string]func(){
+		"FastScan ragged table":    func() { FastScan(make([]byte, 33), make([]byte, 64), new([32]uint32)) },
+		"FastScan short signs":     func() { FastScan(make([]byte, 64), make([]byte, 32), new([32]uint32)) },
+		"DotLevels ragged":         func() { DotLevels(make([]float32, 9), make([]byte, 64), make([]byte, 16), 1) },
+		"DotLevels 2 low bits":     func() { DotLevels(make([]float32, 8), make([]byte, 64), make([]byte, 16), 2) },
+		"DotLevels short signs":    func() { DotLevels(make([]float32, 16), make([]byte, 32), make([]byte, 16), 1) },
+		"DotLevels no low padding": func() { DotLevels(make([]float32, 16), make([]byte, 64), make([]byte, 6), 3) },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || fmt.Sprint(r)[:5] != "vec: " {
+					t.Errorf("%s: recovered %v, want a panic naming the problem", name, r)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+func BenchmarkFastScan(b *testing.B) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, d := range []int{96, 768} {
+		chunks := d / 8
+		lut, signs := randBytes(r, 32*chunks), randBytes(r, 32*chunks)
+		q := randFloats(r, d)
+		low := randBytes(r, 7*chunks+LevelsPad)
+		var out [32]uint32
+		var sink float32
+		b.Run(fmt.Sprintf("FastScan32/d=%d", d), func(b *testing.B) {
+			for b.Loop() {
+				FastScan(lut, signs, &out)
+			}
+		})
+		b.Run(fmt.Sprintf("FastScan32/go/d=%d", d), func(b *testing.B) {
+			for b.Loop() {
+				out = [32]uint32{}
+				fastScanGo(lut, signs, &out)
+			}
+		})
+		for _, w := range []int{3, 7} {
+			b.Run(fmt.Sprintf("DotLevels/w=%d/d=%d", w, d), func(b *testing.B) {
+				for b.Loop() {
+					sink += DotLevels(q, signs, low, w)
+				}
+			})
+			b.Run(fmt.Sprintf("DotLevels/go/w=%d/d=%d", w, d), func(b *testing.B) {
+				for b.Loop() {
+					sink += dotLevelsGo(q, signs, low, w)
+				}
+			})
+		}
+		_ = sink
+	}
+}
