@@ -49,7 +49,7 @@ func Example() {
 		fmt.Println(h.ID)
 	}
 	// Output:
-	// 2000 vectors, 45 anchors, 55% of float16
+	// 2000 vectors, 45 anchors, 56% of float16
 	// 1636
 	// 62
 	// 80
@@ -72,5 +72,5 @@ func ExampleCompress_ratio() {
 	}
 	fmt.Printf("%s code, %d bits per dimension, %.1f bytes per vector, %.2f of float16\n", sum.Code, sum.Bits, sum.BytesPerVector, sum.SizeRatio)
 	// Output:
-	// rotated code, 4 bits per dimension, 58.2 bytes per vector, 0.30 of float16
+	// rotated code, 4 bits per dimension, 60.4 bytes per vector, 0.31 of float16
 }

@@ -144,6 +144,14 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	meta := p.Meta
 	meta.N, meta.Dim, meta.M = uint64(n), uint32(d), uint32(m)
 	meta.Bits, meta.Subspaces = uint32(spec.Bits), uint32(spec.Subspaces)
+	var blocks []byte
+	if b, ok := code.(quant.Blocked); ok {
+		// The store's layout: low bits in CODE, blocks in SCAN.
+		blocks = make([]byte, (n+quant.BlockLen-1)/quant.BlockLen*b.BlockBytes())
+		low := make([]byte, n*b.LowBytes()+quant.LowPad)
+		b.Pack(codes, n, blocks, low)
+		codes = low
+	}
 	secs := []format.Section{
 		{Kind: secMeta, Data: meta.marshal()},
 		{Kind: secAnchors, Data: u16Bytes(anchors16)},
@@ -151,6 +159,9 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 		{Kind: secIDs, Data: packRows(ids, rowBits(n))},
 		{Kind: secParams, Data: params},
 		{Kind: secCodes, Data: codes},
+	}
+	if blocks != nil {
+		secs = append(secs, format.Section{Kind: secBlocks, Data: blocks})
 	}
 	if global != nil {
 		secs = append(secs, format.Section{Kind: secGlobal, Data: global})

@@ -42,7 +42,11 @@ type Index struct {
 	lists   []uint64 // views into the mapping
 	ids     rowIDs
 	params  []byte
-	codes   []byte
+	codes   []byte // entry codes; for a blocked code, the entries' low bits
+	// blocked is the code when the file holds it in blocks (version 2 and
+	// a quant.Blocked code), blocks the SCAN section; nil otherwise.
+	blocked quant.Blocked
+	blocks  []byte
 	pool    sync.Pool // *scratch
 }
 
@@ -108,7 +112,11 @@ func load(f *format.File, path string) (ix *Index, err error) {
 		return nil, bad("%v", err)
 	}
 	n, d, m := int(meta.N), int(meta.Dim), int(meta.M)
-	for _, w := range []struct {
+	blocked, _ := code.(quant.Blocked)
+	if f.Version() < 2 {
+		blocked = nil // version 1 stored every code entry by entry
+	}
+	want := []struct {
 		k     format.Kind
 		bytes int
 	}{ // in file order, so that the error names the first bad section
@@ -117,7 +125,20 @@ func load(f *format.File, path string) (ix *Index, err error) {
 		{secIDs, rowBytes(n, rowBits(n))},
 		{secParams, m * code.ParamBytes()},
 		{secCodes, n * code.CodeBytes()},
-	} {
+	}
+	if blocked != nil {
+		b, ok := f.Section(secBlocks)
+		if !ok {
+			return nil, bad("section %q missing", secBlocks)
+		}
+		sec[secBlocks] = b
+		want[4].bytes = n*blocked.LowBytes() + quant.LowPad
+		want = append(want, struct {
+			k     format.Kind
+			bytes int
+		}{secBlocks, (n + quant.BlockLen - 1) / quant.BlockLen * blocked.BlockBytes()})
+	}
+	for _, w := range want {
 		if len(sec[w.k]) != w.bytes {
 			return nil, bad("section %q is %d bytes, want %d", w.k, len(sec[w.k]), w.bytes)
 		}
@@ -129,6 +150,8 @@ func load(f *format.File, path string) (ix *Index, err error) {
 		ids:     newRowIDs(sec[secIDs], rowBits(n)),
 		params:  sec[secParams],
 		codes:   sec[secCodes],
+		blocked: blocked,
+		blocks:  sec[secBlocks],
 	}
 	if ix.lists[0] != 0 || ix.lists[m] != meta.N {
 		return nil, bad("list offsets run from %d to %d, want 0 to %d", ix.lists[0], ix.lists[m], meta.N)
@@ -204,7 +227,7 @@ func (ix *Index) Close() error {
 	}
 	err := ix.file.Close()
 	ix.file = nil
-	ix.panels, ix.lists, ix.ids, ix.params, ix.codes = vec.Panels{}, nil, rowIDs{}, nil, nil
+	ix.panels, ix.lists, ix.ids, ix.params, ix.codes, ix.blocks = vec.Panels{}, nil, rowIDs{}, nil, nil, nil
 	return err
 }
 

@@ -54,6 +54,7 @@ var (
 	secParams  = format.KindOf("PARM")
 	secCodes   = format.KindOf("CODE")
 	secGlobal  = format.KindOf("QGLB") // only for codes with shared parameters (quant.Trainer)
+	secBlocks  = format.KindOf("SCAN") // version 2, blocked codes (quant.Blocked): the blocks; CODE holds the low bits
 )
 
 // Meta is the META section: what the index holds and how it was trained.

@@ -44,6 +44,9 @@ type scratch struct {
 	probe  []Hit     // candidate lists, ID = list number
 	top    topK
 	scorer quant.Scorer
+	// For blocked codes: their scorer and one block's first estimates.
+	bscorer    quant.BlockScorer
+	est, bound [quant.BlockLen]float32
 }
 
 // Search returns the K nearest vectors to q found in the NProbe nearest lists,
@@ -144,12 +147,20 @@ func (ix *Index) load(s *scratch, q []float32) {
 func (ix *Index) begin(s *scratch, nprobe, keep int) {
 	ix.probeLists(s, nprobe)
 	s.top.reset(keep)
-	s.scorer.SetQuery(s.q)
+	if ix.blocked != nil {
+		s.bscorer.SetQuery(s.q)
+	} else {
+		s.scorer.SetQuery(s.q)
+	}
 	s.qq = vec.Dot(s.q, s.q)
 }
 
 // scan scores every entry of list a for s's query and keeps the best.
 func (ix *Index) scan(s *scratch, a int) {
+	if ix.blocked != nil {
+		ix.scanBlocks(s, a)
+		return
+	}
 	cb, pb := ix.code.CodeBytes(), ix.code.ParamBytes()
 	prm := ix.params[a*pb : (a+1)*pb]
 	lo, hi := int(ix.lists[a]), int(ix.lists[a+1])
@@ -187,6 +198,50 @@ func (ix *Index) scan(s *scratch, a int) {
 	for e := lo; e < hi; e++ {
 		if dist := s.scorer.Score(codes[(e-lo)*cb : (e-lo+1)*cb]); s.top.accepts(dist) {
 			s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
+		}
+	}
+}
+
+// scanBlocks is scan for a blocked code: each block of the list gets the
+// first estimates of its entries, and only entries whose estimate less its
+// bound could enter the best are refined to the exact estimate. Blocks
+// span lists: entries of the block outside list a are skipped. The
+// distance is mul*Score + bias, as scan computes it for each metric.
+func (ix *Index) scanBlocks(s *scratch, a int) {
+	pb := ix.code.ParamBytes()
+	prm := ix.params[a*pb : (a+1)*pb]
+	lo, hi := int(ix.lists[a]), int(ix.lists[a+1])
+	if lo == hi {
+		return
+	}
+	sc := s.bscorer
+	var mul, bias float32
+	switch qq, qa := s.qq, s.dots[a]; {
+	case ix.ipCodes && qq-2*qa+ix.norms[a] < qq: // as scan: the smaller error
+		sc.ForL2(a, prm)
+		mul, bias = 0.5, -(qq+ix.norms[a])/2
+	case ix.meta.Metric == IP:
+		sc.ForDot(a, prm)
+		mul, bias = -1, -qa
+	default:
+		sc.ForL2(a, prm)
+		mul, bias = 1, 0
+	}
+	slack := max(mul, -mul)
+	bb, lb := ix.blocked.BlockBytes(), ix.blocked.LowBytes()
+	for b := lo / quant.BlockLen; b*quant.BlockLen < hi; b++ {
+		block := ix.blocks[b*bb : (b+1)*bb]
+		first := b * quant.BlockLen
+		from, to := max(lo, first), min(hi, first+quant.BlockLen)
+		sc.Estimate(block, from-first, to-first, &s.est, &s.bound)
+		for e := from; e < to; e++ {
+			v := e - first
+			if !s.top.accepts(mul*s.est[v] + bias - slack*s.bound[v]) {
+				continue
+			}
+			if dist := mul*sc.Refine(block, v, ix.codes[e*lb:]) + bias; s.top.accepts(dist) {
+				s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
+			}
 		}
 	}
 }
@@ -257,12 +312,17 @@ func (ix *Index) getScratch() *scratch {
 	if s, ok := ix.pool.Get().(*scratch); ok {
 		return s
 	}
-	return &scratch{
-		q:      make([]float32, ix.d),
-		row:    make([]float32, ix.d),
-		dots:   make([]float32, ix.panels.Stride()),
-		scorer: ix.code.NewScorer(),
+	s := &scratch{
+		q:    make([]float32, ix.d),
+		row:  make([]float32, ix.d),
+		dots: make([]float32, ix.panels.Stride()),
 	}
+	if ix.blocked != nil {
+		s.bscorer = ix.blocked.NewBlockScorer()
+	} else {
+		s.scorer = ix.code.NewScorer()
+	}
+	return s
 }
 
 func compareHits(a, b Hit) int {

@@ -37,6 +37,10 @@ func PredictSize(n, m int, spec quant.Spec) (int64, error) {
 		int64(m * code.ParamBytes()),
 		int64(n) * int64(code.CodeBytes()),
 	}
+	if b, ok := code.(quant.Blocked); ok {
+		lengths[5] = int64(n)*int64(b.LowBytes()) + quant.LowPad
+		lengths = append(lengths, int64((n+quant.BlockLen-1)/quant.BlockLen)*int64(b.BlockBytes()))
+	}
 	if tr, ok := code.(quant.Trainer); ok {
 		lengths = append(lengths, int64(tr.GlobalBytes()))
 	}

@@ -14,9 +14,14 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/v1-small.bin")
+var update = flag.Bool("update", false, "rewrite testdata/v2-small.bin")
 
-const goldenPath = "testdata/v1-small.bin"
+// goldenPath is what this version writes; v1Path the same sections as
+// version 1 wrote them, which must still open.
+const (
+	goldenPath = "testdata/v2-small.bin"
+	v1Path     = "testdata/v1-small.bin"
+)
 
 // smallSections is the golden container's content. META holds the CRC
 // check string, so its table entry must carry the published CRC-32C check
@@ -157,6 +162,24 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// A version 1 file, the same container under version 1, still opens,
+// and says so.
+func TestReadsVersion1(t *testing.T) {
+	f, err := Open(v1Path, OpenOptions{Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Version() != 1 {
+		t.Errorf("Version() = %d, want 1", f.Version())
+	}
+	for _, s := range smallSections() {
+		if d, ok := f.Section(s.Kind); !ok || !bytes.Equal(d, s.Data) {
+			t.Errorf("section %v differs from what was written", s.Kind)
+		}
+	}
+}
+
 func TestGolden(t *testing.T) {
 	got := encode(t, smallSections())
 	if *update {
@@ -182,7 +205,7 @@ func TestGolden(t *testing.T) {
 		name      string
 		got, want uint64
 	}{
-		{"version", uint64(le.Uint32(want[8:])), 1},
+		{"version", uint64(le.Uint32(want[8:])), 2},
 		{"count", uint64(le.Uint32(want[12:])), 2},
 		{"file size", le.Uint64(want[16:]), 320},
 		{"META offset", le.Uint64(want[64+8:]), 128},
@@ -294,7 +317,7 @@ func TestInvalidHeaders(t *testing.T) {
 	}{
 		{"bad magic", func(b []byte) { b[0] = 'X' }, true, ErrNotIndex, "bad magic"},
 		{"version 0", put32(8, 0), true, ErrVersion, "version 0"},
-		{"version 2", put32(8, 2), true, ErrVersion, "version 2"},
+		{"version 3", put32(8, 3), true, ErrVersion, "version 3"},
 		{"count 0", put32(12, 0), true, ErrCorrupt, "section count 0"},
 		{"count 65", put32(12, 65), true, ErrCorrupt, "section count 65"},
 		{"count 2^32-1", put32(12, math.MaxUint32), true, ErrCorrupt, "section count 4294967295"},
@@ -651,6 +674,10 @@ func checkOpen(t *testing.T, path string, b []byte) {
 		secs = append(secs, Section{in.Kind, d})
 	}
 	re := encode(t, secs)
+	if v := file.Version(); v != Version { // the same container, under the file's version
+		le.PutUint32(re[8:], uint32(v))
+		le.PutUint32(re[24:], headerCRC(re[:headerSize+len(secs)*entrySize]))
+	}
 	if len(re) > len(b) {
 		t.Fatalf("accepted file is %d bytes, smaller than its minimal encoding (%d)", len(b), len(re))
 	}

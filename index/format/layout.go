@@ -10,8 +10,13 @@ import (
 	"hash/crc32"
 )
 
-// Version is the container format version this package writes and reads.
-const Version = 1
+// Version is the format version this package writes. The container is the
+// same in every version; the version tells the index which layout its
+// sections have, so a reader older than the file refuses it.
+const Version = 2
+
+// MinVersion is the oldest format version this package reads.
+const MinVersion = 1
 
 const (
 	magic       = "VLCINDEX"
@@ -154,8 +159,8 @@ func parseHeader(b []byte) ([]SectionInfo, error) {
 	}
 	// The version comes before any other check: a later version may lay
 	// out everything after it differently.
-	if v := le.Uint32(b[8:]); v != Version {
-		return nil, fmt.Errorf("format version %d, this build reads version %d: %w", v, Version, ErrVersion)
+	if v := le.Uint32(b[8:]); v < MinVersion || v > Version {
+		return nil, fmt.Errorf("format version %d, this build reads versions %d to %d: %w", v, MinVersion, Version, ErrVersion)
 	}
 	if size%align != 0 {
 		what := "truncated?"

@@ -16,6 +16,7 @@ type File struct {
 	path     string
 	data     mmap.MMap // nil once closed
 	size     int64
+	version  int
 	sections []SectionInfo
 }
 
@@ -63,7 +64,7 @@ func Open(path string, opt OpenOptions) (*File, error) {
 		m.Unmap()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	f := &File{path: path, data: m, size: size, sections: infos}
+	f := &File{path: path, data: m, size: size, version: int(le.Uint32(m[8:])), sections: infos}
 	if opt.Verify {
 		if err := f.Verify(); err != nil {
 			f.Close()
@@ -72,6 +73,9 @@ func Open(path string, opt OpenOptions) (*File, error) {
 	}
 	return f, nil
 }
+
+// Version is the file's format version, MinVersion to Version.
+func (f *File) Version() int { return f.version }
 
 // Section returns the data of the section of kind k, and whether there is
 // one. The slice points into the read-only mapping: it must not be written

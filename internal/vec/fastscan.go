@@ -1,6 +1,9 @@
 package vec
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // The fast-scan kernels score codes laid out in blocks of ScanBlock
 // entries. A block's sign plane holds, for every 8 dimensions (a chunk),
@@ -90,3 +93,81 @@ func dotLevelsGo(q []float32, signs, low []byte, w int) float32 {
 	}
 	return foldLanes(&a)
 }
+
+// DiffStats sets dst[j] = a[j] - b[j] for j < len(dst) (a multiple of 8;
+// a and b at least as long) and returns the sum of dst[j]^2, the sum of
+// dst[j] and the largest |dst[j]|: value j in lane j%8 of each, lanes
+// folded by fold8.
+func DiffStats(dst, a, b []float32) (squares, sum, largest float32) {
+	n := len(dst)
+	if n%8 != 0 || len(a) < n || len(b) < n {
+		panic(fmt.Sprintf("vec: DiffStats wants whole chunks of 8 values, got %d, %d and %d", n, len(a), len(b)))
+	}
+	if n == 0 {
+		return 0, 0, 0
+	}
+	var out [3]float32
+	diffStats(dst, a[:n], b[:n], &out)
+	return out[0], out[1], out[2]
+}
+
+func diffStatsGo(dst, a, b []float32, out *[3]float32) {
+	var sq, s, big [8]float32
+	for j := range dst {
+		x := a[j] - b[j]
+		dst[j] = x
+		sq[j%8] += float32(x * x)
+		s[j%8] += x
+		big[j%8] = max8(big[j%8], abs(x))
+	}
+	out[0], out[1], out[2] = fold8(&sq, false), fold8(&s, false), fold8(&big, true)
+}
+
+// Quantize sets k[j] to q[j]*inv rounded to the nearest integer, ties to
+// even, for j < len(q) (a multiple of 8; k at least as long), and returns
+// the sums of the rounding errors q[j] - delta*k[j] and of their
+// magnitudes, value j in lane j%8, lanes folded by fold8.
+func Quantize(q []float32, inv, delta float32, k []int32) (sumErr, absErr float32) {
+	n := len(q)
+	if n%8 != 0 || len(k) < n {
+		panic(fmt.Sprintf("vec: Quantize wants whole chunks of 8 values and room for them, got %d and %d", n, len(k)))
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	var out [2]float32
+	quantize(q, inv, delta, k[:n], &out)
+	return out[0], out[1]
+}
+
+func quantizeGo(q []float32, inv, delta float32, k []int32, out *[2]float32) {
+	var s, m [8]float32
+	for j, x := range q {
+		kj := int32(math.RoundToEven(float64(x * inv)))
+		k[j] = kj
+		e := x - float32(float32(kj)*delta)
+		s[j%8] += e
+		m[j%8] += abs(e)
+	}
+	out[0], out[1] = fold8(&s, false), fold8(&m, false)
+}
+
+// fold8 adds (or takes the larger of) eight lanes as lanes l and l+4,
+// then l and l+2, then 0 and 1: the order of the assembly's folds.
+func fold8(a *[8]float32, larger bool) float32 {
+	op := func(x, y float32) float32 { return x + y }
+	if larger {
+		op = max8
+	}
+	h := [4]float32{op(a[0], a[4]), op(a[1], a[5]), op(a[2], a[6]), op(a[3], a[7])}
+	return op(op(h[0], h[2]), op(h[1], h[3]))
+}
+
+func max8(x, y float32) float32 {
+	if y > x {
+		return y
+	}
+	return x
+}
+
+func abs(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }

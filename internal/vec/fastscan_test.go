@@ -140,3 +140,39 @@ func BenchmarkFastScan(b *testing.B) {
 		_ = sink
 	}
 }
+
+// TestPrepareKernels holds DiffStats and Quantize to their Go references
+// bit for bit, and to plain sums.
+func TestPrepareKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, chunks := range chunkCounts {
+		n := 8 * chunks
+		a, b := randFloats(r, n), randFloats(r, n)
+		dst, ref := make([]float32, n), make([]float32, n)
+		sq, sum, big := DiffStats(dst, a, b)
+		var want [3]float32
+		diffStatsGo(ref, a, b, &want)
+		sameBits(t, fmt.Sprintf("DiffStats n=%d", n), []float32{sq, sum, big}, want[:])
+		sameBits(t, fmt.Sprintf("DiffStats n=%d, differences", n), dst, ref)
+		var s2, s1, m float64
+		for j := range n {
+			x := float64(a[j] - b[j])
+			s2, s1, m = s2+x*x, s1+x, math.Max(m, math.Abs(x))
+		}
+		if math.Abs(float64(sq)-s2) > 1e-5*s2 || math.Abs(float64(sum)-s1) > 1e-5*float64(n) || float64(big) != m {
+			t.Errorf("DiffStats n=%d = %v %v %v, float64 %v %v %v", n, sq, sum, big, s2, s1, m)
+		}
+		inv := 63 / big
+		delta := big / 63
+		k, kref := make([]int32, n), make([]int32, n)
+		e, ae := Quantize(dst, inv, delta, k)
+		var qwant [2]float32
+		quantizeGo(dst, inv, delta, kref, &qwant)
+		sameBits(t, fmt.Sprintf("Quantize n=%d", n), []float32{e, ae}, qwant[:])
+		for j := range n {
+			if k[j] != kref[j] || k[j] < -63 || k[j] > 63 || math.Abs(float64(dst[j]-delta*float32(k[j]))) > float64(delta)*0.5001 {
+				t.Fatalf("Quantize n=%d: k[%d] = %d (reference %d) for %v, step %v", n, j, k[j], kref[j], dst[j], delta)
+			}
+		}
+	}
+}

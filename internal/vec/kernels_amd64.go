@@ -81,3 +81,19 @@ func dotLevels(q []float32, signs, low []byte, w int) float32 {
 	}
 	return dotLevels7AVX2(&q[0], &signs[0], &low[0], chunks)
 }
+
+func diffStats(dst, a, b []float32, out *[3]float32) {
+	if !hasAVX2 {
+		diffStatsGo(dst, a, b, out)
+		return
+	}
+	diffStatsAVX2(&dst[0], &a[0], &b[0], len(dst), &out[0])
+}
+
+func quantize(q []float32, inv, delta float32, k []int32, out *[2]float32) {
+	if !hasAVX2 {
+		quantizeGo(q, inv, delta, k, out)
+		return
+	}
+	quantizeAVX2(&q[0], len(q), inv, delta, &k[0], &out[0])
+}

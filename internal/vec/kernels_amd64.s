@@ -856,3 +856,118 @@ DATA lowShifts7<>+20(SB)/4, $0x0000000b
 DATA lowShifts7<>+24(SB)/4, $0x00000012
 DATA lowShifts7<>+28(SB)/4, $0x00000019
 GLOBL lowShifts7<>(SB), RODATA|NOPTR, $32
+
+// func diffStatsAVX2(dst *float32, a *float32, b *float32, n int, out *float32)
+// Requires: AVX, AVX2
+TEXT ·diffStatsAVX2(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), AX
+	MOVQ         a+8(FP), CX
+	MOVQ         b+16(FP), DX
+	MOVQ         n+24(FP), BX
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	MOVL         $0x7fffffff, SI
+	VMOVD        SI, X3
+	VPBROADCASTD X3, Y3
+	TESTQ        BX, BX
+	JZ           doneDiff
+
+loopDiff:
+	VMOVUPS (CX), Y4
+	VSUBPS  (DX), Y4, Y4
+	VMOVUPS Y4, (AX)
+	VMULPS  Y4, Y4, Y5
+	VADDPS  Y5, Y0, Y0
+	VADDPS  Y4, Y1, Y1
+	VANDPS  Y3, Y4, Y4
+	VMAXPS  Y4, Y2, Y2
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, AX
+	SUBQ    $0x08, BX
+	JNZ     loopDiff
+
+doneDiff:
+	MOVQ         out+32(FP), AX
+	VEXTRACTF128 $0x01, Y0, X3
+	VMOVAPS      X0, X0
+	VADDPS       X3, X0, X0
+	VMOVHLPS     X0, X0, X3
+	VADDPS       X3, X0, X0
+	VMOVSHDUP    X0, X3
+	VADDPS       X3, X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VMOVAPS      X1, X1
+	VADDPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VMOVAPS      X2, X1
+	VMAXPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VMAXPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VMAXPS       X0, X1, X1
+	VMOVSS       X1, 8(AX)
+	VZEROUPPER
+	RET
+
+// func quantizeAVX2(q *float32, n int, inv float32, delta float32, k *int32, out *float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·quantizeAVX2(SB), NOSPLIT, $0-40
+	MOVQ         q+0(FP), AX
+	MOVQ         n+8(FP), CX
+	MOVSS        inv+16(FP), X0
+	VBROADCASTSS X0, Y0
+	MOVSS        delta+20(FP), X1
+	VBROADCASTSS X1, Y1
+	MOVQ         k+24(FP), DX
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	MOVL         $0x7fffffff, BX
+	VMOVD        BX, X4
+	VPBROADCASTD X4, Y4
+	TESTQ        CX, CX
+	JZ           doneQuant
+
+loopQuant:
+	VMOVUPS   (AX), Y5
+	VMULPS    Y0, Y5, Y6
+	VCVTPS2DQ Y6, Y6
+	VMOVDQU   Y6, (DX)
+	VCVTDQ2PS Y6, Y6
+	VMULPS    Y1, Y6, Y6
+	VSUBPS    Y6, Y5, Y5
+	VADDPS    Y5, Y2, Y2
+	VANDPS    Y4, Y5, Y5
+	VADDPS    Y5, Y3, Y3
+	ADDQ      $0x20, AX
+	ADDQ      $0x20, DX
+	SUBQ      $0x08, CX
+	JNZ       loopQuant
+
+doneQuant:
+	MOVQ         out+32(FP), AX
+	VEXTRACTF128 $0x01, Y2, X0
+	VMOVAPS      X2, X1
+	VADDPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSS       X1, (AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VMOVAPS      X3, X1
+	VADDPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSS       X1, 4(AX)
+	VZEROUPPER
+	RET

@@ -17,16 +17,36 @@ func dotU8AVX2(q *float32, c *byte, n int) float32
 func dotU4AVX2(q *float32, c *byte, n int) float32
 
 // fastScanAVX2 sets sums[i] to entry 2i's and sums[16+i] to entry 2i+1's sum over pairs <= 128 chunks of lut[32p + (signs[32p+v] & 15)] + lut[32p + 16 + (signs[32p+v] >> 4)].
+//
+//go:noescape
 func fastScanAVX2(lut *byte, signs *byte, pairs int, sums *uint16)
 
 // dotLevels0AVX2 returns sum q[j] * level j over j < 8*chunks, level 8p+i being (bit i of signs[32p]) << 0 | 0 low bits of low from bit 0*i of chunk p's 0 bytes, in the order dotLevelsGo (fastscan.go) keeps.
+//
+//go:noescape
 func dotLevels0AVX2(q *float32, signs *byte, low *byte, chunks int) float32
 
 // dotLevels1AVX2 returns sum q[j] * level j over j < 8*chunks, level 8p+i being (bit i of signs[32p]) << 1 | 1 low bits of low from bit 1*i of chunk p's 1 bytes, in the order dotLevelsGo (fastscan.go) keeps.
+//
+//go:noescape
 func dotLevels1AVX2(q *float32, signs *byte, low *byte, chunks int) float32
 
 // dotLevels3AVX2 returns sum q[j] * level j over j < 8*chunks, level 8p+i being (bit i of signs[32p]) << 3 | 3 low bits of low from bit 3*i of chunk p's 3 bytes, in the order dotLevelsGo (fastscan.go) keeps.
+//
+//go:noescape
 func dotLevels3AVX2(q *float32, signs *byte, low *byte, chunks int) float32
 
 // dotLevels7AVX2 returns sum q[j] * level j over j < 8*chunks, level 8p+i being (bit i of signs[32p]) << 7 | 7 low bits of low from bit 7*i of chunk p's 7 bytes, in the order dotLevelsGo (fastscan.go) keeps.
+//
+//go:noescape
 func dotLevels7AVX2(q *float32, signs *byte, low *byte, chunks int) float32
+
+// diffStatsAVX2 sets dst[j] = a[j] - b[j] for j < n (a multiple of 8) and out to the sum of dst[j]^2, the sum of dst[j] and the largest |dst[j]|, in the order diffStatsGo (fastscan.go) keeps.
+//
+//go:noescape
+func diffStatsAVX2(dst *float32, a *float32, b *float32, n int, out *float32)
+
+// quantizeAVX2 sets k[j] to q[j]*inv rounded to the nearest integer (ties to even) for j < n (a multiple of 8) and out to the sums of q[j] - delta*k[j] and of their magnitudes, in the order quantizeGo (fastscan.go) keeps.
+//
+//go:noescape
+func quantizeAVX2(q *float32, n int, inv float32, delta float32, k *int32, out *float32)

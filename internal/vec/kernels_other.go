@@ -21,3 +21,9 @@ func fastScan(lut, signs []byte, out *[32]uint32) { fastScanGo(lut, signs, out) 
 func dotLevels(q []float32, signs, low []byte, w int) float32 {
 	return dotLevelsGo(q, signs, low, w)
 }
+
+func diffStats(dst, a, b []float32, out *[3]float32) { diffStatsGo(dst, a, b, out) }
+
+func quantize(q []float32, inv, delta float32, k []int32, out *[2]float32) {
+	quantizeGo(q, inv, delta, k, out)
+}

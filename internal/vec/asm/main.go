@@ -27,6 +27,8 @@ func main() {
 	for _, w := range []int{0, 1, 3, 7} {
 		dotLevels(w)
 	}
+	diffStats()
+	quantize()
 	Generate()
 }
 
@@ -258,6 +260,7 @@ func lanes32(name string, v [8]uint32) VecVirtual {
 // below 2^16.
 func fastScan() {
 	TEXT("fastScanAVX2", NOSPLIT, "func(lut *byte, signs *byte, pairs int, sums *uint16)")
+	Pragma("noescape") // sums may live on the caller's stack
 	Doc("fastScanAVX2 sets sums[i] to entry 2i's and sums[16+i] to entry 2i+1's sum over pairs <= 128 chunks of lut[32p + (signs[32p+v] & 15)] + lut[32p + 16 + (signs[32p+v] >> 4)].")
 	lut := Load(Param("lut"), GP64())
 	signs := Load(Param("signs"), GP64())
@@ -304,6 +307,7 @@ func fastScan() {
 func dotLevels(w int) {
 	name := fmt.Sprintf("dotLevels%dAVX2", w)
 	TEXT(name, NOSPLIT, "func(q *float32, signs *byte, low *byte, chunks int) float32")
+	Pragma("noescape")
 	Doc(fmt.Sprintf("%s returns sum q[j] * level j over j < 8*chunks, level 8p+i being (bit i of signs[32p]) << %d | %d low bits of low from bit %d*i of chunk p's %d bytes, in the order dotLevelsGo (fastscan.go) keeps.", name, w, w, w, w))
 	q := Load(Param("q"), GP64())
 	signs := Load(Param("signs"), GP64())
@@ -377,4 +381,105 @@ func dotLevels(w int) {
 	}
 	Label(done)
 	foldReturn(acc)
+}
+
+// fold8 adds the eight lanes of y as lanes l and l+4, then l and l+2,
+// then 0 and 1 (fold8 in fastscan.go), into the low lane of the result.
+func fold8(y VecVirtual, max bool) VecVirtual {
+	h, t := XMM(), XMM()
+	op := VADDPS
+	if max {
+		op = VMAXPS
+	}
+	VEXTRACTF128(Imm(1), y, t)
+	VMOVAPS(y.AsX(), h)
+	op(t, h, h)
+	VMOVHLPS(h, h, t)
+	op(t, h, h)
+	VMOVSHDUP(h, t)
+	op(t, h, h)
+	return h
+}
+
+// diffStats is the per-list start of the blocked rotated code's first
+// pass: dst = a - b, with the sum of squares, the sum and the largest
+// magnitude, eight lanes each (value j in lane j%8), folded by fold8.
+func diffStats() {
+	TEXT("diffStatsAVX2", NOSPLIT, "func(dst *float32, a *float32, b *float32, n int, out *float32)")
+	Pragma("noescape")
+	Doc("diffStatsAVX2 sets dst[j] = a[j] - b[j] for j < n (a multiple of 8) and out to the sum of dst[j]^2, the sum of dst[j] and the largest |dst[j]|, in the order diffStatsGo (fastscan.go) keeps.")
+	dst := Load(Param("dst"), GP64())
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("n"), GP64())
+	acc := zeroed(3) // squares, sum, largest magnitude
+	sign := broadcast32(0x7fffffff)
+	TESTQ(n, n)
+	JZ(LabelRef("doneDiff"))
+	Label("loopDiff")
+	x, t := YMM(), YMM()
+	VMOVUPS(Mem{Base: a}, x)
+	VSUBPS(Mem{Base: b}, x, x)
+	VMOVUPS(x, Mem{Base: dst})
+	VMULPS(x, x, t)
+	VADDPS(t, acc[0], acc[0])
+	VADDPS(x, acc[1], acc[1])
+	VANDPS(sign, x, x)
+	VMAXPS(x, acc[2], acc[2])
+	ADDQ(Imm(32), a)
+	ADDQ(Imm(32), b)
+	ADDQ(Imm(32), dst)
+	SUBQ(Imm(8), n)
+	JNZ(LabelRef("loopDiff"))
+	Label("doneDiff")
+	out := Load(Param("out"), GP64())
+	for i := range 3 {
+		h := fold8(acc[i], i == 2)
+		VMOVSS(h, Mem{Base: out, Disp: 4 * i})
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// quantize rounds q/delta to integers (q*inv, to nearest even, as the
+// MXCSR default does) and sums the rounding errors q - delta*k and their
+// magnitudes, eight lanes each, folded by fold8.
+func quantize() {
+	TEXT("quantizeAVX2", NOSPLIT, "func(q *float32, n int, inv float32, delta float32, k *int32, out *float32)")
+	Pragma("noescape")
+	Doc("quantizeAVX2 sets k[j] to q[j]*inv rounded to the nearest integer (ties to even) for j < n (a multiple of 8) and out to the sums of q[j] - delta*k[j] and of their magnitudes, in the order quantizeGo (fastscan.go) keeps.")
+	q := Load(Param("q"), GP64())
+	n := Load(Param("n"), GP64())
+	inv, delta := YMM(), YMM()
+	VBROADCASTSS(Load(Param("inv"), XMM()), inv)
+	VBROADCASTSS(Load(Param("delta"), XMM()), delta)
+	k := Load(Param("k"), GP64())
+	acc := zeroed(2)
+	sign := broadcast32(0x7fffffff)
+	TESTQ(n, n)
+	JZ(LabelRef("doneQuant"))
+	Label("loopQuant")
+	x, r, f := YMM(), YMM(), YMM()
+	VMOVUPS(Mem{Base: q}, x)
+	VMULPS(inv, x, r)
+	VCVTPS2DQ(r, r)
+	VMOVDQU(r, Mem{Base: k})
+	VCVTDQ2PS(r, f)
+	VMULPS(delta, f, f)
+	VSUBPS(f, x, x)
+	VADDPS(x, acc[0], acc[0])
+	VANDPS(sign, x, x)
+	VADDPS(x, acc[1], acc[1])
+	ADDQ(Imm(32), q)
+	ADDQ(Imm(32), k)
+	SUBQ(Imm(8), n)
+	JNZ(LabelRef("loopQuant"))
+	Label("doneQuant")
+	out := Load(Param("out"), GP64())
+	for i := range 2 {
+		h := fold8(acc[i], false)
+		VMOVSS(h, Mem{Base: out, Disp: 4 * i})
+	}
+	VZEROUPPER()
+	RET()
 }

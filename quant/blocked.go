@@ -1,0 +1,280 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/par"
+	"github.com/vlc-embed/vlc/internal/vec"
+)
+
+// Blocked is implemented by codes that an index stores in a layout made
+// for scanning many entries at once (the rotated code): entries in blocks
+// of BlockLen, each block holding what a first, cheap estimate reads, and
+// per entry the rest of its code, read only for entries the estimate
+// cannot rule out. Encoders still write entry codes (CodeBytes each, the
+// layout Scorer reads); Pack re-lays them.
+type Blocked interface {
+	// BlockBytes is the size of one block.
+	BlockBytes() int
+	// LowBytes is the size of one entry's code outside its block.
+	LowBytes() int
+	// Pack re-lays n entry codes (CodeBytes each, in index order) into
+	// blocks (ceil(n/BlockLen) blocks, entry e in slot e%BlockLen of block
+	// e/BlockLen) and low (n*LowBytes, then LowPad bytes), both zeroed
+	// beforehand. The result depends only on the entry codes.
+	Pack(codes []byte, n int, blocks, low []byte)
+	NewBlockScorer() BlockScorer
+}
+
+// BlockLen is the number of entries a block interleaves.
+const BlockLen = vec.ScanBlock
+
+// LowPad is the zero bytes after the last entry's low bits, which the
+// refinement's kernel may read past an entry's end.
+const LowPad = 8
+
+// BlockScorer is a Scorer for the blocked layout. Not safe for concurrent
+// use.
+type BlockScorer interface {
+	// SetQuery, ForL2 and ForDot are as Scorer's.
+	SetQuery(q []float32)
+	ForL2(a int, params []byte)
+	ForDot(a int, params []byte)
+	// Estimate sets est[v] to a first estimate of Score for entry v of
+	// block and bound[v] to a bound on est[v]'s error, |Score - est[v]|
+	// <= bound[v], that fails rarely (see Rotated's blocked layout), for
+	// lo <= v < hi.
+	Estimate(block []byte, lo, hi int, est, bound *[BlockLen]float32)
+	// Refine returns Score for entry v of block, whose low bits start at
+	// low (followed by LowPad bytes, or by the next entry's): the estimate
+	// Scorer.Score gives for the entry code it came from, up to the order
+	// of float32 additions.
+	Refine(block []byte, v int, low []byte) float32
+}
+
+// EstimateSigmas is how many standard deviations of its error the first
+// estimate's bound allows. The error of the sign-only estimate behaves as
+// a normal variable (see Rotated's blocked layout), so an entry whose
+// exact estimate would enter the results is missed with probability below
+// 4e-5 at 4 deviations.
+const EstimateSigmas = 4
+
+// The blocked layout of the rotated code of b bits. Level l of dimension j
+// splits into its top bit (the sign of u_j = l - L/2) and its w = b-1 low
+// bits, l = msb<<w | low, so
+//
+//	<q', l> = 2^w <q', msb> + <q', low>.
+//
+// A block of 32 entries holds, for each chunk of 8 dimensions (dimension
+// count padded to whole chunks with zeros), 32 bytes of sign bits, byte v
+// being entry v's (vec.FastScan's layout); then per entry, in arrays of 32,
+// the entry code's two float16 scalars (|r|^2/s or the ip slot, and B/
+// sqrt(s)), and two bytes kappa and eps. An entry's low bits, w a
+// dimension packed 8 dimensions to w bytes, lie outside the block.
+//
+// The first estimate reads only the block. With s_j = +-1 the signs,
+// u = kappa s + e where kappa = |u|^2/<u, s> (the scale that makes e
+// orthogonal to u, the direction of the residual), so
+//
+//	<q', u> = kappa <q', s> + <q', e>.
+//
+// The rotation makes <q', e> behave as a normal variable of deviation at
+// most |q'| |e|/sqrt(D): the estimate is kappa <q', s> and its bound
+// EstimateSigmas of those deviations. kappa is stored as a byte, k*(L/2)/
+// 255, and |e|/sqrt(D), computed with that rounded kappa, as a byte
+// rounded up, in the same unit. <q', s> is summed by vec.FastScan from the
+// query quantised per list to integers of at most 63 in magnitude, whose
+// rounding error the bound adds in full: |<delta, s>| <= sum |delta_j|.
+// Entries the estimate cannot rule out are refined: their exact
+// <q', l> (vec.DotLevels) gives the entry code's estimate.
+
+func (c *Rotated) chunks() int  { return (c.dim + 7) / 8 }
+func (c *Rotated) lowBits() int { return c.bits - 1 }
+
+// BlockBytes is 32 bytes of signs per 8 dimensions and 6 bytes of
+// scalars per entry.
+func (c *Rotated) BlockBytes() int { return BlockLen*c.chunks() + 6*BlockLen }
+
+// LowBytes is b-1 bytes per 8 dimensions.
+func (c *Rotated) LowBytes() int { return c.lowBits() * c.chunks() }
+
+// unit is the step of the stored kappa and eps bytes: (L/2)/255.
+func (c *Rotated) unit() float32 { return float32(float64(int(1)<<c.bits-1) / 2 / 255) }
+
+func (c *Rotated) Pack(codes []byte, n int, blocks, low []byte) {
+	cb, bb, lb := c.CodeBytes(), c.BlockBytes(), c.LowBytes()
+	chunks, w := c.chunks(), c.lowBits()
+	L := 1<<c.bits - 1
+	half := float64(L) / 2
+	unit := c.unit()
+	sc := 32 * chunks // start of the scalars in a block
+	nb := (n + BlockLen - 1) / BlockLen
+	par.For(nb, 64, func(lo, hi int) {
+		u := make([]float64, c.dim)
+		for e := lo * BlockLen; e < min(hi*BlockLen, n); e++ {
+			entry := codes[e*cb : (e+1)*cb]
+			blk := blocks[(e/BlockLen)*bb : (e/BlockLen+1)*bb]
+			v := e % BlockLen
+			lowE := low[e*lb : (e+1)*lb]
+			var su, su2 float64
+			for p := range chunks {
+				var lw uint64
+				for i := range min(8, c.dim-8*p) {
+					j := 8*p + i
+					bit := j * c.bits
+					l := int(entry[bit/8]>>(bit%8)) & L
+					blk[32*p+v] |= byte(l>>w) << i
+					lw |= uint64(l&(1<<w-1)) << (w * i)
+					u[j] = float64(l) - half
+					su += math.Abs(u[j])
+					su2 += u[j] * u[j]
+				}
+				for k := range w {
+					lowE[w*p+k] = byte(lw >> (8 * k))
+				}
+			}
+			kb := min(max(math.Round(su2/su/half*255), 1), 255)
+			kappa := float64(float32(kb) * unit) // as the scorer computes it
+			var e2 float64
+			for _, x := range u {
+				d := math.Abs(x) - kappa
+				e2 += d * d
+			}
+			eb := min(math.Ceil(math.Sqrt(e2/float64(c.dim))/float64(unit)*(1+1e-6)), 255)
+			copy(blk[sc+2*v:], entry[c.packed:c.packed+2])
+			copy(blk[sc+64+2*v:], entry[c.packed+2:c.packed+4])
+			blk[sc+128+v] = byte(kb)
+			blk[sc+160+v] = byte(eb)
+		}
+	})
+}
+
+func (c *Rotated) NewBlockScorer() BlockScorer {
+	n := 8 * c.chunks()
+	return &rotatedBlockScorer{c: c, pq: make([]float32, n), q: make([]float32, n), anchor: make([]float32, n), zero: make([]float32, n),
+		k: make([]int32, n), lut: make([]byte, 4*n)}
+}
+
+// rotatedBlockScorer scores the blocked layout: q' as rotatedScorer keeps
+// it, and per list its quantisation k (q' ~ delta*k) and the tables of
+// vec.FastScan, 16 bytes per 4 dimensions: entry v of the table of
+// dimensions j..j+3 is sum over the set bits i of v of k[j+i], less the
+// least such sum (so 0..252).
+type rotatedBlockScorer struct {
+	c                  *Rotated
+	pq, q              []float32 // P q, and q' for the current list; zero past dim
+	anchor, zero       []float32 // the list's rotated anchor, zero past dim; zeros
+	k                  []int32
+	lut                []byte
+	qq, qsum, qnorm    float32 // |q'|^2, L/2 * sum q', |q'|
+	sumQ               float32 // sum q'
+	delta, off         float32 // q' ~ delta*k; off = sum min(k_j, 0) over the tables
+	sumDelta, absDelta float32 // sum and sum of magnitudes of q' - delta*k
+	s, sqrtS           float32
+	dot                bool
+	sums               [BlockLen]uint32
+}
+
+func (sc *rotatedBlockScorer) SetQuery(q []float32) {
+	d := sc.c.dim
+	copy(sc.pq, q[:d])
+	clear(sc.pq[d:])
+	sc.c.rot.Apply(sc.pq[:d])
+}
+
+func (sc *rotatedBlockScorer) ForL2(a int, params []byte) {
+	d := sc.c.dim
+	sc.prepare(sc.c.rotAnchors[a*d:(a+1)*d], params)
+	sc.dot = false
+}
+
+func (sc *rotatedBlockScorer) ForDot(a int, params []byte) {
+	sc.prepare(nil, params)
+	sc.dot = true
+}
+
+// prepare sets q' = P q - anchor (P q for a nil anchor) and the list's
+// tables.
+func (sc *rotatedBlockScorer) prepare(anchor []float32, params []byte) {
+	c := sc.c
+	q := sc.q
+	switch {
+	case anchor == nil:
+		anchor = sc.zero
+	case len(anchor) < len(q):
+		copy(sc.anchor, anchor) // padded with zeros to whole chunks
+		anchor = sc.anchor
+	}
+	qq, qs, big := vec.DiffStats(q, sc.pq, anchor)
+	sc.qq, sc.sumQ, sc.qnorm = qq, qs, float32(math.Sqrt(float64(qq)))
+	sc.qsum = qs * float32(int(1)<<c.bits-1) / 2
+	sc.s = getF32(params, 0)
+	sc.sqrtS = float32(math.Sqrt(float64(sc.s)))
+	var inv float32
+	delta := big / 63
+	if big > 0 {
+		inv = 63 / big
+	}
+	sc.sumDelta, sc.absDelta = vec.Quantize(q, inv, delta, sc.k)
+	sc.delta = delta
+	var off int64
+	const ones = 0x01010101
+	for g := 0; g+4 <= len(q); g += 4 {
+		k0, k1, k2, k3 := int64(sc.k[g]), int64(sc.k[g+1]), int64(sc.k[g+2]), int64(sc.k[g+3])
+		base := min(k0, 0) + min(k1, 0) + min(k2, 0) + min(k3, 0)
+		off += base
+		// Entry v is sum over the set bits i of v of k[i], less base:
+		// the first four entries, then the next four with k[2] added and
+		// the last eight with k[3], byte by byte (every byte stays within
+		// 0..252, so whole words add without carries between bytes).
+		t0 := -base
+		lo := t0 | (t0+k0)<<8 | (t0+k1)<<16 | (t0+k0+k1)<<24
+		lo |= (lo + k2*ones) << 32
+		hi := lo + k3*(ones<<32|ones)
+		binary.LittleEndian.PutUint64(sc.lut[4*g:], uint64(lo))
+		binary.LittleEndian.PutUint64(sc.lut[4*g+8:], uint64(hi))
+	}
+	sc.off = float32(off)
+}
+
+func (sc *rotatedBlockScorer) Estimate(block []byte, lo, hi int, est, bound *[BlockLen]float32) {
+	c := sc.c
+	n := 32 * c.chunks()
+	vec.FastScan(sc.lut, block[:n], &sc.sums)
+	scal := block[n : n+6*BlockLen]
+	unit := c.unit()
+	// <q', s> = 2<q', msb> - sum q', <q', msb> = delta <k, msb> + <q' -
+	// delta k, msb>, the last between the sums of its negative and its
+	// positive terms: taken as their mean, it errs by at most half their
+	// difference.
+	base := sc.sumDelta - sc.sumQ
+	spread := sc.qnorm * EstimateSigmas
+	for v := lo; v < hi; v++ {
+		qs := 2*sc.delta*(float32(sc.sums[v])+sc.off) + base
+		kappa := float32(scal[128+v]) * unit
+		eu := kappa * qs
+		err := kappa*sc.absDelta + float32(scal[160+v])*unit*spread
+		beta := f16.ToFloat32(binary.LittleEndian.Uint16(scal[64+2*v:])) * sc.sqrtS
+		if sc.dot {
+			est[v], bound[v] = beta*eu, beta*err
+			continue
+		}
+		norm := f16.ToFloat32(binary.LittleEndian.Uint16(scal[2*v:])) * sc.s
+		est[v], bound[v] = sc.qq+norm-2*beta*eu, 2*beta*err
+	}
+}
+
+func (sc *rotatedBlockScorer) Refine(block []byte, v int, low []byte) float32 {
+	c := sc.c
+	n := 32 * c.chunks()
+	qu := vec.DotLevels(sc.q, block[v:n], low, c.lowBits()) - sc.qsum
+	scal := block[n : n+6*BlockLen]
+	beta := f16.ToFloat32(binary.LittleEndian.Uint16(scal[64+2*v:])) * sc.sqrtS
+	if sc.dot {
+		return beta * qu
+	}
+	norm := f16.ToFloat32(binary.LittleEndian.Uint16(scal[2*v:])) * sc.s
+	return sc.qq + norm - 2*beta*qu
+}
