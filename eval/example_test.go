@@ -52,6 +52,6 @@ func ExampleMeasure() {
 		fmt.Printf("nprobe %2d: recall@10 %.3f at %.1f bytes per vector\n", res.NProbe, res.Recall10, res.BytesPerVector)
 	}
 	// Output:
-	// nprobe  4: recall@10 0.794 at 58.2 bytes per vector
-	// nprobe 16: recall@10 0.934 at 58.2 bytes per vector
+	// nprobe  4: recall@10 0.794 at 60.4 bytes per vector
+	// nprobe 16: recall@10 0.934 at 60.4 bytes per vector
 }

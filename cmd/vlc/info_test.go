@@ -84,12 +84,12 @@ func TestInfoVerify(t *testing.T) {
 		}
 		end = s.Offset + s.Length
 	}
-	if want := []string{"META", "ANCH", "LIST", "ROWS", "PARM", "CODE"}; !slices.Equal(kinds, want) {
+	if want := []string{"META", "ANCH", "LIST", "ROWS", "PARM", "CODE", "SCAN"}; !slices.Equal(kinds, want) {
 		t.Errorf("sections %v, want %v", kinds, want)
 	}
 
 	out, errs := mustVLC(t, "verify", ix)
-	if !strings.Contains(out, "ok") || !strings.Contains(out, "6 sections") {
+	if !strings.Contains(out, "ok") || !strings.Contains(out, "7 sections") {
 		t.Errorf("verify output %q", out)
 	}
 	if errs != "" {
