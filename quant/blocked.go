@@ -212,10 +212,11 @@ func (sc *rotatedBlockScorer) prepare(anchor []float32, params []byte) {
 	sc.qsum = qs * float32(int(1)<<c.bits-1) / 2
 	sc.s = getF32(params, 0)
 	sc.sqrtS = float32(math.Sqrt(float64(sc.s)))
-	var inv float32
-	delta := big / 63
-	if big > 0 {
-		inv = 63 / big
+	// A q' too small for 63/big to be finite is quantised to zeros: the
+	// rounding error, all of q', is then in the bound.
+	var inv, delta float32
+	if big > 1e-30 {
+		inv, delta = 63/big, big/63
 	}
 	sc.sumDelta, sc.absDelta = vec.Quantize(q, inv, delta, sc.k)
 	sc.delta = delta

@@ -59,12 +59,12 @@ func Open(path string, opt OpenOptions) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("format: mmap %s: %w", path, err)
 	}
-	infos, err := parseHeaderGuarded(path, m)
+	infos, version, err := parseHeaderGuarded(path, m)
 	if err != nil {
 		m.Unmap()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	f := &File{path: path, data: m, size: size, version: int(le.Uint32(m[8:])), sections: infos}
+	f := &File{path: path, data: m, size: size, version: version, sections: infos}
 	if opt.Verify {
 		if err := f.Verify(); err != nil {
 			f.Close()
@@ -151,8 +151,13 @@ func verifyBody(b []byte, infos []SectionInfo) error {
 }
 
 // parseHeaderGuarded is parseHeader with a fault in the mapping (the file
-// shrank after it was measured) reported as an error.
-func parseHeaderGuarded(path string, m []byte) (infos []SectionInfo, err error) {
+// shrank after it was measured) reported as an error; it also returns the
+// version parseHeader checked.
+func parseHeaderGuarded(path string, m []byte) (infos []SectionInfo, version int, err error) {
 	defer CatchFault(path, &err, debug.SetPanicOnFault(true))
-	return parseHeader(m)
+	infos, err = parseHeader(m)
+	if err != nil {
+		return nil, 0, err
+	}
+	return infos, int(le.Uint32(m[8:])), nil
 }
