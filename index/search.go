@@ -162,51 +162,45 @@ func (ix *Index) scan(s *scratch, a int) {
 		return
 	}
 	cb, pb := ix.code.CodeBytes(), ix.code.ParamBytes()
-	prm := ix.params[a*pb : (a+1)*pb]
 	lo, hi := int(ix.lists[a]), int(ix.lists[a+1])
 	codes := ix.codes[lo*cb : hi*cb]
-	if ix.ipCodes {
-		// Inner-product codes allow two estimates of -<q, x>: through
-		// the L2 estimate, which holds -2<a, r> in place of |r|^2,
-		// |q - a|^2 - 2<q, r> = |q|^2 + |a|^2 - 2<q, x>, erring by
-		// |q - a|; or through the dot estimate, erring by |q|. Take
-		// the list's smaller.
-		qq, qa := s.qq, s.dots[a]
-		if qq-2*qa+ix.norms[a] < qq {
-			bias := -(qq + ix.norms[a]) / 2
-			s.scorer.ForL2(a, prm)
-			for e := lo; e < hi; e++ {
-				if dist := s.scorer.Score(codes[(e-lo)*cb:(e-lo+1)*cb])/2 + bias; s.top.accepts(dist) {
-					s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
-				}
-			}
-			return
-		}
-	}
-	if ix.meta.Metric == IP {
-		// -<q, x> = -<q, anchor> - <q, r>
-		bias := -s.dots[a]
-		s.scorer.ForDot(a, prm)
-		for e := lo; e < hi; e++ {
-			if dist := bias - s.scorer.Score(codes[(e-lo)*cb:(e-lo+1)*cb]); s.top.accepts(dist) {
-				s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
-			}
-		}
-		return
-	}
-	s.scorer.ForL2(a, prm)
+	mul, bias := ix.listForm(s, s.scorer, a, ix.params[a*pb:(a+1)*pb])
 	for e := lo; e < hi; e++ {
-		if dist := s.scorer.Score(codes[(e-lo)*cb : (e-lo+1)*cb]); s.top.accepts(dist) {
+		if dist := mul*s.scorer.Score(codes[(e-lo)*cb:(e-lo+1)*cb]) + bias; s.top.accepts(dist) {
 			s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
 		}
 	}
 }
 
+// listForm readies sc to score list a (parameters prm) for s's query and
+// returns how a Score becomes the metric's distance, mul*Score + bias:
+//   - l2 and cosine: the L2 estimate as it is (1, 0);
+//   - ip: -<q, x> = -<q, anchor> - <q, r>, through the dot estimate (-1,
+//     -<q, anchor>);
+//   - ip with inner-product codes, which allow two estimates of -<q, x>:
+//     through the L2 estimate, which holds -2<a, r> in place of |r|^2,
+//     |q - a|^2 - 2<q, r> = |q|^2 + |a|^2 - 2<q, x>, erring by |q - a|; or
+//     through the dot estimate, erring by |q|. The list's smaller is taken.
+func (ix *Index) listForm(s *scratch, sc interface {
+	ForL2(a int, params []byte)
+	ForDot(a int, params []byte)
+}, a int, prm []byte) (mul, bias float32) {
+	switch qq, qa := s.qq, s.dots[a]; {
+	case ix.ipCodes && qq-2*qa+ix.norms[a] < qq:
+		sc.ForL2(a, prm)
+		return 0.5, -(qq + ix.norms[a]) / 2
+	case ix.meta.Metric == IP:
+		sc.ForDot(a, prm)
+		return -1, -qa
+	}
+	sc.ForL2(a, prm)
+	return 1, 0
+}
+
 // scanBlocks is scan for a blocked code: each block of the list gets the
 // first estimates of its entries, and only entries whose estimate less its
 // bound could enter the best are refined to the exact estimate. Blocks
-// span lists: entries of the block outside list a are skipped. The
-// distance is mul*Score + bias, as scan computes it for each metric.
+// span lists: entries of the block outside list a are skipped.
 func (ix *Index) scanBlocks(s *scratch, a int) {
 	pb := ix.code.ParamBytes()
 	prm := ix.params[a*pb : (a+1)*pb]
@@ -215,18 +209,7 @@ func (ix *Index) scanBlocks(s *scratch, a int) {
 		return
 	}
 	sc := s.bscorer
-	var mul, bias float32
-	switch qq, qa := s.qq, s.dots[a]; {
-	case ix.ipCodes && qq-2*qa+ix.norms[a] < qq: // as scan: the smaller error
-		sc.ForL2(a, prm)
-		mul, bias = 0.5, -(qq+ix.norms[a])/2
-	case ix.meta.Metric == IP:
-		sc.ForDot(a, prm)
-		mul, bias = -1, -qa
-	default:
-		sc.ForL2(a, prm)
-		mul, bias = 1, 0
-	}
+	mul, bias := ix.listForm(s, sc, a, prm)
 	slack := max(mul, -mul)
 	bb, lb := ix.blocked.BlockBytes(), ix.blocked.LowBytes()
 	for b := lo / quant.BlockLen; b*quant.BlockLen < hi; b++ {

@@ -177,12 +177,7 @@ type rotatedBlockScorer struct {
 	sums               [BlockLen]uint32
 }
 
-func (sc *rotatedBlockScorer) SetQuery(q []float32) {
-	d := sc.c.dim
-	copy(sc.pq, q[:d])
-	clear(sc.pq[d:])
-	sc.c.rot.Apply(sc.pq[:d])
-}
+func (sc *rotatedBlockScorer) SetQuery(q []float32) { sc.c.rotateQuery(sc.pq, q) }
 
 func (sc *rotatedBlockScorer) ForL2(a int, params []byte) {
 	d := sc.c.dim
@@ -257,12 +252,11 @@ func (sc *rotatedBlockScorer) Estimate(block []byte, lo, hi int, est, bound *[Bl
 		kappa := float32(scal[128+v]) * unit
 		eu := kappa * qs
 		err := kappa*sc.absDelta + float32(scal[160+v])*unit*spread
-		beta := f16.ToFloat32(binary.LittleEndian.Uint16(scal[64+2*v:])) * sc.sqrtS
+		norm, beta := sc.scalars(scal, v)
 		if sc.dot {
 			est[v], bound[v] = beta*eu, beta*err
 			continue
 		}
-		norm := f16.ToFloat32(binary.LittleEndian.Uint16(scal[2*v:])) * sc.s
 		est[v], bound[v] = sc.qq+norm-2*beta*eu, 2*beta*err
 	}
 }
@@ -271,11 +265,17 @@ func (sc *rotatedBlockScorer) Refine(block []byte, v int, low []byte) float32 {
 	c := sc.c
 	n := 32 * c.chunks()
 	qu := vec.DotLevels(sc.q, block[v:n], low, c.lowBits()) - sc.qsum
-	scal := block[n : n+6*BlockLen]
-	beta := f16.ToFloat32(binary.LittleEndian.Uint16(scal[64+2*v:])) * sc.sqrtS
+	norm, beta := sc.scalars(block[n:n+6*BlockLen], v)
 	if sc.dot {
 		return beta * qu
 	}
-	norm := f16.ToFloat32(binary.LittleEndian.Uint16(scal[2*v:])) * sc.s
 	return sc.qq + norm - 2*beta*qu
+}
+
+// scalars returns entry v's |r|^2 (or ip slot) and B, from a block's
+// scalars scal and the list's s.
+func (sc *rotatedBlockScorer) scalars(scal []byte, v int) (norm, beta float32) {
+	norm = f16.ToFloat32(binary.LittleEndian.Uint16(scal[2*v:])) * sc.s
+	beta = f16.ToFloat32(binary.LittleEndian.Uint16(scal[64+2*v:])) * sc.sqrtS
+	return norm, beta
 }

@@ -332,11 +332,15 @@ type rotatedScorer struct {
 	dot      bool
 }
 
-func (sc *rotatedScorer) SetQuery(q []float32) {
-	d := sc.c.dim
-	copy(sc.pq, q[:d])
-	clear(sc.pq[d:])
-	sc.c.rot.Apply(sc.pq[:d])
+func (sc *rotatedScorer) SetQuery(q []float32) { sc.c.rotateQuery(sc.pq, q) }
+
+// rotateQuery sets dst to P q, zero past the dimension: the query as both
+// scorers use it.
+func (c *Rotated) rotateQuery(dst, q []float32) {
+	d := c.dim
+	copy(dst, q[:d])
+	clear(dst[d:])
+	c.rot.Apply(dst[:d])
 }
 
 func (sc *rotatedScorer) ForL2(a int, params []byte) {
