@@ -47,6 +47,7 @@ type scratch struct {
 	// For blocked codes: their scorer and one block's first estimates.
 	bscorer    quant.BlockScorer
 	est, bound [quant.BlockLen]float32
+	cand       []candidate // entries of a list to refine
 }
 
 // Search returns the K nearest vectors to q found in the NProbe nearest lists,
@@ -197,10 +198,13 @@ func (ix *Index) listForm(s *scratch, sc interface {
 	return 1, 0
 }
 
-// scanBlocks is scan for a blocked code: each block of the list gets the
-// first estimates of its entries, and only entries whose estimate less its
-// bound could enter the best are refined to the exact estimate. Blocks
-// span lists: entries of the block outside list a are skipped.
+// scanBlocks is scan for a blocked code. The blocks of the list get the
+// first estimates of their entries, and the entries whose estimate less
+// its bound could enter the best are noted; their low bits, far apart in
+// memory, are prefetched all at once, so that the misses overlap; then
+// each is refined to the exact estimate, unless a hit refined since rules
+// it out. Blocks span lists: entries of a block outside list a are
+// skipped.
 func (ix *Index) scanBlocks(s *scratch, a int) {
 	pb := ix.code.ParamBytes()
 	prm := ix.params[a*pb : (a+1)*pb]
@@ -212,6 +216,7 @@ func (ix *Index) scanBlocks(s *scratch, a int) {
 	mul, bias := ix.listForm(s, sc, a, prm)
 	slack := max(mul, -mul)
 	bb, lb := ix.blocked.BlockBytes(), ix.blocked.LowBytes()
+	cand := s.cand[:0]
 	for b := lo / quant.BlockLen; b*quant.BlockLen < hi; b++ {
 		block := ix.blocks[b*bb : (b+1)*bb]
 		first := b * quant.BlockLen
@@ -219,14 +224,31 @@ func (ix *Index) scanBlocks(s *scratch, a int) {
 		sc.Estimate(block, from-first, to-first, &s.est, &s.bound)
 		for e := from; e < to; e++ {
 			v := e - first
-			if !s.top.accepts(mul*s.est[v] + bias - slack*s.bound[v]) {
-				continue
-			}
-			if dist := mul*sc.Refine(block, v, ix.codes[e*lb:]) + bias; s.top.accepts(dist) {
-				s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
+			if low := mul*s.est[v] + bias - slack*s.bound[v]; s.top.accepts(low) {
+				cand = append(cand, candidate{int32(e), low})
+				vec.Prefetch(ix.codes[e*lb : (e+1)*lb])
 			}
 		}
 	}
+	for _, c := range cand {
+		if !s.top.accepts(c.low) {
+			continue
+		}
+		e := int(c.entry)
+		b := e / quant.BlockLen
+		block := ix.blocks[b*bb : (b+1)*bb]
+		if dist := mul*sc.Refine(block, e-b*quant.BlockLen, ix.codes[e*lb:]) + bias; s.top.accepts(dist) {
+			s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
+		}
+	}
+	s.cand = cand
+}
+
+// candidate is an entry of a list that its first estimate could not rule
+// out, and the least distance that estimate allows.
+type candidate struct {
+	entry int32
+	low   float32
 }
 
 // finish appends s's k best hits to dst, nearest first: re-ranked when opt

@@ -57,8 +57,8 @@ type BlockScorer interface {
 // EstimateSigmas is how many standard deviations of its error the first
 // estimate's bound allows. The error of the sign-only estimate behaves as
 // a normal variable (see Rotated's blocked layout), so an entry whose
-// exact estimate would enter the results is missed with probability below
-// 4e-5 at 4 deviations.
+// exact estimate would enter the results is missed with probability about
+// 3e-5 at 4 deviations.
 const EstimateSigmas = 4
 
 // The blocked layout of the rotated code of b bits. Level l of dimension j
@@ -81,14 +81,19 @@ const EstimateSigmas = 4
 //	<q', u> = kappa <q', s> + <q', e>.
 //
 // The rotation makes <q', e> behave as a normal variable of deviation at
-// most |q'| |e|/sqrt(D): the estimate is kappa <q', s> and its bound
-// EstimateSigmas of those deviations. kappa is stored as a byte, k*(L/2)/
-// 255, and |e|/sqrt(D), computed with that rounded kappa, as a byte
-// rounded up, in the same unit. <q', s> is summed by vec.FastScan from the
-// query quantised per list to integers of at most 63 in magnitude, whose
-// rounding error the bound adds in full: |<delta, s>| <= sum |delta_j|.
-// Entries the estimate cannot rule out are refined: their exact
-// <q', l> (vec.DotLevels) gives the entry code's estimate.
+// most |q'| |e|/sqrt(D). kappa is stored as a byte, k*(L/2)/255, and
+// |e|/sqrt(D), computed with that rounded kappa, as a byte rounded up, in
+// the same unit. <q', s> is summed by vec.FastScan from the query
+// quantised per list to integers of at most 63 in magnitude, q' = delta k
+// + r; the estimate takes <r, s> as 0, and since the rotation makes the
+// signs of an entry behave as independent coin flips, kappa <r, s> is a
+// second normal error, of deviation kappa |r|, independent of the first.
+// The bound is EstimateSigmas deviations of their sum,
+//
+//	EstimateSigmas * sqrt((kappa |r|)^2 + (|q'| eps)^2).
+//
+// Entries the estimate cannot rule out are refined: their exact <q', l>
+// (vec.DotLevels) gives the entry code's estimate.
 
 func (c *Rotated) chunks() int  { return (c.dim + 7) / 8 }
 func (c *Rotated) lowBits() int { return c.bits - 1 }
@@ -158,41 +163,35 @@ func (c *Rotated) NewBlockScorer() BlockScorer {
 }
 
 // rotatedBlockScorer scores the blocked layout: q' as rotatedScorer keeps
-// it, and per list its quantisation k (q' ~ delta*k) and the tables of
-// vec.FastScan, 16 bytes per 4 dimensions: entry v of the table of
-// dimensions j..j+3 is sum over the set bits i of v of k[j+i], less the
-// least such sum (so 0..252).
+// it, and per list its quantisation k (q' ~ delta*k), the tables of
+// vec.FastScan (vec.Tables) and the constants of vec.BlockEstimate.
 type rotatedBlockScorer struct {
-	c                  *Rotated
-	pq, q              []float32 // P q, and q' for the current list; zero past dim
-	anchor, zero       []float32 // the list's rotated anchor, zero past dim; zeros
-	k                  []int32
-	lut                []byte
-	qq, qsum, qnorm    float32 // |q'|^2, L/2 * sum q', |q'|
-	sumQ               float32 // sum q'
-	delta, off         float32 // q' ~ delta*k; off = sum min(k_j, 0) over the tables
-	sumDelta, absDelta float32 // sum and sum of magnitudes of q' - delta*k
-	s, sqrtS           float32
-	dot                bool
-	sums               [BlockLen]uint32
+	c            *Rotated
+	pq, q        []float32 // P q, and q' for the current list; zero past dim
+	anchor, zero []float32 // the list's rotated anchor, zero past dim; zeros
+	k            []int32
+	lut          []byte
+	qq, qsum     float32 // |q'|^2, L/2 * sum q'
+	s, sqrtS     float32
+	dot          bool
+	consts       [8]float32 // vec.BlockEstimate's c for the current list
+	sums         [BlockLen]uint32
 }
 
 func (sc *rotatedBlockScorer) SetQuery(q []float32) { sc.c.rotateQuery(sc.pq, q) }
 
 func (sc *rotatedBlockScorer) ForL2(a int, params []byte) {
 	d := sc.c.dim
-	sc.prepare(sc.c.rotAnchors[a*d:(a+1)*d], params)
-	sc.dot = false
+	sc.prepare(sc.c.rotAnchors[a*d:(a+1)*d], params, false)
 }
 
 func (sc *rotatedBlockScorer) ForDot(a int, params []byte) {
-	sc.prepare(nil, params)
-	sc.dot = true
+	sc.prepare(nil, params, true)
 }
 
-// prepare sets q' = P q - anchor (P q for a nil anchor) and the list's
-// tables.
-func (sc *rotatedBlockScorer) prepare(anchor []float32, params []byte) {
+// prepare sets q' = P q - anchor (P q for a nil anchor), the list's tables
+// and the constants that turn a block's sums into estimates and bounds.
+func (sc *rotatedBlockScorer) prepare(anchor []float32, params []byte, dot bool) {
 	c := sc.c
 	q := sc.q
 	switch {
@@ -202,63 +201,44 @@ func (sc *rotatedBlockScorer) prepare(anchor []float32, params []byte) {
 		copy(sc.anchor, anchor) // padded with zeros to whole chunks
 		anchor = sc.anchor
 	}
-	qq, qs, big := vec.DiffStats(q, sc.pq, anchor)
-	sc.qq, sc.sumQ, sc.qnorm = qq, qs, float32(math.Sqrt(float64(qq)))
-	sc.qsum = qs * float32(int(1)<<c.bits-1) / 2
+	qq, sumQ, big := vec.DiffStats(q, sc.pq, anchor)
+	sc.qq = qq
+	sc.qsum = sumQ * float32(int(1)<<c.bits-1) / 2
 	sc.s = getF32(params, 0)
 	sc.sqrtS = float32(math.Sqrt(float64(sc.s)))
+	sc.dot = dot
 	// A q' too small for 63/big to be finite is quantised to zeros: the
 	// rounding error, all of q', is then in the bound.
 	var inv, delta float32
 	if big > 1e-30 {
 		inv, delta = 63/big, big/63
 	}
-	sc.sumDelta, sc.absDelta = vec.Quantize(q, inv, delta, sc.k)
-	sc.delta = delta
-	var off int64
-	const ones = 0x01010101
-	for g := 0; g+4 <= len(q); g += 4 {
-		k0, k1, k2, k3 := int64(sc.k[g]), int64(sc.k[g+1]), int64(sc.k[g+2]), int64(sc.k[g+3])
-		base := min(k0, 0) + min(k1, 0) + min(k2, 0) + min(k3, 0)
-		off += base
-		// Entry v is sum over the set bits i of v of k[i], less base:
-		// the first four entries, then the next four with k[2] added and
-		// the last eight with k[3], byte by byte (every byte stays within
-		// 0..252, so whole words add without carries between bytes).
-		t0 := -base
-		lo := t0 | (t0+k0)<<8 | (t0+k1)<<16 | (t0+k0+k1)<<24
-		lo |= (lo + k2*ones) << 32
-		hi := lo + k3*(ones<<32|ones)
-		binary.LittleEndian.PutUint64(sc.lut[4*g:], uint64(lo))
-		binary.LittleEndian.PutUint64(sc.lut[4*g+8:], uint64(hi))
+	sumErr, sqErr := vec.Quantize(q, inv, delta, sc.k)
+	off := vec.Tables(sc.k, sc.lut)
+	// <q', s> = 2<q', msb> - sum q' and <q', msb> = delta (sums + off) +
+	// <q' - delta k, msb>, the last taken as its mean, half the rounding
+	// errors' sum: <q', s> ~ 2 delta sums + 2 delta off + sumErr - sum q'.
+	unit := c.unit()
+	sigma := float32(EstimateSigmas)
+	sc.consts = [8]float32{
+		2 * delta * unit,
+		(2*delta*float32(off) + sumErr - sumQ) * unit,
+		sigma * float32(math.Sqrt(float64(sqErr))) * unit,
+		sigma * float32(math.Sqrt(float64(qq))) * unit,
 	}
-	sc.off = float32(off)
+	if dot {
+		sc.consts[6], sc.consts[7] = sc.sqrtS, sc.sqrtS // beta*eu
+	} else {
+		sc.consts[4], sc.consts[5], sc.consts[6], sc.consts[7] = qq, sc.s, -2*sc.sqrtS, 2*sc.sqrtS // |q'|^2 + norm - 2 beta eu
+	}
 }
 
+// Estimate computes all 32 entries of the block; lo and hi only bound
+// what the caller reads.
 func (sc *rotatedBlockScorer) Estimate(block []byte, lo, hi int, est, bound *[BlockLen]float32) {
-	c := sc.c
-	n := 32 * c.chunks()
+	n := 32 * sc.c.chunks()
 	vec.FastScan(sc.lut, block[:n], &sc.sums)
-	scal := block[n : n+6*BlockLen]
-	unit := c.unit()
-	// <q', s> = 2<q', msb> - sum q', <q', msb> = delta <k, msb> + <q' -
-	// delta k, msb>, the last between the sums of its negative and its
-	// positive terms: taken as their mean, it errs by at most half their
-	// difference.
-	base := sc.sumDelta - sc.sumQ
-	spread := sc.qnorm * EstimateSigmas
-	for v := lo; v < hi; v++ {
-		qs := 2*sc.delta*(float32(sc.sums[v])+sc.off) + base
-		kappa := float32(scal[128+v]) * unit
-		eu := kappa * qs
-		err := kappa*sc.absDelta + float32(scal[160+v])*unit*spread
-		norm, beta := sc.scalars(scal, v)
-		if sc.dot {
-			est[v], bound[v] = beta*eu, beta*err
-			continue
-		}
-		est[v], bound[v] = sc.qq+norm-2*beta*eu, 2*beta*err
-	}
+	vec.BlockEstimate(&sc.sums, block[n:n+6*BlockLen], &sc.consts, est, bound)
 }
 
 func (sc *rotatedBlockScorer) Refine(block []byte, v int, low []byte) float32 {

@@ -1,8 +1,11 @@
 package vec
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/vlc-embed/vlc/internal/f16"
 )
 
 // The fast-scan kernels score codes laid out in blocks of ScanBlock
@@ -125,9 +128,9 @@ func diffStatsGo(dst, a, b []float32, out *[3]float32) {
 
 // Quantize sets k[j] to q[j]*inv rounded to the nearest integer, ties to
 // even, for j < len(q) (a multiple of 8; k at least as long), and returns
-// the sums of the rounding errors q[j] - delta*k[j] and of their
-// magnitudes, value j in lane j%8, lanes folded by fold8.
-func Quantize(q []float32, inv, delta float32, k []int32) (sumErr, absErr float32) {
+// the sums of the rounding errors q[j] - delta*k[j] and of their squares,
+// value j in lane j%8, lanes folded by fold8.
+func Quantize(q []float32, inv, delta float32, k []int32) (sumErr, sqErr float32) {
 	n := len(q)
 	if n%8 != 0 || len(k) < n {
 		panic(fmt.Sprintf("vec: Quantize wants whole chunks of 8 values and room for them, got %d and %d", n, len(k)))
@@ -147,9 +150,93 @@ func quantizeGo(q []float32, inv, delta float32, k []int32, out *[2]float32) {
 		k[j] = kj
 		e := x - float32(float32(kj)*delta)
 		s[j%8] += e
-		m[j%8] += abs(e)
+		m[j%8] += float32(e * e)
 	}
 	out[0], out[1] = fold8(&s, false), fold8(&m, false)
+}
+
+// Tables writes FastScan's lookup tables for a query quantised to k
+// (len(k) a multiple of 8, every |k[j]| <= 63) into lut (4*len(k) bytes):
+// the 16 entries of the table of k[j..j+3], j a multiple of 4, at
+// lut[4j:], entry v being the sum of k[j+i] over the set bits i of v less
+// the least such sum (the sum of the negative k[j+i]), so 0..252. It
+// returns the sum of those least sums over all tables: a FastScan sum of
+// the tables plus it is the integer dot product of k with the sign bits.
+func Tables(k []int32, lut []byte) (off int32) {
+	n := len(k)
+	if n%8 != 0 || len(lut) < 4*n {
+		panic(fmt.Sprintf("vec: Tables wants whole chunks of 8 values and 4 table bytes a value, got %d and %d", n, len(lut)))
+	}
+	if n == 0 {
+		return 0
+	}
+	return tables(k, lut[:4*n])
+}
+
+// tablesGo is tables' reference: entry v is the sum over i of max(k, 0)
+// where bit i of v is set and max(-k, 0) where it is not, which is the sum
+// over the set bits less the sum of the negative values.
+func tablesGo(k []int32, lut []byte) (off int32) {
+	for j := 0; j < len(k); j += 4 {
+		for v := range 16 {
+			var e int32
+			for i := range 4 {
+				if v>>i&1 == 1 {
+					e += max(k[j+i], 0)
+				} else {
+					e += max(-k[j+i], 0)
+				}
+			}
+			lut[4*j+v] = byte(e)
+		}
+		for i := range 4 {
+			off += min(k[j+i], 0)
+		}
+	}
+	return off
+}
+
+// BlockEstimate turns FastScan's sums of a block into first estimates and
+// their bounds, for the 32 entries v of a block whose scalars scal holds:
+// 32 float16 norms n, 32 float16 scales b, 32 bytes kappa and 32 bytes eps,
+// in that order. With c = {a, b0, ka, ke, c0, c1, c2, |c2|},
+//
+//	eu[v]    = kappa * (a*sums[v] + b0)
+//	est[v]   = (c1*n + c0) + c2*(b*eu)
+//	bound[v] = |c2| * (b * sqrt((ka*kappa)^2 + (ke*eps)^2))
+//
+// each operation rounded to float32 in this order, so that the assembly
+// and the Go reference agree to the last bit. The norms and scales must be
+// finite.
+func BlockEstimate(sums *[32]uint32, scal []byte, c *[8]float32, est, bound *[32]float32) {
+	if len(scal) < 6*ScanBlock {
+		panic(fmt.Sprintf("vec: BlockEstimate wants %d bytes of scalars, got %d", 6*ScanBlock, len(scal)))
+	}
+	blockEstimate(sums, scal, c, est, bound)
+}
+
+func blockEstimateGo(sums *[32]uint32, scal []byte, c *[8]float32, est, bound *[32]float32) {
+	a, b0, ka, ke, c0, c1, c2, c2abs := c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+	for v := range ScanBlock {
+		qs := float32(a*float32(sums[v])) + b0
+		kappa, eps := float32(scal[128+v]), float32(scal[160+v])
+		eu := float32(kappa * qs)
+		n := f16.ToFloat32(binary.LittleEndian.Uint16(scal[2*v:]))
+		b := f16.ToFloat32(binary.LittleEndian.Uint16(scal[64+2*v:]))
+		est[v] = float32(c1*n) + c0 + float32(c2*float32(b*eu))
+		x, y := float32(ka*kappa), float32(ke*eps)
+		r := float32(math.Sqrt(float64(float32(x*x) + float32(y*y))))
+		bound[v] = float32(c2abs * float32(b*r))
+	}
+}
+
+// Prefetch asks the processor to bring the cache lines of b into its
+// caches, without waiting for them: a hint before reads that would miss,
+// so that several misses overlap. The Go version does nothing.
+func Prefetch(b []byte) {
+	if len(b) > 0 {
+		prefetch(b)
+	}
 }
 
 // fold8 adds (or takes the larger of) eight lanes as lanes l and l+4,

@@ -1,10 +1,13 @@
 package vec
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/vlc-embed/vlc/internal/f16"
 )
 
 // chunkCounts straddle the level kernel's four-chunk step and the scan's
@@ -165,14 +168,166 @@ func TestPrepareKernels(t *testing.T) {
 		inv := 63 / big
 		delta := big / 63
 		k, kref := make([]int32, n), make([]int32, n)
-		e, ae := Quantize(dst, inv, delta, k)
+		e, se := Quantize(dst, inv, delta, k)
 		var qwant [2]float32
 		quantizeGo(dst, inv, delta, kref, &qwant)
-		sameBits(t, fmt.Sprintf("Quantize n=%d", n), []float32{e, ae}, qwant[:])
+		sameBits(t, fmt.Sprintf("Quantize n=%d", n), []float32{e, se}, qwant[:])
+		var e1, e2 float64
+		for j := range n {
+			x := float64(dst[j]) - float64(delta)*float64(k[j])
+			e1, e2 = e1+x, e2+x*x
+		}
+		if math.Abs(float64(e)-e1) > 1e-4*float64(delta)*float64(n) || math.Abs(float64(se)-e2) > 1e-4*e2+1e-12 {
+			t.Errorf("Quantize n=%d: errors sum %v, squares %v; float64 %v, %v", n, e, se, e1, e2)
+		}
 		for j := range n {
 			if k[j] != kref[j] || k[j] < -63 || k[j] > 63 || math.Abs(float64(dst[j]-delta*float32(k[j]))) > float64(delta)*0.5001 {
 				t.Fatalf("Quantize n=%d: k[%d] = %d (reference %d) for %v, step %v", n, j, k[j], kref[j], dst[j], delta)
 			}
 		}
 	}
+}
+
+// TestTables holds Tables, in use and as the Go reference, to the tables it
+// documents: subset sums less the least, from scratch, with |k| = 63 in
+// the mix so that entries reach 252.
+func TestTables(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, chunks := range chunkCounts {
+		n := 8 * chunks
+		k := make([]int32, n)
+		for j := range k {
+			k[j] = int32(r.IntN(127)) - 63
+			if j%5 == 0 {
+				k[j] = 63 * (1 - 2*int32(j%2))
+			}
+		}
+		got, ref := make([]byte, 4*n), make([]byte, 4*n)
+		off, refOff := Tables(k, got), tablesGo(k, ref)
+		var wantOff int32
+		for j := 0; j < n; j += 4 {
+			least := int32(0)
+			for i := range 4 {
+				least += min(k[j+i], 0)
+			}
+			wantOff += least
+			for v := range 16 {
+				var sum int32
+				for i := range 4 {
+					if v>>i&1 == 1 {
+						sum += k[j+i]
+					}
+				}
+				if want := sum - least; int32(got[4*j+v]) != want || int32(ref[4*j+v]) != want {
+					t.Fatalf("n=%d: table %d entry %d = %d (reference %d), want %d", n, j/4, v, got[4*j+v], ref[4*j+v], want)
+				}
+			}
+		}
+		if off != wantOff || refOff != wantOff {
+			t.Fatalf("n=%d: offset %d (reference %d), want %d", n, off, refOff, wantOff)
+		}
+	}
+}
+
+// TestBlockEstimate holds BlockEstimate to its Go reference bit for bit,
+// and both to the formulas it documents in float64, over scalars that
+// include zeros, negative and subnormal float16 values.
+func TestBlockEstimate(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for trial := range 200 {
+		var sums [32]uint32
+		scal := randBytes(r, 6*ScanBlock)
+		for v := range sums {
+			sums[v] = uint32(r.IntN(1 << 17))
+			h := uint16(r.IntN(0x7c00)) // finite magnitudes, subnormals included
+			if trial%3 == 0 && v%4 == 0 {
+				h = uint16(r.IntN(1 << 10))
+			}
+			if v%7 == 0 {
+				h |= 0x8000
+			}
+			binary.LittleEndian.PutUint16(scal[2*v:], h)
+			binary.LittleEndian.PutUint16(scal[64+2*v:], uint16(r.IntN(0x7c00)))
+		}
+		var c [8]float32
+		for i := range c {
+			c[i] = float32(r.NormFloat64())
+		}
+		c[7] = abs(c[6])
+		var est, bound, refEst, refBound [32]float32
+		BlockEstimate(&sums, scal, &c, &est, &bound)
+		blockEstimateGo(&sums, scal, &c, &refEst, &refBound)
+		sameBits(t, fmt.Sprintf("trial %d estimates", trial), est[:], refEst[:])
+		sameBits(t, fmt.Sprintf("trial %d bounds", trial), bound[:], refBound[:])
+		for v := range 32 {
+			n := float64(f16.ToFloat32(binary.LittleEndian.Uint16(scal[2*v:])))
+			b := float64(f16.ToFloat32(binary.LittleEndian.Uint16(scal[64+2*v:])))
+			kappa, eps := float64(scal[128+v]), float64(scal[160+v])
+			eu := kappa * (float64(c[0])*float64(sums[v]) + float64(c[1]))
+			e := float64(c[5])*n + float64(c[4]) + float64(c[6])*b*eu
+			x, y := float64(c[2])*kappa, float64(c[3])*eps
+			bd := float64(c[7]) * b * math.Sqrt(x*x+y*y)
+			scale := math.Abs(float64(c[5])*n) + math.Abs(float64(c[4])) + math.Abs(float64(c[6])*b*eu) + 1e-30
+			if math.Abs(float64(est[v])-e) > 1e-5*scale || math.Abs(float64(bound[v])-bd) > 1e-5*math.Abs(bd)+1e-30 {
+				t.Fatalf("trial %d entry %d: estimate %v bound %v, float64 %v %v", trial, v, est[v], bound[v], e, bd)
+			}
+		}
+	}
+}
+
+// TestPrefetch calls Prefetch over lengths and alignments that straddle
+// cache lines: it must neither fault nor change the bytes.
+func TestPrefetch(t *testing.T) {
+	b := make([]byte, 1024)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	for lo := range 70 {
+		for _, n := range []int{0, 1, 63, 64, 65, 288, 1024 - 70} {
+			Prefetch(b[lo : lo+n])
+		}
+	}
+	for i := range b {
+		if b[i] != byte(i) {
+			t.Fatalf("byte %d changed to %d", i, b[i])
+		}
+	}
+}
+
+// BenchmarkListKernels times the per-list and per-block kernels of the
+// blocked rotated code against their Go references.
+func BenchmarkListKernels(b *testing.B) {
+	r := rand.New(rand.NewPCG(23, 24))
+	k := make([]int32, 768)
+	for j := range k {
+		k[j] = int32(r.IntN(127)) - 63
+	}
+	lut := make([]byte, 4*len(k))
+	b.Run("Tables/d=768", func(b *testing.B) {
+		for b.Loop() {
+			Tables(k, lut)
+		}
+	})
+	b.Run("Tables/go/d=768", func(b *testing.B) {
+		for b.Loop() {
+			tablesGo(k, lut)
+		}
+	})
+	var sums [32]uint32
+	scal := randBytes(r, 6*ScanBlock)
+	for v := range 64 {
+		binary.LittleEndian.PutUint16(scal[2*v:], 0x3c00) // 1.0
+	}
+	c := [8]float32{1, 2, 3, 4, 5, 6, 7, 7}
+	var est, bound [32]float32
+	b.Run("BlockEstimate", func(b *testing.B) {
+		for b.Loop() {
+			BlockEstimate(&sums, scal, &c, &est, &bound)
+		}
+	})
+	b.Run("BlockEstimate/go", func(b *testing.B) {
+		for b.Loop() {
+			blockEstimateGo(&sums, scal, &c, &est, &bound)
+		}
+	})
 }

@@ -97,3 +97,24 @@ func quantize(q []float32, inv, delta float32, k []int32, out *[2]float32) {
 	}
 	quantizeAVX2(&q[0], len(q), inv, delta, &k[0], &out[0])
 }
+
+func tables(k []int32, lut []byte) int32 {
+	if !hasAVX2 {
+		return tablesGo(k, lut)
+	}
+	return tablesAVX2(&k[0], len(k), &lut[0])
+}
+
+func blockEstimate(sums *[32]uint32, scal []byte, c *[8]float32, est, bound *[32]float32) {
+	if !hasAVX2 {
+		blockEstimateGo(sums, scal, c, est, bound)
+		return
+	}
+	blockEstimateAVX2(&sums[0], &scal[0], &c[0], &est[0], &bound[0])
+}
+
+func prefetch(b []byte) {
+	if hasAVX2 {
+		prefetchLines(&b[0], len(b))
+	}
+}

@@ -929,23 +929,20 @@ TEXT ·quantizeAVX2(SB), NOSPLIT, $0-40
 	MOVQ         k+24(FP), DX
 	VXORPS       Y2, Y2, Y2
 	VXORPS       Y3, Y3, Y3
-	MOVL         $0x7fffffff, BX
-	VMOVD        BX, X4
-	VPBROADCASTD X4, Y4
 	TESTQ        CX, CX
 	JZ           doneQuant
 
 loopQuant:
-	VMOVUPS   (AX), Y5
-	VMULPS    Y0, Y5, Y6
-	VCVTPS2DQ Y6, Y6
-	VMOVDQU   Y6, (DX)
-	VCVTDQ2PS Y6, Y6
-	VMULPS    Y1, Y6, Y6
-	VSUBPS    Y6, Y5, Y5
-	VADDPS    Y5, Y2, Y2
-	VANDPS    Y4, Y5, Y5
-	VADDPS    Y5, Y3, Y3
+	VMOVUPS   (AX), Y4
+	VMULPS    Y0, Y4, Y5
+	VCVTPS2DQ Y5, Y5
+	VMOVDQU   Y5, (DX)
+	VCVTDQ2PS Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	VSUBPS    Y5, Y4, Y4
+	VADDPS    Y4, Y2, Y2
+	VMULPS    Y4, Y4, Y4
+	VADDPS    Y4, Y3, Y3
 	ADDQ      $0x20, AX
 	ADDQ      $0x20, DX
 	SUBQ      $0x08, CX
@@ -970,4 +967,293 @@ doneQuant:
 	VADDPS       X0, X1, X1
 	VMOVSS       X1, 4(AX)
 	VZEROUPPER
+	RET
+
+// func tablesAVX2(k *int32, n int, lut *byte) int32
+// Requires: AVX, AVX2
+TEXT ·tablesAVX2(SB), NOSPLIT, $0-28
+	MOVQ    k+0(FP), AX
+	MOVQ    n+8(FP), CX
+	MOVQ    lut+16(FP), DX
+	VMOVDQU tablePick0<>+0(SB), Y0
+	VMOVDQU tablePick1<>+0(SB), Y1
+	VMOVDQU tablePick2<>+0(SB), Y2
+	VMOVDQU tablePick3<>+0(SB), Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	TESTQ   CX, CX
+	JZ      doneTables
+
+loopTables:
+	VMOVDQU (AX), Y6
+	VPSUBD  Y6, Y4, Y7
+	VPMAXSD Y4, Y7, Y7
+	VPADDD  Y7, Y5, Y5
+	VPMAXSD Y4, Y6, Y6
+	VPSLLD  $0x08, Y7, Y7
+	VPOR    Y7, Y6, Y6
+	VPSHUFB Y0, Y6, Y7
+	VPSHUFB Y1, Y6, Y8
+	VPADDB  Y8, Y7, Y7
+	VPSHUFB Y2, Y6, Y8
+	VPADDB  Y8, Y7, Y7
+	VPSHUFB Y3, Y6, Y6
+	VPADDB  Y6, Y7, Y7
+	VMOVDQU Y7, (DX)
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, DX
+	SUBQ    $0x08, CX
+	JNZ     loopTables
+
+doneTables:
+	VEXTRACTI128 $0x01, Y5, X0
+	VPADDD       X0, X5, X1
+	VPSHUFD      $0x4e, X1, X0
+	VPADDD       X0, X1, X1
+	VPSHUFD      $0xb1, X1, X0
+	VPADDD       X0, X1, X1
+	VMOVD        X1, AX
+	NEGL         AX
+	VZEROUPPER
+	MOVL         AX, ret+24(FP)
+	RET
+
+DATA tablePick0<>+0(SB)/4, $0x00010001
+DATA tablePick0<>+4(SB)/4, $0x00010001
+DATA tablePick0<>+8(SB)/4, $0x00010001
+DATA tablePick0<>+12(SB)/4, $0x00010001
+DATA tablePick0<>+16(SB)/4, $0x00010001
+DATA tablePick0<>+20(SB)/4, $0x00010001
+DATA tablePick0<>+24(SB)/4, $0x00010001
+DATA tablePick0<>+28(SB)/4, $0x00010001
+GLOBL tablePick0<>(SB), RODATA|NOPTR, $32
+
+DATA tablePick1<>+0(SB)/4, $0x04040505
+DATA tablePick1<>+4(SB)/4, $0x04040505
+DATA tablePick1<>+8(SB)/4, $0x04040505
+DATA tablePick1<>+12(SB)/4, $0x04040505
+DATA tablePick1<>+16(SB)/4, $0x04040505
+DATA tablePick1<>+20(SB)/4, $0x04040505
+DATA tablePick1<>+24(SB)/4, $0x04040505
+DATA tablePick1<>+28(SB)/4, $0x04040505
+GLOBL tablePick1<>(SB), RODATA|NOPTR, $32
+
+DATA tablePick2<>+0(SB)/4, $0x09090909
+DATA tablePick2<>+4(SB)/4, $0x08080808
+DATA tablePick2<>+8(SB)/4, $0x09090909
+DATA tablePick2<>+12(SB)/4, $0x08080808
+DATA tablePick2<>+16(SB)/4, $0x09090909
+DATA tablePick2<>+20(SB)/4, $0x08080808
+DATA tablePick2<>+24(SB)/4, $0x09090909
+DATA tablePick2<>+28(SB)/4, $0x08080808
+GLOBL tablePick2<>(SB), RODATA|NOPTR, $32
+
+DATA tablePick3<>+0(SB)/4, $0x0d0d0d0d
+DATA tablePick3<>+4(SB)/4, $0x0d0d0d0d
+DATA tablePick3<>+8(SB)/4, $0x0c0c0c0c
+DATA tablePick3<>+12(SB)/4, $0x0c0c0c0c
+DATA tablePick3<>+16(SB)/4, $0x0d0d0d0d
+DATA tablePick3<>+20(SB)/4, $0x0d0d0d0d
+DATA tablePick3<>+24(SB)/4, $0x0c0c0c0c
+DATA tablePick3<>+28(SB)/4, $0x0c0c0c0c
+GLOBL tablePick3<>(SB), RODATA|NOPTR, $32
+
+// func blockEstimateAVX2(sums *uint32, scal *byte, c *float32, est *float32, bound *float32)
+// Requires: AVX, AVX2
+TEXT ·blockEstimateAVX2(SB), NOSPLIT, $0-40
+	MOVQ         sums+0(FP), AX
+	MOVQ         scal+8(FP), CX
+	MOVQ         c+16(FP), DX
+	MOVQ         est+24(FP), BX
+	MOVQ         bound+32(FP), SI
+	VBROADCASTSS (DX), Y0
+	VBROADCASTSS 4(DX), Y1
+	VBROADCASTSS 8(DX), Y2
+	VBROADCASTSS 12(DX), Y3
+	MOVL         $0x00008000, DI
+	VMOVD        DI, X4
+	VPBROADCASTD X4, Y4
+	MOVL         $0x77800000, DI
+	VMOVD        DI, X5
+	VPBROADCASTD X5, Y5
+	VCVTDQ2PS    (AX), Y6
+	VMULPS       Y0, Y6, Y6
+	VADDPS       Y1, Y6, Y6
+	VPMOVZXBD    128(CX), Y7
+	VCVTDQ2PS    Y7, Y7
+	VPMOVZXBD    160(CX), Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       Y6, Y7, Y6
+	VPMOVZXWD    (CX), Y9
+	VPAND        Y4, Y9, Y10
+	VPXOR        Y10, Y9, Y9
+	VPSLLD       $0x10, Y10, Y10
+	VPSLLD       $0x0d, Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VPOR         Y10, Y9, Y9
+	VPMOVZXWD    64(CX), Y10
+	VPAND        Y4, Y10, Y11
+	VPXOR        Y11, Y10, Y10
+	VPSLLD       $0x10, Y11, Y11
+	VPSLLD       $0x0d, Y10, Y10
+	VMULPS       Y5, Y10, Y10
+	VPOR         Y11, Y10, Y10
+	VBROADCASTSS 20(DX), Y11
+	VMULPS       Y11, Y9, Y9
+	VBROADCASTSS 16(DX), Y11
+	VADDPS       Y11, Y9, Y9
+	VMULPS       Y10, Y6, Y6
+	VBROADCASTSS 24(DX), Y11
+	VMULPS       Y11, Y6, Y6
+	VADDPS       Y6, Y9, Y9
+	VMOVUPS      Y9, (BX)
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y7, Y7, Y7
+	VMULPS       Y3, Y8, Y8
+	VMULPS       Y8, Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	VSQRTPS      Y7, Y7
+	VMULPS       Y10, Y7, Y7
+	VBROADCASTSS 28(DX), Y6
+	VMULPS       Y6, Y7, Y7
+	VMOVUPS      Y7, (SI)
+	VCVTDQ2PS    32(AX), Y6
+	VMULPS       Y0, Y6, Y6
+	VADDPS       Y1, Y6, Y6
+	VPMOVZXBD    136(CX), Y7
+	VCVTDQ2PS    Y7, Y7
+	VPMOVZXBD    168(CX), Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       Y6, Y7, Y6
+	VPMOVZXWD    16(CX), Y9
+	VPAND        Y4, Y9, Y10
+	VPXOR        Y10, Y9, Y9
+	VPSLLD       $0x10, Y10, Y10
+	VPSLLD       $0x0d, Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VPOR         Y10, Y9, Y9
+	VPMOVZXWD    80(CX), Y10
+	VPAND        Y4, Y10, Y11
+	VPXOR        Y11, Y10, Y10
+	VPSLLD       $0x10, Y11, Y11
+	VPSLLD       $0x0d, Y10, Y10
+	VMULPS       Y5, Y10, Y10
+	VPOR         Y11, Y10, Y10
+	VBROADCASTSS 20(DX), Y11
+	VMULPS       Y11, Y9, Y9
+	VBROADCASTSS 16(DX), Y11
+	VADDPS       Y11, Y9, Y9
+	VMULPS       Y10, Y6, Y6
+	VBROADCASTSS 24(DX), Y11
+	VMULPS       Y11, Y6, Y6
+	VADDPS       Y6, Y9, Y9
+	VMOVUPS      Y9, 32(BX)
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y7, Y7, Y7
+	VMULPS       Y3, Y8, Y8
+	VMULPS       Y8, Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	VSQRTPS      Y7, Y7
+	VMULPS       Y10, Y7, Y7
+	VBROADCASTSS 28(DX), Y6
+	VMULPS       Y6, Y7, Y7
+	VMOVUPS      Y7, 32(SI)
+	VCVTDQ2PS    64(AX), Y6
+	VMULPS       Y0, Y6, Y6
+	VADDPS       Y1, Y6, Y6
+	VPMOVZXBD    144(CX), Y7
+	VCVTDQ2PS    Y7, Y7
+	VPMOVZXBD    176(CX), Y8
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       Y6, Y7, Y6
+	VPMOVZXWD    32(CX), Y9
+	VPAND        Y4, Y9, Y10
+	VPXOR        Y10, Y9, Y9
+	VPSLLD       $0x10, Y10, Y10
+	VPSLLD       $0x0d, Y9, Y9
+	VMULPS       Y5, Y9, Y9
+	VPOR         Y10, Y9, Y9
+	VPMOVZXWD    96(CX), Y10
+	VPAND        Y4, Y10, Y11
+	VPXOR        Y11, Y10, Y10
+	VPSLLD       $0x10, Y11, Y11
+	VPSLLD       $0x0d, Y10, Y10
+	VMULPS       Y5, Y10, Y10
+	VPOR         Y11, Y10, Y10
+	VBROADCASTSS 20(DX), Y11
+	VMULPS       Y11, Y9, Y9
+	VBROADCASTSS 16(DX), Y11
+	VADDPS       Y11, Y9, Y9
+	VMULPS       Y10, Y6, Y6
+	VBROADCASTSS 24(DX), Y11
+	VMULPS       Y11, Y6, Y6
+	VADDPS       Y6, Y9, Y9
+	VMOVUPS      Y9, 64(BX)
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y7, Y7, Y7
+	VMULPS       Y3, Y8, Y8
+	VMULPS       Y8, Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	VSQRTPS      Y7, Y7
+	VMULPS       Y10, Y7, Y7
+	VBROADCASTSS 28(DX), Y6
+	VMULPS       Y6, Y7, Y7
+	VMOVUPS      Y7, 64(SI)
+	VCVTDQ2PS    96(AX), Y6
+	VMULPS       Y0, Y6, Y6
+	VADDPS       Y1, Y6, Y6
+	VPMOVZXBD    152(CX), Y0
+	VCVTDQ2PS    Y0, Y0
+	VPMOVZXBD    184(CX), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       Y6, Y0, Y6
+	VPMOVZXWD    48(CX), Y7
+	VPAND        Y4, Y7, Y8
+	VPXOR        Y8, Y7, Y7
+	VPSLLD       $0x10, Y8, Y8
+	VPSLLD       $0x0d, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VPOR         Y8, Y7, Y7
+	VPMOVZXWD    112(CX), Y8
+	VPAND        Y4, Y8, Y4
+	VPXOR        Y4, Y8, Y8
+	VPSLLD       $0x10, Y4, Y4
+	VPSLLD       $0x0d, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VPOR         Y4, Y8, Y8
+	VBROADCASTSS 20(DX), Y4
+	VMULPS       Y4, Y7, Y7
+	VBROADCASTSS 16(DX), Y4
+	VADDPS       Y4, Y7, Y7
+	VMULPS       Y8, Y6, Y6
+	VBROADCASTSS 24(DX), Y4
+	VMULPS       Y4, Y6, Y6
+	VADDPS       Y6, Y7, Y7
+	VMOVUPS      Y7, 96(BX)
+	VMULPS       Y2, Y0, Y0
+	VMULPS       Y0, Y0, Y0
+	VMULPS       Y3, Y1, Y1
+	VMULPS       Y1, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VSQRTPS      Y0, Y0
+	VMULPS       Y8, Y0, Y0
+	VBROADCASTSS 28(DX), Y1
+	VMULPS       Y1, Y0, Y0
+	VMOVUPS      Y0, 96(SI)
+	VZEROUPPER
+	RET
+
+// func prefetchLines(p *byte, n int)
+// Requires: MMX+
+TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), CX
+	LEAQ (AX)(CX*1), CX
+	ANDQ $-64, AX
+
+loopPrefetch:
+	PREFETCHT0 (AX)
+	ADDQ       $0x40, AX
+	CMPQ       AX, CX
+	JB         loopPrefetch
 	RET

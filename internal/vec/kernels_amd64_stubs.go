@@ -46,7 +46,22 @@ func dotLevels7AVX2(q *float32, signs *byte, low *byte, chunks int) float32
 //go:noescape
 func diffStatsAVX2(dst *float32, a *float32, b *float32, n int, out *float32)
 
-// quantizeAVX2 sets k[j] to q[j]*inv rounded to the nearest integer (ties to even) for j < n (a multiple of 8) and out to the sums of q[j] - delta*k[j] and of their magnitudes, in the order quantizeGo (fastscan.go) keeps.
+// quantizeAVX2 sets k[j] to q[j]*inv rounded to the nearest integer (ties to even) for j < n (a multiple of 8) and out to the sums of q[j] - delta*k[j] and of their squares, in the order quantizeGo (fastscan.go) keeps.
 //
 //go:noescape
 func quantizeAVX2(q *float32, n int, inv float32, delta float32, k *int32, out *float32)
+
+// tablesAVX2 sets lut[4j+v], for j < n (a multiple of 8) in steps of 4 and v < 16, to the sum over i < 4 of max(k[j+i], 0) if bit i of v is set, else max(-k[j+i], 0), and returns minus the sum of max(-k[j], 0).
+//
+//go:noescape
+func tablesAVX2(k *int32, n int, lut *byte) int32
+
+// blockEstimateAVX2 computes est and bound for 32 entries as blockEstimateGo (fastscan.go) does.
+//
+//go:noescape
+func blockEstimateAVX2(sums *uint32, scal *byte, c *float32, est *float32, bound *float32)
+
+// prefetchLines issues PREFETCHT0 for each 64-byte line holding any of p[0..n-1], n > 0.
+//
+//go:noescape
+func prefetchLines(p *byte, n int)

@@ -27,3 +27,11 @@ func diffStats(dst, a, b []float32, out *[3]float32) { diffStatsGo(dst, a, b, ou
 func quantize(q []float32, inv, delta float32, k []int32, out *[2]float32) {
 	quantizeGo(q, inv, delta, k, out)
 }
+
+func tables(k []int32, lut []byte) int32 { return tablesGo(k, lut) }
+
+func blockEstimate(sums *[32]uint32, scal []byte, c *[8]float32, est, bound *[32]float32) {
+	blockEstimateGo(sums, scal, c, est, bound)
+}
+
+func prefetch(b []byte) {}

@@ -29,6 +29,9 @@ func main() {
 	}
 	diffStats()
 	quantize()
+	tables()
+	blockEstimate()
+	prefetch()
 	Generate()
 }
 
@@ -443,11 +446,11 @@ func diffStats() {
 
 // quantize rounds q/delta to integers (q*inv, to nearest even, as the
 // MXCSR default does) and sums the rounding errors q - delta*k and their
-// magnitudes, eight lanes each, folded by fold8.
+// squares, eight lanes each, folded by fold8.
 func quantize() {
 	TEXT("quantizeAVX2", NOSPLIT, "func(q *float32, n int, inv float32, delta float32, k *int32, out *float32)")
 	Pragma("noescape")
-	Doc("quantizeAVX2 sets k[j] to q[j]*inv rounded to the nearest integer (ties to even) for j < n (a multiple of 8) and out to the sums of q[j] - delta*k[j] and of their magnitudes, in the order quantizeGo (fastscan.go) keeps.")
+	Doc("quantizeAVX2 sets k[j] to q[j]*inv rounded to the nearest integer (ties to even) for j < n (a multiple of 8) and out to the sums of q[j] - delta*k[j] and of their squares, in the order quantizeGo (fastscan.go) keeps.")
 	q := Load(Param("q"), GP64())
 	n := Load(Param("n"), GP64())
 	inv, delta := YMM(), YMM()
@@ -455,7 +458,6 @@ func quantize() {
 	VBROADCASTSS(Load(Param("delta"), XMM()), delta)
 	k := Load(Param("k"), GP64())
 	acc := zeroed(2)
-	sign := broadcast32(0x7fffffff)
 	TESTQ(n, n)
 	JZ(LabelRef("doneQuant"))
 	Label("loopQuant")
@@ -468,7 +470,7 @@ func quantize() {
 	VMULPS(delta, f, f)
 	VSUBPS(f, x, x)
 	VADDPS(x, acc[0], acc[0])
-	VANDPS(sign, x, x)
+	VMULPS(x, x, x)
 	VADDPS(x, acc[1], acc[1])
 	ADDQ(Imm(32), q)
 	ADDQ(Imm(32), k)
@@ -481,5 +483,162 @@ func quantize() {
 		VMOVSS(h, Mem{Base: out, Disp: 4 * i})
 	}
 	VZEROUPPER()
+	RET()
+}
+
+// tables builds vec.FastScan's lookup tables from a quantised query, two
+// tables (8 values) a step. Entry v of the table of k[j..j+3] is the sum
+// over i of max(k[j+i], 0) where bit i of v is set and max(-k[j+i], 0)
+// where it is not. Each 32-bit lane of x holds max(k, 0) in its first byte
+// and max(-k, 0) in its second, and one byte shuffle per i picks, within
+// each 128-bit lane (one table), the byte bit i of v asks for.
+func tables() {
+	TEXT("tablesAVX2", NOSPLIT, "func(k *int32, n int, lut *byte) int32")
+	Pragma("noescape")
+	Doc("tablesAVX2 sets lut[4j+v], for j < n (a multiple of 8) in steps of 4 and v < 16, to the sum over i < 4 of max(k[j+i], 0) if bit i of v is set, else max(-k[j+i], 0), and returns minus the sum of max(-k[j], 0).")
+	k := Load(Param("k"), GP64())
+	n := Load(Param("n"), GP64())
+	lut := Load(Param("lut"), GP64())
+	var pick [4]VecVirtual
+	for i := range pick {
+		var lanes [8]uint32
+		for v := range 16 {
+			b := uint32(4*i + 1) // max(-k, 0): bit i clear
+			if v>>i&1 == 1 {
+				b = uint32(4 * i)
+			}
+			lanes[v/4] |= b << (8 * (v % 4))
+			lanes[4+v/4] |= b << (8 * (v % 4))
+		}
+		pick[i] = lanes32(fmt.Sprintf("tablePick%d", i), lanes)
+	}
+	zero := zeroed(1)[0]
+	negs := zeroed(1)[0]
+	TESTQ(n, n)
+	JZ(LabelRef("doneTables"))
+	Label("loopTables")
+	x, neg, t := YMM(), YMM(), YMM()
+	VMOVDQU(Mem{Base: k}, x)
+	VPSUBD(x, zero, neg)
+	VPMAXSD(zero, neg, neg)
+	VPADDD(neg, negs, negs)
+	VPMAXSD(zero, x, x)
+	VPSLLD(Imm(8), neg, neg)
+	VPOR(neg, x, x)
+	VPSHUFB(pick[0], x, t)
+	for i := 1; i < 4; i++ {
+		u := YMM()
+		VPSHUFB(pick[i], x, u)
+		VPADDB(u, t, t)
+	}
+	VMOVDQU(t, Mem{Base: lut})
+	ADDQ(Imm(32), k)
+	ADDQ(Imm(32), lut)
+	SUBQ(Imm(8), n)
+	JNZ(LabelRef("loopTables"))
+	Label("doneTables")
+	h, u := XMM(), XMM()
+	VEXTRACTI128(Imm(1), negs, u)
+	VPADDD(u, negs.AsX(), h)
+	VPSHUFD(Imm(0x4e), h, u)
+	VPADDD(u, h, h)
+	VPSHUFD(Imm(0xb1), h, u)
+	VPADDD(u, h, h)
+	r := GP32()
+	VMOVD(h, r)
+	NEGL(r)
+	VZEROUPPER()
+	Store(r, ReturnIndex(0))
+	RET()
+}
+
+// blockEstimate turns vec.FastScan's sums of one block into the first
+// estimates and their bounds, eight entries a step (see BlockEstimate in
+// fastscan.go for the formulas and the order of operations). A float16
+// scalar becomes a float32 by integer moves: its magnitude bits shifted
+// into a float32's place and multiplied by 2^112 (exact, subnormals
+// included), its sign bit moved to bit 31.
+func blockEstimate() {
+	TEXT("blockEstimateAVX2", NOSPLIT, "func(sums *uint32, scal *byte, c *float32, est *float32, bound *float32)")
+	Pragma("noescape")
+	Doc("blockEstimateAVX2 computes est and bound for 32 entries as blockEstimateGo (fastscan.go) does.")
+	sums := Load(Param("sums"), GP64())
+	scal := Load(Param("scal"), GP64())
+	cp := Load(Param("c"), GP64())
+	est := Load(Param("est"), GP64())
+	bound := Load(Param("bound"), GP64())
+	// a, b0, ka and ke stay in registers; c0, c1, c2 and |c2| are
+	// broadcast where used, for want of registers.
+	var c [4]VecVirtual
+	for i := range c {
+		c[i] = YMM()
+		VBROADCASTSS(Mem{Base: cp, Disp: 4 * i}, c[i])
+	}
+	a, b, ka, ke := c[0], c[1], c[2], c[3]
+	constant := func(i int) VecVirtual {
+		y := YMM()
+		VBROADCASTSS(Mem{Base: cp, Disp: 4 * i}, y)
+		return y
+	}
+	sign := broadcast32(0x8000)
+	scale := broadcast32(0x77800000) // 2^112
+	half := func(disp int) VecVirtual {
+		h, s := YMM(), YMM()
+		VPMOVZXWD(Mem{Base: scal, Disp: disp}, h)
+		VPAND(sign, h, s)
+		VPXOR(s, h, h) // the magnitude bits
+		VPSLLD(Imm(16), s, s)
+		VPSLLD(Imm(13), h, h)
+		VMULPS(scale, h, h)
+		VPOR(s, h, h)
+		return h
+	}
+	for g := range 4 {
+		s, kap, eps := YMM(), YMM(), YMM()
+		VCVTDQ2PS(Mem{Base: sums, Disp: 32 * g}, s)
+		VMULPS(a, s, s)
+		VADDPS(b, s, s) // qs
+		VPMOVZXBD(Mem{Base: scal, Disp: 128 + 8*g}, kap)
+		VCVTDQ2PS(kap, kap)
+		VPMOVZXBD(Mem{Base: scal, Disp: 160 + 8*g}, eps)
+		VCVTDQ2PS(eps, eps)
+		VMULPS(s, kap, s) // eu
+		norm := half(16 * g)
+		beta := half(64 + 16*g)
+		VMULPS(constant(5), norm, norm)
+		VADDPS(constant(4), norm, norm)
+		VMULPS(beta, s, s)
+		VMULPS(constant(6), s, s)
+		VADDPS(s, norm, norm)
+		VMOVUPS(norm, Mem{Base: est, Disp: 32 * g})
+		VMULPS(ka, kap, kap)
+		VMULPS(kap, kap, kap)
+		VMULPS(ke, eps, eps)
+		VMULPS(eps, eps, eps)
+		VADDPS(eps, kap, kap)
+		VSQRTPS(kap, kap)
+		VMULPS(beta, kap, kap)
+		VMULPS(constant(7), kap, kap)
+		VMOVUPS(kap, Mem{Base: bound, Disp: 32 * g})
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// prefetch asks for every cache line of n bytes from p into the caches.
+func prefetch() {
+	TEXT("prefetchLines", NOSPLIT, "func(p *byte, n int)")
+	Pragma("noescape")
+	Doc("prefetchLines issues PREFETCHT0 for each 64-byte line holding any of p[0..n-1], n > 0.")
+	p := Load(Param("p"), GP64())
+	n := Load(Param("n"), GP64())
+	end := GP64()
+	LEAQ(Mem{Base: p, Index: n, Scale: 1}, end)
+	ANDQ(I32(-64), p)
+	Label("loopPrefetch")
+	PREFETCHT0(Mem{Base: p})
+	ADDQ(Imm(64), p)
+	CMPQ(p, end)
+	JB(LabelRef("loopPrefetch"))
 	RET()
 }
