@@ -4,7 +4,7 @@ BIN     := bin/vlc
 DEEP    := testdata/deep2k
 DEMO    := demo-out
 
-.PHONY: all build demo test vet bench bench-quality bench-search fuzz fuzz-brief clean
+.PHONY: all build demo test test-arm64 vet bench bench-quality bench-search fuzz fuzz-brief clean
 
 # Fuzz targets (package:Target). make fuzz FUZZTIME=10m runs each in turn;
 # make test replays the corpus in testdata/fuzz and fuzzes each briefly, by
@@ -38,8 +38,8 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 # gofmt, go vet and staticcheck on every build tag: the default build, cuda
 # (pure Go, so it is checked on any machine) and webgpu (cgo) where gcc is;
-# purego; and a build for arm64, which has no assembly kernels and must
-# build with the Go ones.
+# purego; and a build for arm64 (NEON kernels, neon_arm64.s), checked
+# here by vet and tested by make test under qemu.
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
@@ -71,6 +71,7 @@ test: vet
 	$(GO) test -count=1 ./...
 	$(GO) test -tags purego -count=1 ./internal/vec/ ./quant/ ./index/ ./cpu/ ./anneal/... .
 	cd internal/vec/asm && $(GO) test -count=1 ./...
+	$(MAKE) --no-print-directory test-arm64
 	CGO_ENABLED=0 $(GO) test -tags cuda -count=1 -run '^$$' ./...
 	$(MAKE) --no-print-directory fuzz-brief
 	@lvp() { ls /usr/share/vulkan/icd.d/lvp_icd*.json /usr/lib/*/libvulkan.so.1 /usr/lib64/libvulkan.so.1 2>/dev/null | grep -q libvulkan; }; \
@@ -95,6 +96,26 @@ test: vet
 	CGO_ENABLED=1 $(STATICCHECK) -tags webgpu ./gpu/... ./cmd/vlc/ . && \
 	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 ./gpu/webgpu/ && \
 	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 -run WebGPU ./cmd/vlc/
+
+# The arm64 build's kernels (NEON, and the purego ones) against their Go
+# references, and the packages that use them, run under qemu's user-mode
+# emulation. Where qemu-aarch64 is missing and this runs as root with
+# apt-get, qemu-user is installed first; when that fails the step says so
+# and is skipped.
+ARM64_PKGS := internal/vec quant
+test-arm64:
+	@if ! command -v qemu-aarch64 >/dev/null && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "make test: installing qemu-user for the arm64 tests"; \
+		apt-get install -y -q qemu-user >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q qemu-user >/dev/null 2>&1; } || true; \
+	fi; \
+	if ! command -v qemu-aarch64 >/dev/null; then \
+		echo "make test: NOT running the arm64 (NEON) kernel tests: no qemu-aarch64 (apt-get install qemu-user)"; exit 0; \
+	fi; \
+	set -e; mkdir -p bin; for tags in "" purego; do for p in $(ARM64_PKGS); do \
+		echo "arm64 under qemu: $$p $${tags:+(-tags $$tags)}"; \
+		GOARCH=arm64 $(GO) test -c -tags "$$tags" -o bin/arm64.test ./$$p; \
+		(cd $$p && qemu-aarch64 $(CURDIR)/bin/arm64.test -test.count=1 -test.short); \
+	done; done
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -1,10 +1,15 @@
 package vec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vlc-embed/vlc/internal/f16"
@@ -330,4 +335,57 @@ func BenchmarkListKernels(b *testing.B) {
 			blockEstimateGo(&sums, scal, &c, &est, &bound)
 		}
 	})
+}
+
+// TestNEONGenerated fails when neon_arm64.s or neon_arm64.go is not what
+// neon/gen.sh makes of neon/neon_arm64.c. It needs the tools that made
+// them, at the versions their headers name (another clang emits other
+// instructions), and skips, saying which is missing, elsewhere.
+func TestNEONGenerated(t *testing.T) {
+	committed, err := os.ReadFile("neon_arm64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"goat", "clang", "aarch64-linux-gnu-objdump"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found: cannot regenerate the NEON kernels (neon/gen.sh says how to install it)", tool)
+		}
+	}
+	out, err := exec.Command("clang", "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := headerVersion(committed, "clang"); !strings.Contains(string(out), " version "+want) {
+		t.Skipf("clang is not version %s, which made neon_arm64.s: its output would differ", want)
+	}
+	dir := filepath.Join(t.TempDir(), "vec") // the package name GoAT writes
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("sh", "neon/gen.sh", dir).CombinedOutput(); err != nil {
+		t.Fatalf("neon/gen.sh: %v\n%s", err, b)
+	}
+	for _, name := range []string{"neon_arm64.s", "neon_arm64.go"} {
+		want, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: run internal/vec/neon/gen.sh and commit the result", name)
+		}
+	}
+}
+
+// headerVersion returns the version GoAT's header gives for tool.
+func headerVersion(src []byte, tool string) string {
+	for _, line := range strings.Split(string(src), "\n") {
+		if f := strings.Fields(strings.TrimPrefix(line, "//")); len(f) == 2 && f[0] == tool {
+			return f[1]
+		}
+	}
+	return "(none)"
 }

@@ -238,14 +238,14 @@ func Dot2x4(x0, x1, a0, a1, a2, a3 []float32) (r [8]float32) {
 	for j, u := range x0 {
 		v := x1[j]
 		b0, b1, b2, b3 := a0[j], a1[j], a2[j], a3[j]
-		s00 += u * b0
-		s01 += u * b1
-		s02 += u * b2
-		s03 += u * b3
-		s10 += v * b0
-		s11 += v * b1
-		s12 += v * b2
-		s13 += v * b3
+		s00 += float32(u * b0)
+		s01 += float32(u * b1)
+		s02 += float32(u * b2)
+		s03 += float32(u * b3)
+		s10 += float32(v * b0)
+		s11 += float32(v * b1)
+		s12 += float32(v * b2)
+		s13 += float32(v * b3)
 	}
 	return [8]float32{s00, s01, s02, s03, s10, s11, s12, s13}
 }

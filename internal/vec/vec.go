@@ -15,14 +15,14 @@ func Dot(a, b []float32) float32 {
 	var s0, s1, s2, s3 float32
 	j := 0
 	for ; j+4 <= len(a); j += 4 {
-		s0 += a[j] * b[j]
-		s1 += a[j+1] * b[j+1]
-		s2 += a[j+2] * b[j+2]
-		s3 += a[j+3] * b[j+3]
+		s0 += float32(a[j] * b[j])
+		s1 += float32(a[j+1] * b[j+1])
+		s2 += float32(a[j+2] * b[j+2])
+		s3 += float32(a[j+3] * b[j+3])
 	}
 	s := (s0 + s1) + (s2 + s3)
 	for ; j < len(a); j++ {
-		s += a[j] * b[j]
+		s += float32(a[j] * b[j])
 	}
 	return s
 }
@@ -37,15 +37,15 @@ func L2(a, b []float32) float32 {
 		d1 := a[j+1] - b[j+1]
 		d2 := a[j+2] - b[j+2]
 		d3 := a[j+3] - b[j+3]
-		s0 += d0 * d0
-		s1 += d1 * d1
-		s2 += d2 * d2
-		s3 += d3 * d3
+		s0 += float32(d0 * d0)
+		s1 += float32(d1 * d1)
+		s2 += float32(d2 * d2)
+		s3 += float32(d3 * d3)
 	}
 	s := (s0 + s1) + (s2 + s3)
 	for ; j < len(a); j++ {
 		d := a[j] - b[j]
-		s += d * d
+		s += float32(d * d)
 	}
 	return s
 }
@@ -65,10 +65,10 @@ func L2Below(a, b []float32, bound float64) (float32, bool) {
 			d1 := a[j+1] - b[j+1]
 			d2 := a[j+2] - b[j+2]
 			d3 := a[j+3] - b[j+3]
-			s0 += d0 * d0
-			s1 += d1 * d1
-			s2 += d2 * d2
-			s3 += d3 * d3
+			s0 += float32(d0 * d0)
+			s1 += float32(d1 * d1)
+			s2 += float32(d2 * d2)
+			s3 += float32(d3 * d3)
 		}
 		if p := (s0 + s1) + (s2 + s3); float64(p) >= bound {
 			return p, false
@@ -77,7 +77,7 @@ func L2Below(a, b []float32, bound float64) (float32, bool) {
 	s := (s0 + s1) + (s2 + s3)
 	for ; j < len(a); j++ {
 		d := a[j] - b[j]
-		s += d * d
+		s += float32(d * d)
 	}
 	return s, float64(s) < bound
 }
@@ -91,32 +91,32 @@ func Dot4(x, a0, a1, a2, a3 []float32) (r0, r1, r2, r3 float32) {
 	j := 0
 	for ; j+4 <= n; j += 4 {
 		x0, x1, x2, x3 := x[j], x[j+1], x[j+2], x[j+3]
-		p[0][0] += x0 * a0[j]
-		p[0][1] += x1 * a0[j+1]
-		p[0][2] += x2 * a0[j+2]
-		p[0][3] += x3 * a0[j+3]
-		p[1][0] += x0 * a1[j]
-		p[1][1] += x1 * a1[j+1]
-		p[1][2] += x2 * a1[j+2]
-		p[1][3] += x3 * a1[j+3]
-		p[2][0] += x0 * a2[j]
-		p[2][1] += x1 * a2[j+1]
-		p[2][2] += x2 * a2[j+2]
-		p[2][3] += x3 * a2[j+3]
-		p[3][0] += x0 * a3[j]
-		p[3][1] += x1 * a3[j+1]
-		p[3][2] += x2 * a3[j+2]
-		p[3][3] += x3 * a3[j+3]
+		p[0][0] += float32(x0 * a0[j])
+		p[0][1] += float32(x1 * a0[j+1])
+		p[0][2] += float32(x2 * a0[j+2])
+		p[0][3] += float32(x3 * a0[j+3])
+		p[1][0] += float32(x0 * a1[j])
+		p[1][1] += float32(x1 * a1[j+1])
+		p[1][2] += float32(x2 * a1[j+2])
+		p[1][3] += float32(x3 * a1[j+3])
+		p[2][0] += float32(x0 * a2[j])
+		p[2][1] += float32(x1 * a2[j+1])
+		p[2][2] += float32(x2 * a2[j+2])
+		p[2][3] += float32(x3 * a2[j+3])
+		p[3][0] += float32(x0 * a3[j])
+		p[3][1] += float32(x1 * a3[j+1])
+		p[3][2] += float32(x2 * a3[j+2])
+		p[3][3] += float32(x3 * a3[j+3])
 	}
 	r0 = (p[0][0] + p[0][1]) + (p[0][2] + p[0][3])
 	r1 = (p[1][0] + p[1][1]) + (p[1][2] + p[1][3])
 	r2 = (p[2][0] + p[2][1]) + (p[2][2] + p[2][3])
 	r3 = (p[3][0] + p[3][1]) + (p[3][2] + p[3][3])
 	for ; j < n; j++ {
-		r0 += x[j] * a0[j]
-		r1 += x[j] * a1[j]
-		r2 += x[j] * a2[j]
-		r3 += x[j] * a3[j]
+		r0 += float32(x[j] * a0[j])
+		r1 += float32(x[j] * a1[j])
+		r2 += float32(x[j] * a2[j])
+		r3 += float32(x[j] * a3[j])
 	}
 	return
 }
