@@ -200,8 +200,8 @@ func (ix *Index) listForm(s *scratch, sc interface {
 
 // scanBlocks is scan for a blocked code. The blocks of the list get the
 // first estimates of their entries, and the entries whose estimate less
-// its bound could enter the best are noted; their low bits, far apart in
-// memory, are prefetched all at once, so that the misses overlap; then
+// its bound could enter the best are noted, their low bits (far apart in
+// memory) prefetched as they are, so that the misses overlap; then
 // each is refined to the exact estimate, unless a hit refined since rules
 // it out. Blocks span lists: entries of a block outside list a are
 // skipped.
@@ -224,14 +224,14 @@ func (ix *Index) scanBlocks(s *scratch, a int) {
 		sc.Estimate(block, from-first, to-first, &s.est, &s.bound)
 		for e := from; e < to; e++ {
 			v := e - first
-			if low := mul*s.est[v] + bias - slack*s.bound[v]; s.top.accepts(low) {
-				cand = append(cand, candidate{int32(e), low})
+			if low := mul*s.est[v] + bias - slack*s.bound[v]; mayEnter(&s.top, low) {
+				cand = append(cand, candidate{uint32(e), low})
 				vec.Prefetch(ix.codes[e*lb : (e+1)*lb])
 			}
 		}
 	}
 	for _, c := range cand {
-		if !s.top.accepts(c.low) {
+		if !mayEnter(&s.top, c.low) {
 			continue
 		}
 		e := int(c.entry)
@@ -247,9 +247,14 @@ func (ix *Index) scanBlocks(s *scratch, a int) {
 // candidate is an entry of a list that its first estimate could not rule
 // out, and the least distance that estimate allows.
 type candidate struct {
-	entry int32
+	entry uint32
 	low   float32
 }
+
+// mayEnter reports whether an entry whose distance is at least low could
+// enter t. A NaN low (a float16 scalar that overflowed to infinity, times
+// zero in the estimate) rules nothing out: the entry is refined.
+func mayEnter(t *topK, low float32) bool { return low != low || t.accepts(low) }
 
 // finish appends s's k best hits to dst, nearest first: re-ranked when opt
 // asks, distances as the metric defines them.

@@ -358,6 +358,12 @@ func TestNEONGenerated(t *testing.T) {
 	if want := headerVersion(committed, "clang"); !strings.Contains(string(out), " version "+want) {
 		t.Skipf("clang is not version %s, which made neon_arm64.s: its output would differ", want)
 	}
+	if out, err = exec.Command("aarch64-linux-gnu-objdump", "--version").Output(); err != nil {
+		t.Fatal(err)
+	}
+	if want := headerVersion(committed, "objdump"); !strings.Contains(strings.SplitN(string(out), "\n", 2)[0], " "+want) {
+		t.Skipf("aarch64 objdump is not version %s, which made neon_arm64.s", want)
+	}
 	dir := filepath.Join(t.TempDir(), "vec") // the package name GoAT writes
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)

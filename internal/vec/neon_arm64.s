@@ -265,36 +265,37 @@ TEXT ·block_estimate_neon(SB), $0-40
 	WORD $0x4d40c967      // ld1r	{ v7.4s }, [x11]
 
 LBB3_1:
-	WORD $0xfc5e0130 // ldur	d16, [x9, #-32]
-	WORD $0xfc404531 // ldr	d17, [x9], #4
-	WORD $0x3ce86812 // ldr	q18, [x0, x8]
-	WORD $0x2f08a610 // ushll	v16.8h, v16.8b, #0
-	WORD $0x2f08a631 // ushll	v17.8h, v17.8b, #0
-	WORD $0x6e21da52 // ucvtf	v18.4s, v18.4s
-	WORD $0x2f10a610 // ushll	v16.4s, v16.4h, #0
-	WORD $0x2f10a631 // ushll	v17.4s, v17.4h, #0
-	WORD $0x6e32dc12 // fmul	v18.4s, v0.4s, v18.4s
-	WORD $0x6e21da10 // ucvtf	v16.4s, v16.4s
+	WORD $0xd100812b // sub	x11, x9, #32
+	WORD $0x3ce86811 // ldr	q17, [x0, x8]
+	WORD $0x0d40c970 // ld1r	{ v16.2s }, [x11]
+	WORD $0x0ddfc932 // ld1r	{ v18.2s }, [x9], #4
+	WORD $0x2f08a652 // ushll	v18.8h, v18.8b, #0
 	WORD $0x6e21da31 // ucvtf	v17.4s, v17.4s
-	WORD $0x4e32d4d2 // fadd	v18.4s, v6.4s, v18.4s
+	WORD $0x2f08a610 // ushll	v16.8h, v16.8b, #0
+	WORD $0x2f10a652 // ushll	v18.4s, v18.4h, #0
+	WORD $0x6e31dc11 // fmul	v17.4s, v0.4s, v17.4s
+	WORD $0x2f10a610 // ushll	v16.4s, v16.4h, #0
+	WORD $0x6e21da52 // ucvtf	v18.4s, v18.4s
+	WORD $0x4e31d4d1 // fadd	v17.4s, v6.4s, v17.4s
+	WORD $0x6e21da10 // ucvtf	v16.4s, v16.4s
+	WORD $0x6e32dc52 // fmul	v18.4s, v2.4s, v18.4s
 	WORD $0x6e30dc33 // fmul	v19.4s, v1.4s, v16.4s
-	WORD $0x6e31dc51 // fmul	v17.4s, v2.4s, v17.4s
-	WORD $0x6e30de50 // fmul	v16.4s, v18.4s, v16.4s
+	WORD $0x6e30de30 // fmul	v16.4s, v17.4s, v16.4s
+	WORD $0x6e32de52 // fmul	v18.4s, v18.4s, v18.4s
 	WORD $0x6e33de73 // fmul	v19.4s, v19.4s, v19.4s
-	WORD $0x6e31de31 // fmul	v17.4s, v17.4s, v17.4s
-	WORD $0x4e31d671 // fadd	v17.4s, v19.4s, v17.4s
+	WORD $0x4e32d672 // fadd	v18.4s, v19.4s, v18.4s
 	WORD $0xfc5c0153 // ldur	d19, [x10, #-64]
 	WORD $0xfc408554 // ldr	d20, [x10], #8
 	WORD $0x0e217a73 // fcvtl	v19.4s, v19.4h
-	WORD $0x6ea1fa31 // fsqrt	v17.4s, v17.4s
+	WORD $0x6ea1fa52 // fsqrt	v18.4s, v18.4s
 	WORD $0x0e217a94 // fcvtl	v20.4s, v20.4h
-	WORD $0x6e33dc92 // fmul	v18.4s, v4.4s, v19.4s
-	WORD $0x6e34de10 // fmul	v16.4s, v16.4s, v20.4s
-	WORD $0x4e32d472 // fadd	v18.4s, v3.4s, v18.4s
+	WORD $0x6e33dc91 // fmul	v17.4s, v4.4s, v19.4s
+	WORD $0x6e30de90 // fmul	v16.4s, v20.4s, v16.4s
+	WORD $0x4e31d471 // fadd	v17.4s, v3.4s, v17.4s
 	WORD $0x6e30dcb0 // fmul	v16.4s, v5.4s, v16.4s
-	WORD $0x6e31de91 // fmul	v17.4s, v20.4s, v17.4s
-	WORD $0x4e30d650 // fadd	v16.4s, v18.4s, v16.4s
-	WORD $0x6e31dcf1 // fmul	v17.4s, v7.4s, v17.4s
+	WORD $0x6e32de92 // fmul	v18.4s, v20.4s, v18.4s
+	WORD $0x4e30d630 // fadd	v16.4s, v17.4s, v16.4s
+	WORD $0x6e32dcf1 // fmul	v17.4s, v7.4s, v18.4s
 	WORD $0x3ca86870 // str	q16, [x3, x8]
 	WORD $0x3ca86891 // str	q17, [x4, x8]
 	WORD $0x91004108 // add	x8, x8, #16

@@ -14,3 +14,4 @@ cd "$(dirname "$0")"
 out=${1:-$(cd .. && pwd)}
 goat neon_arm64.c -t arm64 -O3 -e=-ffp-contract=off -e=-ffreestanding -o "$out"
 gofmt -w "$out/neon_arm64.go"
+rm -f neon_arm64.o neon_arm64.s # GoAT's intermediates, beside the source

@@ -120,8 +120,12 @@ void block_estimate_neon(unsigned int *sums, unsigned char *scal, float *c, floa
 	float32x4_t c0 = vdupq_n_f32(c[4]), c1 = vdupq_n_f32(c[5]), c2 = vdupq_n_f32(c[6]), c2abs = vdupq_n_f32(c[7]);
 	for (int g = 0; g < 8; g++) {
 		float32x4_t qs = vaddq_f32(vmulq_f32(a, vcvtq_f32_u32(vld1q_u32(sums + 4 * g))), b0);
-		uint32x4_t kb = vmovl_u16(vget_low_u16(vmovl_u8(vld1_u8(scal + 128 + 4 * g))));
-		uint32x4_t eb = vmovl_u16(vget_low_u16(vmovl_u8(vld1_u8(scal + 160 + 4 * g))));
+		// Four bytes each, loaded as one 32-bit lane: an 8-byte load would
+		// read past the scalars at the end of the last block.
+		uint8x8_t k8 = vreinterpret_u8_u32(vld1_dup_u32((const unsigned int *)(scal + 128 + 4 * g)));
+		uint8x8_t e8 = vreinterpret_u8_u32(vld1_dup_u32((const unsigned int *)(scal + 160 + 4 * g)));
+		uint32x4_t kb = vmovl_u16(vget_low_u16(vmovl_u8(k8)));
+		uint32x4_t eb = vmovl_u16(vget_low_u16(vmovl_u8(e8)));
 		float32x4_t kappa = vcvtq_f32_u32(kb), eps = vcvtq_f32_u32(eb);
 		float32x4_t eu = vmulq_f32(kappa, qs);
 		float32x4_t n = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((unsigned short *)(scal + 8 * g))));
