@@ -6,7 +6,7 @@ import "unsafe"
 
 // On arm64 the fast-scan kernels run on NEON, which every arm64 processor
 // Go supports has (neon_arm64.s, transpiled from neon/neon_arm64.c); the
-// others run their Go versions.
+// others run their Go versions (kernels_noasm.go).
 
 // Kernels names the implementation in use, for benchmarks and tools.
 func Kernels() string { return "neon" }
@@ -37,17 +37,6 @@ var levelShifts = func() (s [8][12]int32) {
 	return s
 }()
 
-func panel4(x []float32, xstride int, panel []float32, d int, out []float32, ostride int) {
-	panel4Go(x, xstride, panel, d, out, ostride)
-}
-
-func panel1(x, panel []float32, pstride, d int, out []float32) {
-	panel1Go(x, panel, pstride, d, out)
-}
-
-func dotU8(q []float32, c []byte) float32 { return dotU8Go(q, c) }
-func dotU4(q []float32, c []byte) float32 { return dotU4Go(q, c) }
-
 func fastScan(lut, signs []byte, out *[32]uint32) {
 	var s [32]uint16
 	fast_scan_neon(unsafe.Pointer(&lut[0]), unsafe.Pointer(&signs[0]), int64(len(lut)/32), unsafe.Pointer(&s[0]))
@@ -64,12 +53,6 @@ func dotLevels(q []float32, signs, low []byte, w int) float32 {
 	var sum float32
 	levels_neon(unsafe.Pointer(&q[0]), unsafe.Pointer(&signs[0]), lp, int64(len(q)/8), int64(w), unsafe.Pointer(&levelShifts[w][0]), unsafe.Pointer(&sum))
 	return sum
-}
-
-func diffStats(dst, a, b []float32, out *[3]float32) { diffStatsGo(dst, a, b, out) }
-
-func quantize(q []float32, inv, delta float32, k []int32, out *[2]float32) {
-	quantizeGo(q, inv, delta, k, out)
 }
 
 func tables(k []int32, lut []byte) int32 {

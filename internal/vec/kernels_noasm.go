@@ -1,0 +1,23 @@
+//go:build purego || !amd64
+
+package vec
+
+// The kernels with no assembly outside amd64 run their Go versions on
+// every other architecture (arm64 included) and under purego.
+
+func panel4(x []float32, xstride int, panel []float32, d int, out []float32, ostride int) {
+	panel4Go(x, xstride, panel, d, out, ostride)
+}
+
+func panel1(x, panel []float32, pstride, d int, out []float32) {
+	panel1Go(x, panel, pstride, d, out)
+}
+
+func dotU8(q []float32, c []byte) float32 { return dotU8Go(q, c) }
+func dotU4(q []float32, c []byte) float32 { return dotU4Go(q, c) }
+
+func diffStats(dst, a, b []float32, out *[3]float32) { diffStatsGo(dst, a, b, out) }
+
+func quantize(q []float32, inv, delta float32, k []int32, out *[2]float32) {
+	quantizeGo(q, inv, delta, k, out)
+}
