@@ -41,20 +41,7 @@ type Summary struct {
 // index.
 func Compress(ctx context.Context, input, output string, opt Options) (*Summary, error) {
 	start := time.Now()
-	log := opt.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	if err := opt.check(); err != nil {
-		return nil, err
-	}
-	if opt.Bits == 0 && opt.Ratio == 0 && opt.Subspaces == 0 {
-		opt.Bits = 8
-	}
-	if opt.Metric == "" {
-		opt.Metric = "l2"
-	}
-	metric, err := index.ParseMetric(opt.Metric)
+	opt, log, err := opt.prepare(output)
 	if err != nil {
 		return nil, err
 	}
@@ -63,19 +50,73 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 			return nil, fmt.Errorf("output %s is the input file: writing the index would destroy the vectors", output)
 		}
 	}
-	removed, err := index.PrepareWrite(output)
-	for _, name := range removed {
-		log.Info("removed a temporary file left by an interrupted compress", "file", name)
-	}
-	if err != nil {
-		return nil, err
-	}
 	mat, err := vecfile.Open(input, vecfile.Options{Dim: opt.Dim})
 	if err != nil {
 		return nil, err
 	}
 	defer mat.Close()
-	n, d := mat.Len(), mat.Dim()
+	src := source{name: input, rows: mat, checkFinite: mat.CheckFinite, keys: opt.IDs, payloads: opt.Payloads}
+	src.f16, _ = mat.Float16()
+	return compress(ctx, src, output, opt, log, start)
+}
+
+// prepare checks opt, sets its defaults and readies output, removing the
+// temporary files of interrupted writes there.
+func (opt Options) prepare(output string) (Options, *slog.Logger, error) {
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := opt.check(); err != nil {
+		return opt, log, err
+	}
+	if opt.Bits == 0 && opt.Ratio == 0 && opt.Subspaces == 0 {
+		opt.Bits = 8
+	}
+	if opt.Metric == "" {
+		opt.Metric = "l2"
+	}
+	if _, err := index.ParseMetric(opt.Metric); err != nil {
+		return opt, log, err
+	}
+	removed, err := index.PrepareWrite(output)
+	for _, name := range removed {
+		log.Info("removed a temporary file left by an interrupted compress", "file", name)
+	}
+	return opt, log, err
+}
+
+// source is what compress trains on and indexes: an input file's rows or
+// documents in memory, their ids and payloads.
+type source struct {
+	name        string     // the input file, for errors
+	rows        index.Rows // as given (not normalised)
+	f16         []uint16   // the rows when the input holds exactly them as float16, else nil
+	checkFinite func() error
+	keys        []string   // nil: rows named by number
+	payloads    [][]byte   // nil: none
+}
+
+// compress trains on src and writes the index to output (opt checked,
+// its defaults set, output prepared).
+func compress(ctx context.Context, src source, output string, opt Options, log *slog.Logger, start time.Time) (*Summary, error) {
+	metric, _ := index.ParseMetric(opt.Metric)
+	n, d := src.rows.Len(), src.rows.Dim()
+	input := src.name
+	if src.keys != nil && len(src.keys) != n {
+		return nil, fmt.Errorf("%s: %w: %d ids for %d vectors", input, index.ErrArgument, len(src.keys), n)
+	}
+	if src.payloads != nil && len(src.payloads) != n {
+		return nil, fmt.Errorf("%s: %w: %d payloads for %d vectors", input, index.ErrArgument, len(src.payloads), n)
+	}
+	if src.keys != nil {
+		if err := index.CheckKeys(src.keys); err != nil {
+			return nil, fmt.Errorf("%s: %w", input, err)
+		}
+	}
+	if err := index.CheckPayloads(src.payloads); err != nil {
+		return nil, fmt.Errorf("%s: %w", input, err)
+	}
 	m := opt.Anchors
 	if m == 0 {
 		m = anneal.DefaultAnchors(n)
@@ -88,6 +129,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 		kind = pickKind(opt, n, d, m)
 	}
 	var code quant.Code
+	var err error
 	switch {
 	case opt.Ratio > 0:
 		var spec quant.Spec
@@ -106,15 +148,15 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 		return nil, err
 	}
 	spec := code.Spec()
-	if err := mat.CheckFinite(); err != nil {
+	if err := src.checkFinite(); err != nil {
 		return nil, err
 	}
 
-	var rows index.Rows = mat
+	rows := src.rows
 	if metric == index.Cosine {
-		rows = normalized{mat}
+		rows = normalized{src.rows}
 	}
-	pts, err := points(mat, rows, metric == index.Cosine)
+	pts, err := points(src, rows, metric == index.Cosine)
 	if err != nil {
 		return nil, err
 	}
@@ -133,8 +175,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 	trainStart := time.Now()
 	// The device may encode when it holds exactly the rows the index
 	// encodes: float16 input, not normalised.
-	_, isF16 := mat.Float16()
-	exact := isF16 && metric != index.Cosine
+	exact := src.f16 != nil && metric != index.Cosine
 	var trainTime, encodeTime time.Duration
 	var model *anneal.Model
 	encoder := "host"
@@ -149,6 +190,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (*Summary,
 			}
 			plan := index.Plan{
 				Rows: rows, Anchors: model.Anchors, Assign: model.Assign, Progress: opt.EncodeProgress,
+				Keys: src.keys, Payloads: src.payloads,
 				Meta: index.Meta{
 					Code: uint32(spec.Kind), Bits: uint32(spec.Bits), Subspaces: uint32(spec.Subspaces), Metric: metric, Seed: opt.Seed,
 					Flags:      ipFlag(metric, spec.Kind),

@@ -40,7 +40,7 @@ func Example() {
 		return
 	}
 	defer queries.Close()
-	hits, err := ix.Search(queries.Row(0, nil), vlc.SearchOptions{K: 3, NProbe: 16})
+	hits, err := ix.Search(context.Background(), queries.Row(0, nil), vlc.SearchOptions{K: 3, NProbe: 16})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -9,17 +9,16 @@ import (
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
-	"github.com/vlc-embed/vlc/vecfile"
 )
 
 // points returns the training set as float16: the file's own bytes when it
 // stores float16 and no normalisation is needed, else a converted copy.
 // Training runs on float16; a float32 value beyond its range (65504) is an
 // input error, reported at the lowest such row.
-func points(mat *vecfile.Matrix, rows index.Rows, normalise bool) (anneal.Points, error) {
-	n, d := mat.Len(), mat.Dim()
-	if data, ok := mat.Float16(); ok && !normalise {
-		return anneal.Points{Data: data, N: n, Dim: d}, nil
+func points(src source, rows index.Rows, normalise bool) (anneal.Points, error) {
+	n, d := rows.Len(), rows.Dim()
+	if src.f16 != nil && !normalise {
+		return anneal.Points{Data: src.f16, N: n, Dim: d}, nil
 	}
 	data := make([]uint16, n*d)
 	badRow := make([]int, (n+1023)/1024)
@@ -39,10 +38,10 @@ func points(mat *vecfile.Matrix, rows index.Rows, normalise bool) (anneal.Points
 	})
 	for _, i := range badRow {
 		if i >= 0 {
-			x := mat.Row(i, nil)
+			x := src.rows.Row(i, nil)
 			for j, v := range x {
 				if !f16.IsFinite(f16.FromFloat32(v)) {
-					return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses", mat.Path(), i, j, v)}
+					return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses", src.name, i, j, v)}
 				}
 			}
 		}
@@ -59,10 +58,10 @@ func (e *rangeError) Error() string { return e.msg }
 func (e *rangeError) Unwrap() error { return ErrRange }
 
 // normalized presents rows scaled to unit length (cosine metric).
-type normalized struct{ *vecfile.Matrix }
+type normalized struct{ index.Rows }
 
 func (r normalized) Row(i int, dst []float32) []float32 {
-	x := r.Matrix.Row(i, dst)
+	x := r.Rows.Row(i, dst)
 	vec.Normalize(x)
 	return x
 }

@@ -29,6 +29,12 @@ type Options struct {
 	Seed      uint64 // same input, options and seed: byte-identical index
 	MaxIter   int    // annealing iterations at most (default anneal.DefaultMaxIter)
 
+	// IDs and Payloads, for Compress: the ids and payloads of the input's
+	// rows, in row order (nil: rows named by their number, no payloads).
+	// Build takes them from its documents.
+	IDs      []string
+	Payloads [][]byte
+
 	Logger *slog.Logger // nil: slog.Default()
 	// Progress, when set, is called after each training iteration.
 	Progress func(anneal.Iteration)

@@ -32,7 +32,7 @@ func rows(n, d int, seed uint64) [][]float32 {
 }
 
 // compressAndOpen compresses rows (written as .fvecs) and opens the index.
-func compressAndOpen(t *testing.T, rs [][]float32, opt vlc.Options) (*vlc.Index, *vecfile.Matrix) {
+func compressAndOpen(t *testing.T, rs [][]float32, opt vlc.Options) (*index.Index, *vecfile.Matrix) {
 	t.Helper()
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.fvecs"), filepath.Join(dir, "out.vlc")
@@ -42,7 +42,7 @@ func compressAndOpen(t *testing.T, rs [][]float32, opt vlc.Options) (*vlc.Index,
 	if _, err := vlc.Compress(context.Background(), in, out, opt); err != nil {
 		t.Fatal(err)
 	}
-	ix, err := vlc.Open(out)
+	ix, err := index.Open(out, index.Options{Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func compressAndOpen(t *testing.T, rs [][]float32, opt vlc.Options) (*vlc.Index,
 
 // checkHits checks the shape every search result must have: want hits,
 // distinct ids in range, finite distances, nearest first.
-func checkHits(t *testing.T, hits []vlc.Hit, want, n int) {
+func checkHits(t *testing.T, hits []index.Hit, want, n int) {
 	t.Helper()
 	if len(hits) != want {
 		t.Fatalf("%d hits, want %d", len(hits), want)
@@ -128,12 +128,12 @@ func TestAwkwardInputs(t *testing.T) {
 				q := base.Row(qi, nil)
 				// nprobe beyond the lists scans them all; k beyond n
 				// returns all n vectors.
-				all, err := ix.Search(q, vlc.SearchOptions{K: n + 10, NProbe: m + 100})
+				all, err := ix.Search(q, index.SearchOptions{K: n + 10, NProbe: m + 100})
 				if err != nil {
 					t.Fatal(err)
 				}
 				checkHits(t, all, n, n)
-				same, err := ix.Search(q, vlc.SearchOptions{K: n + 10, NProbe: m})
+				same, err := ix.Search(q, index.SearchOptions{K: n + 10, NProbe: m})
 				if err != nil || !slices.Equal(all, same) {
 					t.Fatalf("nprobe %d and %d (the lists) differ: %v", m+100, m, err)
 				}
@@ -142,7 +142,7 @@ func TestAwkwardInputs(t *testing.T) {
 				}
 				// Re-ranked, the query itself (or an exact copy) is
 				// first, at distance 0 (l2, cosine).
-				hits, err := ix.Search(q, vlc.SearchOptions{K: min(3, n), NProbe: m, Rerank: base})
+				hits, err := ix.Search(q, index.SearchOptions{K: min(3, n), NProbe: m, Rerank: base})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -243,16 +243,16 @@ func TestLibraryBadInput(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		q    []float32
-		opt  vlc.SearchOptions
+		opt  index.SearchOptions
 		want error
 	}{
-		{"query of dimension 3", []float32{1, 2, 3}, vlc.SearchOptions{K: 1}, index.ErrDim},
-		{"query of dimension 5", []float32{1, 2, 3, 4, 5}, vlc.SearchOptions{K: 1}, index.ErrDim},
-		{"query with NaN", []float32{1, float32(math.NaN()), 3, 4}, vlc.SearchOptions{K: 1}, index.ErrArgument},
-		{"query with +Inf", []float32{1, 2, float32(math.Inf(1)), 4}, vlc.SearchOptions{K: 1}, index.ErrArgument},
-		{"query too large (l2)", []float32{1e20, 1e20, 1, 4}, vlc.SearchOptions{K: 1}, index.ErrArgument},
-		{"k 0", []float32{1, 2, 3, 4}, vlc.SearchOptions{K: 0}, index.ErrArgument},
-		{"re-rank file of other dimension", []float32{1, 2, 3, 4}, vlc.SearchOptions{K: 1, Rerank: mustMatrix(t, p("ok.npy"), 0), RerankFactor: 2}, nil},
+		{"query of dimension 3", []float32{1, 2, 3}, index.SearchOptions{K: 1}, index.ErrDim},
+		{"query of dimension 5", []float32{1, 2, 3, 4, 5}, index.SearchOptions{K: 1}, index.ErrDim},
+		{"query with NaN", []float32{1, float32(math.NaN()), 3, 4}, index.SearchOptions{K: 1}, index.ErrArgument},
+		{"query with +Inf", []float32{1, 2, float32(math.Inf(1)), 4}, index.SearchOptions{K: 1}, index.ErrArgument},
+		{"query too large (l2)", []float32{1e20, 1e20, 1, 4}, index.SearchOptions{K: 1}, index.ErrArgument},
+		{"k 0", []float32{1, 2, 3, 4}, index.SearchOptions{K: 0}, index.ErrArgument},
+		{"re-rank file of other dimension", []float32{1, 2, 3, 4}, index.SearchOptions{K: 1, Rerank: mustMatrix(t, p("ok.npy"), 0), RerankFactor: 2}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ix.Search(c.q, c.opt)
@@ -267,7 +267,7 @@ func TestLibraryBadInput(t *testing.T) {
 	// A re-rank file with fewer rows than the index is an argument error.
 	short := mustMatrix(t, p("ok.npy"), 0) // 40 rows of 4; the index has 50
 	for i := range 20 {
-		if _, err := ix.Search([]float32{float32(i), 0, 0, 0}, vlc.SearchOptions{K: 50, NProbe: 3, Rerank: short}); !errors.Is(err, index.ErrArgument) {
+		if _, err := ix.Search([]float32{float32(i), 0, 0, 0}, index.SearchOptions{K: 50, NProbe: 3, Rerank: short}); !errors.Is(err, index.ErrArgument) {
 			t.Fatalf("re-rank with 40 rows for 50 vectors: %v, want ErrArgument", err)
 		}
 	}

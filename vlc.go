@@ -1,26 +1,12 @@
-// Package vlc compresses float16 embeddings into a small, memory-mapped,
-// searchable index, and opens such indexes for search. It is the front door
-// for Go programs; the CLI (cmd/vlc) is built on it.
+// Package vlc compresses float embeddings into a small, memory-mapped,
+// searchable index, and keeps it as a store a service can add to, delete
+// from and filter, with its own ids and payloads.
 //
-//	sum, err := vlc.Compress(ctx, "emb.f16", "emb.vlc", vlc.Options{Dim: 768})
-//	ix, err := vlc.Open("emb.vlc")
-//	defer ix.Close()
-//	hits, err := ix.Search(query, vlc.SearchOptions{K: 10, NProbe: 32})
+//	ix, err := vlc.Build(ctx, "docs.vlc", docs, vlc.Options{Metric: "cosine"})
+//	hits, err := ix.Search(ctx, query, vlc.SearchOptions{K: 10})
+//	ids, err := ix.Add(ctx, more)
+//	err = ix.Delete(ctx, []string{"doc-17"})
+//
+// Compress builds from a file (.f16, .npy, .fvecs) in place of memory;
+// Open opens what either wrote. Zero options mean the CLI's defaults.
 package vlc
-
-import (
-	"github.com/vlc-embed/vlc/index"
-)
-
-// Aliases so that library users need only this package.
-type (
-	Index         = index.Index
-	Hit           = index.Hit
-	SearchOptions = index.SearchOptions
-	Rows          = index.Rows // vectors to search for in a batch, or to re-rank against (a vecfile.Matrix is one)
-)
-
-// Open maps an index read-only and verifies every checksum once.
-func Open(path string) (*Index, error) {
-	return index.Open(path, index.Options{Verify: true})
-}

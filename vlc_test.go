@@ -16,6 +16,7 @@ import (
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/testenv"
 	"github.com/vlc-embed/vlc/quant"
 	"github.com/vlc-embed/vlc/vecfile"
@@ -71,7 +72,7 @@ func TestGolden(t *testing.T) {
 		}
 		t.Fatalf("index differs from %s at byte %d (sizes %d and %d)", goldenIndex, at, len(got), len(want))
 	}
-	ix, err := vlc.Open(goldenIndex)
+	ix, err := index.Open(goldenIndex, index.Options{Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +87,12 @@ func TestGolden(t *testing.T) {
 // query: the blocked layout's search returns what the entry codes'
 // estimates rank best.
 func TestGoldenV1(t *testing.T) {
-	v1, err := vlc.Open(goldenV1)
+	v1, err := index.Open(goldenV1, index.Options{Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer v1.Close()
-	v2, err := vlc.Open(goldenIndex)
+	v2, err := index.Open(goldenIndex, index.Options{Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestGoldenV1(t *testing.T) {
 	defer rows.Close()
 	for i := range rows.Len() {
 		q := rows.Row(i, nil)
-		opt := vlc.SearchOptions{K: 10, NProbe: 3}
+		opt := index.SearchOptions{K: 10, NProbe: 3}
 		h1, err1 := v1.Search(q, opt)
 		h2, err2 := v2.Search(q, opt)
 		if err1 != nil || err2 != nil {
@@ -306,12 +307,12 @@ func TestRecallByBits(t *testing.T) {
 		if sum.SizeRatio > c.maxRatio {
 			t.Errorf("%s: size ratio %.4f, want <= %.2f", name, sum.SizeRatio, c.maxRatio)
 		}
-		ix, err := vlc.Open(out)
+		ix, err := index.Open(out, index.Options{Verify: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, rr := range []bool{false, true} {
-			opt := vlc.SearchOptions{K: 10, NProbe: 45}
+			opt := index.SearchOptions{K: 10, NProbe: 45}
 			want := c.plain
 			if rr {
 				opt.Rerank, opt.RerankFactor, want = base, 10, c.rerank
@@ -354,7 +355,7 @@ func TestCodePQ(t *testing.T) {
 	if sum.Code != "pq" || sum.Encoder != "host" {
 		t.Errorf("summary code %q, encoder %q", sum.Code, sum.Encoder)
 	}
-	ix, err := vlc.Open(out)
+	ix, err := index.Open(out, index.Options{Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +365,7 @@ func TestCodePQ(t *testing.T) {
 	defer q.Close()
 	var found int
 	for i := range q.Len() {
-		hits, err := ix.Search(q.Row(i, nil), vlc.SearchOptions{K: 10, NProbe: 45})
+		hits, err := ix.Search(q.Row(i, nil), index.SearchOptions{K: 10, NProbe: 45})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,7 +74,7 @@ func TestMeasure(t *testing.T) {
 	if _, err := vlc.Compress(context.Background(), deep+"base.f16", out, vlc.Options{Dim: 96, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	ix, err := vlc.Open(out)
+	ix, err := index.Open(out, index.Options{Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func ExampleMeasure() {
 		fmt.Println(err)
 		return
 	}
-	ix, err := vlc.Open(out)
+	ix, err := index.Open(out, index.Options{Verify: true})
 	if err != nil {
 		fmt.Println(err)
 		return

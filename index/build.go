@@ -38,6 +38,15 @@ type Plan struct {
 	// caller's promise: float16 input, not normalised). Other codes
 	// ignore it.
 	Device quant.DeviceEncoder
+	// Keys, when set, are the rows' ids (KEYS and KIDX; each non-empty,
+	// at most MaxKeyBytes, unique); Payloads, when set, their payloads
+	// (PAYL; each at most MaxPayloadBytes, nil for none).
+	Keys     []string
+	Payloads [][]byte
+	// Global, when set, are the shared parameters of a quant.Trainer code
+	// (the pq code's codebooks) to encode with, in place of training them:
+	// a segment added to a store uses the store's.
+	Global []byte
 	// Progress, when set, is called with the rows encoded so far and
 	// their total: with 0 before the first, then after each list the host
 	// encodes, or once when the device has encoded them all. Calls do not
@@ -66,6 +75,18 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 		return nil, fmt.Errorf("%w: %d assignments for %d rows", ErrArgument, len(p.Assign), n)
 	case n > math.MaxUint32:
 		return nil, fmt.Errorf("%w: %d rows: format v1 holds at most 2^32-1", ErrArgument, n)
+	case p.Keys != nil && len(p.Keys) != n:
+		return nil, fmt.Errorf("%w: %d ids for %d rows", ErrArgument, len(p.Keys), n)
+	case p.Payloads != nil && len(p.Payloads) != n:
+		return nil, fmt.Errorf("%w: %d payloads for %d rows", ErrArgument, len(p.Payloads), n)
+	}
+	if p.Keys != nil {
+		if err := CheckKeys(p.Keys); err != nil {
+			return nil, err
+		}
+	}
+	if err := CheckPayloads(p.Payloads); err != nil {
+		return nil, err
 	}
 	spec := p.Meta.CodeSpec()
 	spec.Dim = d
@@ -111,7 +132,10 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	code.SetAnchors(anchors)
 	var global []byte
 	if tr, ok := code.(quant.Trainer); ok {
-		global = tr.Train(trainingResiduals(p.Rows, anchors, p.Assign, d))
+		global = p.Global
+		if global == nil {
+			global = tr.Train(trainingResiduals(p.Rows, anchors, p.Assign, d))
+		}
 		if err := tr.SetGlobal(global); err != nil {
 			return nil, err
 		}
@@ -142,8 +166,16 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 		return nil, err
 	}
 	meta := p.Meta
-	meta.N, meta.Dim, meta.M = uint64(n), uint32(d), uint32(m)
 	meta.Bits, meta.Subspaces = uint32(spec.Bits), uint32(spec.Subspaces)
+	return assemble(code, meta, u16Bytes(anchors16), offsets, ids, params, codes, global, p.Keys, p.Payloads), nil
+}
+
+// assemble lays an index's parts out as its sections, in file order: the
+// entry codes (CodeBytes each, in entry order) are packed into blocks for
+// a quant.Blocked code. meta's N, Dim and M are set from the parts.
+func assemble(code quant.Code, meta Meta, anchors16 []byte, offsets []uint64, ids []uint32, params, codes, global []byte, keys []string, payloads [][]byte) []format.Section {
+	n, m := len(ids), len(offsets)-1
+	meta.N, meta.Dim, meta.M = uint64(n), uint32(code.Dim()), uint32(m)
 	var blocks []byte
 	if b, ok := code.(quant.Blocked); ok {
 		// The store's layout: low bits in CODE, blocks in SCAN.
@@ -154,7 +186,7 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	}
 	secs := []format.Section{
 		{Kind: secMeta, Data: meta.marshal()},
-		{Kind: secAnchors, Data: u16Bytes(anchors16)},
+		{Kind: secAnchors, Data: anchors16},
 		{Kind: secLists, Data: u64Bytes(offsets)},
 		{Kind: secIDs, Data: packRows(ids, rowBits(n))},
 		{Kind: secParams, Data: params},
@@ -166,7 +198,7 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	if global != nil {
 		secs = append(secs, format.Section{Kind: secGlobal, Data: global})
 	}
-	return secs, nil
+	return append(secs, docSections(keys, payloads)...)
 }
 
 // encodeLists encodes the lists on the host's cores, one list at a time

@@ -12,6 +12,7 @@ package index
 
 import (
 	"fmt"
+	"math"
 	"runtime/debug"
 	"sync"
 	"unsafe"
@@ -34,8 +35,9 @@ type Index struct {
 	m    int
 	// The anchors, decoded from float16 on open and laid out for the
 	// probe's blocked kernel, and |anchor|^2.
-	panels vec.Panels
-	norms  []float32
+	panels  vec.Panels
+	anchors []float32
+	norms   []float32
 	// ipCodes: an ip index whose codes are in the inner-product form
 	// (FlagIPCodes), scored through the L2 estimate.
 	ipCodes bool
@@ -47,7 +49,14 @@ type Index struct {
 	// a quant.Blocked code), blocks the SCAN section; nil otherwise.
 	blocked quant.Blocked
 	blocks  []byte
-	pool    sync.Pool // *scratch
+	// Caller ids and payloads (keys.go), when the file has them.
+	keys, payloads blobs
+	keyIndex       []uint32
+	// entries maps a row to its entry, built on the first search whose
+	// filter allows few enough rows to score them one by one.
+	entriesOnce sync.Once
+	entries     []uint32
+	pool        sync.Pool // *scratch
 }
 
 // Options controls Open.
@@ -70,7 +79,9 @@ func Open(path string, opt Options) (*Index, error) {
 	}
 	ix, err := load(f, path)
 	if err == nil && opt.Verify {
-		err = ix.checkRowIDs()
+		if err = ix.checkRowIDs(); err == nil {
+			err = ix.checkKeys()
+		}
 	}
 	if err != nil {
 		f.Close()
@@ -102,7 +113,7 @@ func load(f *format.File, path string) (ix *Index, err error) {
 		return nil, bad("META says %d vectors in a %d-byte file", meta.N, size)
 	case meta.Dim < 1 || meta.Dim > 1<<16:
 		return nil, bad("META says dimension %d", meta.Dim)
-	case meta.M < 1 || uint64(meta.M) > meta.N:
+	case meta.M < 1 || uint64(meta.M) > meta.N && meta.Flags&FlagSegment == 0:
 		return nil, bad("META says %d anchors for %d vectors", meta.M, meta.N)
 	case meta.Metric > Cosine:
 		return nil, bad("META names unknown metric %d", meta.Metric)
@@ -153,6 +164,9 @@ func load(f *format.File, path string) (ix *Index, err error) {
 		blocked: blocked,
 		blocks:  sec[secBlocks],
 	}
+	if err := ix.loadKeys(f, bad); err != nil {
+		return nil, err
+	}
 	if ix.lists[0] != 0 || ix.lists[m] != meta.N {
 		return nil, bad("list offsets run from %d to %d, want 0 to %d", ix.lists[0], ix.lists[m], meta.N)
 	}
@@ -178,6 +192,7 @@ func load(f *format.File, path string) (ix *Index, err error) {
 		}
 	}
 	code.SetAnchors(anch)
+	ix.anchors = anch
 	ix.norms = make([]float32, m)
 	vec.Norms(ix.norms, anch, d)
 	ix.panels.Set(anch, m, d)
@@ -195,7 +210,10 @@ func (ix *Index) Verify() error {
 	if err := ix.file.Verify(); err != nil {
 		return err
 	}
-	return ix.checkRowIDs()
+	if err := ix.checkRowIDs(); err != nil {
+		return err
+	}
+	return ix.checkKeys()
 }
 
 // checkRowIDs reports, as corrupt, a row id out of range or repeated: the
@@ -227,7 +245,9 @@ func (ix *Index) Close() error {
 	}
 	err := ix.file.Close()
 	ix.file = nil
+	ix.anchors = nil
 	ix.panels, ix.lists, ix.ids, ix.params, ix.codes, ix.blocks = vec.Panels{}, nil, rowIDs{}, nil, nil, nil
+	ix.keys, ix.payloads, ix.keyIndex = blobs{}, blobs{}, nil
 	return err
 }
 
@@ -298,3 +318,35 @@ func viewU64(b []byte) []uint64 {
 }
 
 func finite(v float32) bool { return v-v == 0 }
+
+// Anchors returns a copy of the anchors as search uses them (the stored
+// float16 values), M rows of Dim.
+func (ix *Index) Anchors() []float32 {
+	return append([]float32(nil), ix.anchors...)
+}
+
+// Global returns the code's shared parameters (the pq code's codebooks,
+// section QGLB), nil for codes without them.
+func (ix *Index) Global() []byte {
+	if b, ok := ix.file.Section(secGlobal); ok {
+		return b
+	}
+	return nil
+}
+
+// Nearest returns the anchor nearest to x in squared distance (the
+// anchor training would assign it), and that distance.
+// dots is scratch of at least NearestScratch values.
+func (ix *Index) Nearest(x, dots []float32) (int, float32) {
+	ix.panels.Dots1(x, dots)
+	best, bd := 0, float32(math.Inf(1))
+	for a, qa := range dots[:ix.m] {
+		if d := ix.norms[a] - 2*qa; d < bd {
+			best, bd = a, d
+		}
+	}
+	return best, vec.L2(x, ix.anchors[best*ix.d:(best+1)*ix.d])
+}
+
+// NearestScratch is the scratch Nearest needs.
+func (ix *Index) NearestScratch() int { return ix.panels.Stride() }

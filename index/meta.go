@@ -66,7 +66,7 @@ type Meta struct {
 	Code   uint32 // quant.Kind
 	Bits   uint32 // bits per dimension of the code
 	Metric Metric
-	Flags  uint32 // FlagIPCodes or zero
+	Flags  uint32 // FlagIPCodes, FlagSegment, or zero
 	Seed   uint64
 
 	// Training statistics.
@@ -96,6 +96,13 @@ const metaSize = 128
 // before the flag existed) are scored with the codes' dot estimate.
 const FlagIPCodes uint32 = 1
 
+// FlagSegment (META flags) marks a segment of a store (docs/FORMAT.md,
+// "Stores"): vectors added to an index after training, encoded against its
+// anchors, so that it may hold fewer vectors than anchors.
+const FlagSegment uint32 = 2
+
+const knownFlags = FlagIPCodes | FlagSegment
+
 func (m *Meta) marshal() []byte {
 	var b bytes.Buffer
 	binary.Write(&b, binary.LittleEndian, m) // fixed-size struct: cannot fail
@@ -111,7 +118,7 @@ func unmarshalMeta(b []byte) (Meta, error) {
 	}
 	binary.Read(bytes.NewReader(b), binary.LittleEndian, &m) // length checked above
 	used := binary.Size(m)
-	if m.Flags&^FlagIPCodes != 0 || !allZero(b[used:]) {
+	if m.Flags&^knownFlags != 0 || !allZero(b[used:]) {
 		return m, fmt.Errorf("%w: META has unknown flags or reserved bytes set (written by a newer vlc?)", ErrCorrupt)
 	}
 	if m.Flags&FlagIPCodes != 0 && m.Metric != IP {

@@ -28,6 +28,10 @@ type SearchOptions struct {
 	// best K of those returned.
 	Rerank       Rows
 	RerankFactor int // default 10
+	// Filter, when set, restricts the hits to the rows it allows; the
+	// search then reads more lists than NProbe where the filter leaves
+	// too few hits in them (filter.go).
+	Filter Filter
 }
 
 // EffectiveNProbe is the number of lists a search with opt scans.
@@ -48,6 +52,12 @@ type scratch struct {
 	bscorer    quant.BlockScorer
 	est, bound [quant.BlockLen]float32
 	cand       []candidate // entries of a list to refine
+	// The filter of the search in progress, and the number the rows of
+	// the index being scanned start from (a Group's part).
+	filter Filter
+	base   int
+	total  int // rows of the index or group: hit IDs are below it
+	pairs  []partEntry
 }
 
 // Search returns the K nearest vectors to q found in the NProbe nearest lists,
@@ -82,6 +92,10 @@ func (ix *Index) SearchAppend(dst []Hit, q []float32, opt SearchOptions) (hits [
 	}
 	s := ix.getScratch()
 	defer ix.pool.Put(s)
+	if opt.Filter != nil {
+		parts := [1]*Index{ix}
+		return searchParts(nil, parts[:], []int{0, ix.n}, s, dst, q, opt, k, keep)
+	}
 	ix.start(s, q, ix.EffectiveNProbe(opt.NProbe), keep)
 	for _, p := range s.probe {
 		ix.scan(s, p.ID)
@@ -146,6 +160,7 @@ func (ix *Index) load(s *scratch, q []float32) {
 // begin starts s's search once s.dots holds the query's dot products with
 // the anchors: its nprobe lists chosen, its scorer set, an empty top-keep.
 func (ix *Index) begin(s *scratch, nprobe, keep int) {
+	s.filter, s.base, s.total = nil, 0, ix.n
 	ix.probeLists(s, nprobe)
 	s.top.reset(keep)
 	if ix.blocked != nil {
@@ -168,7 +183,10 @@ func (ix *Index) scan(s *scratch, a int) {
 	mul, bias := ix.listForm(s, s.scorer, a, ix.params[a*pb:(a+1)*pb])
 	for e := lo; e < hi; e++ {
 		if dist := mul*s.scorer.Score(codes[(e-lo)*cb:(e-lo+1)*cb]) + bias; s.top.accepts(dist) {
-			s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
+			row := s.base + ix.ids.at(e)
+			if s.filter == nil || s.filter.Allows(row) {
+				s.top.push(Hit{ID: row, Distance: dist})
+			}
 		}
 	}
 }
@@ -225,6 +243,9 @@ func (ix *Index) scanBlocks(s *scratch, a int) {
 		for e := from; e < to; e++ {
 			v := e - first
 			if low := mul*s.est[v] + bias - slack*s.bound[v]; mayEnter(&s.top, low) {
+				if s.filter != nil && !s.filter.Allows(s.base+ix.ids.at(e)) {
+					continue
+				}
 				cand = append(cand, candidate{uint32(e), low})
 				vec.Prefetch(ix.codes[e*lb : (e+1)*lb])
 			}
@@ -238,7 +259,7 @@ func (ix *Index) scanBlocks(s *scratch, a int) {
 		b := e / quant.BlockLen
 		block := ix.blocks[b*bb : (b+1)*bb]
 		if dist := mul*sc.Refine(block, e-b*quant.BlockLen, ix.codes[e*lb:]) + bias; s.top.accepts(dist) {
-			s.top.push(Hit{ID: ix.ids.at(e), Distance: dist})
+			s.top.push(Hit{ID: s.base + ix.ids.at(e), Distance: dist})
 		}
 	}
 	s.cand = cand
@@ -263,8 +284,8 @@ func (ix *Index) finish(dst []Hit, s *scratch, opt SearchOptions, k int) ([]Hit,
 	dst = s.top.appendSorted(dst)
 	hits := dst[n0:]
 	for _, h := range hits {
-		if h.ID >= ix.n {
-			return dst[:n0], fmt.Errorf("%s: %w: entry refers to row %d of %d", ix.path, ErrCorrupt, h.ID, ix.n)
+		if h.ID >= s.total {
+			return dst[:n0], fmt.Errorf("%s: %w: entry refers to row %d of %d", ix.path, ErrCorrupt, h.ID, s.total)
 		}
 	}
 	if opt.Rerank != nil {

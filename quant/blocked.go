@@ -25,6 +25,15 @@ type Blocked interface {
 	// e/BlockLen) and low (n*LowBytes, then LowPad bytes), both zeroed
 	// beforehand. The result depends only on the entry codes.
 	Pack(codes []byte, n int, blocks, low []byte)
+	// Unpack writes entry e's code (CodeBytes, all of it overwritten) from
+	// blocks and low as Pack laid them out: the exact inverse of Pack, so
+	// that Pack then Unpack gives back every entry code Encode wrote, byte
+	// for byte (what Pack derives from a code for the first estimate is
+	// not part of it: packing again recomputes it). An index store keeps only the packed layout, and
+	// needs the entry codes back to move entries between files without
+	// the original vectors: to drop deleted entries, or to merge segments
+	// (see Merger), before packing again.
+	Unpack(blocks, low []byte, e int, code []byte)
 	NewBlockScorer() BlockScorer
 }
 
@@ -154,6 +163,38 @@ func (c *Rotated) Pack(codes []byte, n int, blocks, low []byte) {
 			blk[sc+160+v] = byte(eb)
 		}
 	})
+}
+
+// Unpack reads entry e's levels back from its sign bits in the block and
+// its low bits, l = msb<<w | low, and its two scalars from the block's
+// arrays; the kappa and eps bytes are Pack's own and not part of the code.
+// The packing's padding bits (past the last dimension) are zero, as Encode
+// leaves them.
+func (c *Rotated) Unpack(blocks, low []byte, e int, code []byte) {
+	bb, lb := c.BlockBytes(), c.LowBytes()
+	chunks, w := c.chunks(), c.lowBits()
+	blk := blocks[(e/BlockLen)*bb : (e/BlockLen+1)*bb]
+	v := e % BlockLen
+	lowE := low[e*lb : (e+1)*lb]
+	code = code[:c.CodeBytes()]
+	clear(code[:c.packed])
+	for p := range chunks {
+		var lw uint64
+		for k := range w {
+			lw |= uint64(lowE[w*p+k]) << (8 * k)
+		}
+		signs := blk[32*p+v]
+		for i := range min(8, c.dim-8*p) {
+			msb := int(signs>>i) & 1
+			lo := int(lw>>(w*i)) & (1<<w - 1)
+			l := msb<<w | lo
+			bit := (8*p + i) * c.bits
+			code[bit/8] |= byte(l << (bit % 8))
+		}
+	}
+	sc := 32 * chunks // start of the scalars in a block
+	copy(code[c.packed:c.packed+2], blk[sc+2*v:])
+	copy(code[c.packed+2:c.packed+4], blk[sc+64+2*v:])
 }
 
 func (c *Rotated) NewBlockScorer() BlockScorer {

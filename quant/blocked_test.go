@@ -1,9 +1,11 @@
 package quant
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/vlc-embed/vlc/internal/f16"
@@ -131,5 +133,90 @@ func TestPackLayout(t *testing.T) {
 	}
 	if e := blocks[sc+160]; e == 0 {
 		t.Error("eps byte 0 for a code whose magnitudes differ")
+	}
+}
+
+// Unpack is the exact inverse of Pack: for every bit width, at dimensions
+// that straddle the 8-dimension chunk and entry counts that straddle the
+// block, for the L2 and ip forms, Pack then Unpack gives back every entry
+// code Encode wrote, byte for byte, over whatever the destination held; and
+// packing the unpacked codes again gives the same blocks and low bits.
+func TestPackUnpackRoundTrip(t *testing.T) {
+	for _, bits := range []int{1, 2, 4, 8} {
+		for _, d := range []int{1, 7, 8, 9, 96, 100} {
+			for _, n := range []int{1, 31, 32, 33, 70} {
+				for _, ip := range []bool{false, true} {
+					t.Run(fmt.Sprintf("b=%d/d=%d/n=%d/ip=%v", bits, d, n, ip), func(t *testing.T) {
+						code, err := New(Spec{Kind: KindRotated, Dim: d, Bits: bits, Seed: 3, IP: ip})
+						if err != nil {
+							t.Fatal(err)
+						}
+						c := code.(*Rotated)
+						c.SetAnchors(randomResiduals(2, d, 9))
+						res := randomResiduals(n, d, uint64(d*bits+n))
+						codes := make([]byte, n*c.CodeBytes())
+						params := make([]byte, c.ParamBytes())
+						c.EncodeList(codes, params, 1, res, n)
+						checkUnpack(t, c, codes, n)
+					})
+				}
+			}
+		}
+	}
+}
+
+// Unpack inverts Pack for codes that Encode may not produce: every level of
+// every dimension, and scalars of any bits (NaN and infinities included).
+func TestPackUnpackAnyLevels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 5))
+	for _, bits := range []int{1, 2, 4, 8} {
+		for _, d := range []int{1, 7, 8, 9, 100} {
+			t.Run(fmt.Sprintf("b=%d/d=%d", bits, d), func(t *testing.T) {
+				c := NewRotated(d, bits, 1)
+				const n = 70
+				cb := c.CodeBytes()
+				codes := make([]byte, n*cb)
+				for e := range n {
+					code := codes[e*cb : (e+1)*cb]
+					for j := range d {
+						l := (e + j) % (1 << bits) // all levels, in every dimension
+						if e%3 == 0 {
+							l = rng.IntN(1 << bits)
+						}
+						bit := j * bits
+						code[bit/8] |= byte(l << (bit % 8))
+					}
+					for k := range 4 {
+						code[c.packed+k] = byte(rng.Uint32())
+					}
+				}
+				checkUnpack(t, c, codes, n)
+			})
+		}
+	}
+}
+
+func checkUnpack(t *testing.T, c *Rotated, codes []byte, n int) {
+	t.Helper()
+	cb := c.CodeBytes()
+	nb := (n + BlockLen - 1) / BlockLen
+	blocks := make([]byte, nb*c.BlockBytes())
+	low := make([]byte, n*c.LowBytes()+LowPad)
+	c.Pack(codes, n, blocks, low)
+	back := make([]byte, n*cb)
+	for i := range back {
+		back[i] = 0xa5 // Unpack overwrites the whole code
+	}
+	for e := range n {
+		c.Unpack(blocks, low, e, back[e*cb:(e+1)*cb])
+		if got, want := back[e*cb:(e+1)*cb], codes[e*cb:(e+1)*cb]; !bytes.Equal(got, want) {
+			t.Fatalf("entry %d of %d: unpacked % x, encoded % x", e, n, got, want)
+		}
+	}
+	blocks2 := make([]byte, len(blocks))
+	low2 := make([]byte, len(low))
+	c.Pack(back, n, blocks2, low2)
+	if !bytes.Equal(blocks, blocks2) || !bytes.Equal(low, low2) {
+		t.Fatal("packing the unpacked codes gives other blocks or low bits")
 	}
 }

@@ -1,13 +1,15 @@
 //go:build ignore
 
-// mkdata writes testdata/deep2k from a copy of deep10k (the first 10,000
+// mkdata writes testdata/deep2k (and, given the count 10000,
+// testdata/deep10k) from a copy of deep10k (the first 10,000
 // rows of Deep1B, 96 dimensions, as base.fvecs, with the Deep1B queries in
-// query.fvecs): the first 2,000 base vectors as float16 (base.f16), the
+// query.fvecs): the first 2,000 (or N) base vectors as float16 (base.f16), the
 // first 200 queries (query.fvecs), and their exact 100 nearest neighbours
 // by squared L2 over the float16 base, computed in float64
 // (groundtruth.ivecs).
 //
 //	go run testdata/mkdata.go DEEP10K_DIR testdata/deep2k
+//	go run testdata/mkdata.go DEEP10K_DIR testdata/deep10k 10000
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"slices"
 
 	"github.com/vlc-embed/vlc/internal/f16"
@@ -22,17 +25,22 @@ import (
 )
 
 const (
-	nBase  = 2000
 	nQuery = 200
 	k      = 100
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: go run testdata/mkdata.go SRC_DIR OUT_DIR")
+	if len(os.Args) != 3 && len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: go run testdata/mkdata.go SRC_DIR OUT_DIR [N]")
 		os.Exit(1)
 	}
 	src, out := os.Args[1], os.Args[2]
+	nBase := 2000
+	if len(os.Args) == 4 {
+		n, err := strconv.Atoi(os.Args[3])
+		must(err)
+		nBase = n
+	}
 	base := read(filepath.Join(src, "base.fvecs"), nBase)
 	for _, r := range base { // what the .f16 file will hold
 		for j, v := range r {

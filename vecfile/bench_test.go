@@ -11,10 +11,12 @@ func benchMatrix(b *testing.B, name string, n, dim int) *Matrix {
 	rows := randRows(n, dim, 9)
 	p := filepath.Join(b.TempDir(), name)
 	var err error
-	switch filepath.Ext(name) {
-	case ".f16":
+	switch {
+	case filepath.Ext(name) == ".f16":
 		err = WriteF16(p, rows)
-	case ".npy":
+	case name == "b8.npy":
+		err = writeNpyF8(p, rows)
+	case filepath.Ext(name) == ".npy":
 		err = WriteNpy(p, rows, "<f4")
 	default:
 		err = WriteFvecs(p, rows)
@@ -28,6 +30,7 @@ func benchMatrix(b *testing.B, name string, n, dim int) *Matrix {
 var benchFormats = []struct{ name, file string }{
 	{"f16", "b.f16"},
 	{"npy-f4", "b.npy"},
+	{"npy-f8", "b8.npy"},
 	{"fvecs", "b.fvecs"},
 }
 

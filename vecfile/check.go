@@ -13,7 +13,10 @@ import (
 
 // CheckFinite scans every value and returns an error wrapping ErrNonFinite
 // for the first NaN or ±Inf in the lowest-numbered bad row, worded
-// "<path>: row 17, column 3: value NaN" (or +Inf, -Inf). Rows are scanned in
+// "<path>: row 17, column 3: value NaN" (or +Inf, -Inf). In float64 .npy
+// data a finite value beyond the float32 range, which Row turns into ±Inf,
+// is reported the same way: "<path>: row 17, column 3: value 1e+39 is
+// outside the float32 range (|x| <= 3.4028235e+38)". Rows are scanned in
 // blocks by runtime.GOMAXPROCS(0) goroutines; the result does not depend on
 // scheduling. After Close it returns an error wrapping fs.ErrClosed.
 func (m *Matrix) CheckFinite() error {
@@ -22,8 +25,11 @@ func (m *Matrix) CheckFinite() error {
 	}
 	contiguous := m.skip == 0 && m.stride == m.dim*m.elem
 	anyBad := anyBadF32
-	if m.elem == 2 {
+	switch m.elem {
+	case 2:
 		anyBad = anyBadF16
+	case 8:
+		anyBad = anyBadF64
 	}
 	bad := parallelFirst(m.n, m.blockRows(), func(lo, hi int) int {
 		if contiguous && !anyBad(m.data[lo*m.stride:hi*m.stride]) {
@@ -42,13 +48,24 @@ func (m *Matrix) CheckFinite() error {
 	b := m.rowBytes(bad)
 	for j := 0; j < m.dim; j++ {
 		var v float64
-		if m.elem == 2 {
+		switch m.elem {
+		case 2:
 			h := binary.LittleEndian.Uint16(b[2*j:])
 			if h&0x7c00 != 0x7c00 {
 				continue
 			}
 			v = float64(f16.ToFloat32(h))
-		} else {
+		case 8:
+			u := binary.LittleEndian.Uint64(b[8*j:])
+			if u&^(1<<63) <= maxF32Bits {
+				continue
+			}
+			v = math.Float64frombits(u)
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				return newError(ErrNonFinite, m.path, "row %d, column %d: value %g is outside the float32 range (|x| <= %g)",
+					bad, j, v, float32(math.MaxFloat32))
+			}
+		default:
 			v = float64(math.Float32frombits(le32(b[4*j:])))
 			if !math.IsNaN(v) && !math.IsInf(v, 0) {
 				continue
@@ -83,6 +100,34 @@ func anyBadF16(b []byte) bool {
 // anyBadF32 is anyBadF16 for little-endian float32 values, two per word.
 func anyBadF32(b []byte) bool {
 	return anyBad(b, 0x7f8000007f800000, 0x0080000000800000, 0x8000000080000000)
+}
+
+// maxF32Bits is the float64 bit pattern of math.MaxFloat32. Positive
+// float64 values order as their bits, so a value whose bits without the
+// sign exceed it is NaN, ±Inf or beyond the float32 range.
+const maxF32Bits = 0x47efffffe0000000
+
+// anyBadF64 reports whether b, little-endian float64 values, holds one
+// that is not a finite float32 (see maxF32Bits). One value fills a word, so
+// there is no lane trick; four words are tested per step.
+func anyBadF64(b []byte) bool {
+	const abs = 1<<63 - 1
+	for len(b) >= 32 {
+		w0 := binary.LittleEndian.Uint64(b) & abs
+		w1 := binary.LittleEndian.Uint64(b[8:]) & abs
+		w2 := binary.LittleEndian.Uint64(b[16:]) & abs
+		w3 := binary.LittleEndian.Uint64(b[24:]) & abs
+		if max(w0, w1, w2, w3) > maxF32Bits {
+			return true
+		}
+		b = b[32:]
+	}
+	for ; len(b) >= 8; b = b[8:] {
+		if binary.LittleEndian.Uint64(b)&abs > maxF32Bits {
+			return true
+		}
+	}
+	return false
 }
 
 // anyBad reports whether a lane of b, read as little-endian 64-bit words,

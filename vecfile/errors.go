@@ -12,7 +12,7 @@ import (
 // fs.ErrClosed), to be tested with errors.Is.
 var (
 	// ErrEmpty reports an input without vectors: a 0-byte file, or an .npy
-	// header whose shape has 0 rows.
+	// header whose shape has 0 rows, or is (0,).
 	ErrEmpty = errors.New("vecfile: no vectors")
 
 	// ErrSize reports a file whose size does not fit its layout: not a whole
@@ -26,7 +26,9 @@ var (
 	// from the first row's.
 	ErrDim = errors.New("vecfile: bad dimension")
 
-	// ErrNonFinite reports a NaN or infinite value, found by CheckFinite.
+	// ErrNonFinite reports a NaN or infinite value, found by CheckFinite;
+	// also a float64 value beyond the float32 range, as it would read as
+	// ±Inf.
 	ErrNonFinite = errors.New("vecfile: non-finite value")
 
 	// ErrFormat reports a file this package cannot read: unknown extension,

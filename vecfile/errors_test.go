@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -42,6 +43,16 @@ func TestBadInputs(t *testing.T) {
 		}
 		return b
 	}
+	// f64Grid is an n x dim '<f8' data section, zero but for set.
+	f64Grid := func(n, dim int, set map[[2]int]float64) []byte {
+		vals := make([]float64, n*dim)
+		for k, v := range set {
+			vals[k[0]*dim+k[1]] = v
+		}
+		return f64Bytes(vals...)
+	}
+	f8 := func(shape string) string { return npyDict("<f8", "False", shape) }
+	aboveF32 := math.Nextafter(math.MaxFloat32, math.Inf(1)) // rounds to MaxFloat32 as a plain float32()
 	npy96 := npyFile(1, npyDict("<f4", "False", "(2, 96)"), make([]byte, 2*96*4))
 	v2big := []byte("\x93NUMPY\x02\x00")
 	v2big = binary.LittleEndian.AppendUint32(v2big, 0xfffffff0)
@@ -85,6 +96,18 @@ func TestBadInputs(t *testing.T) {
 			ErrNonFinite, "row 5, column 1: value NaN"},
 		{"npy f2 +Inf row 0", "i.npy", npyFile(1, npyDict("<f2", "False", "(8, 3)"), f16Grid(8, 3, map[[2]int]uint16{{0, 1}: inf16})), false, 0, true,
 			ErrNonFinite, "row 0, column 1: value +Inf"},
+		{"npy f8 NaN row 5", "n.npy", npyFile(1, f8("(8, 3)"), f64Grid(8, 3, map[[2]int]float64{{5, 1}: math.NaN(), {6, 0}: 1e39})), false, 0, true,
+			ErrNonFinite, "row 5, column 1: value NaN"},
+		{"npy f8 -Inf row 0", "i.npy", npyFile(1, f8("(8, 3)"), f64Grid(8, 3, map[[2]int]float64{{0, 2}: math.Inf(-1)})), false, 0, true,
+			ErrNonFinite, "row 0, column 2: value -Inf"},
+		{"npy f8 beyond float32", "r.npy", npyFile(1, f8("(8, 3)"), f64Grid(8, 3, map[[2]int]float64{{6, 0}: math.NaN(), {4, 2}: 1e39, {4, 1}: 1})), false, 0, true,
+			ErrNonFinite, "row 4, column 2: value 1e+39 is outside the float32 range (|x| <= 3.4028235e+38)"},
+		{"npy f8 beyond -float32", "r.npy", npyFile(1, f8("(2, 3)"), f64Grid(2, 3, map[[2]int]float64{{1, 0}: -5e300})), false, 0, true,
+			ErrNonFinite, "row 1, column 0: value -5e+300 is outside the float32 range"},
+		{"npy f8 just beyond float32", "r.npy", npyFile(1, f8("(2, 3)"), f64Grid(2, 3, map[[2]int]float64{{0, 1}: math.MaxFloat32, {1, 1}: aboveF32})), false, 0, true,
+			ErrNonFinite, "row 1, column 1: value " + strconv.FormatFloat(aboveF32, 'g', -1, 64) + " is outside the float32 range"},
+		{"npy f8 1-D beyond float32", "r.npy", npyFile(1, f8("(3,)"), f64Bytes(0, 1, -1e39)), false, 0, true,
+			ErrNonFinite, "row 0, column 2: value -1e+39 is outside the float32 range"},
 		{"fvecs row dim differs", "r.fvecs", badDim, false, 0, false, ErrDim, "row 3 has dimension 5, row 0 has 4"},
 		{"fvecs last row dim differs", "r.fvecs", badDimTail, false, 0, false, ErrDim, "row 2 has dimension 6, row 0 has 4"},
 		{"fvecs truncated row", "t.fvecs", fvecsBytes(zeros(4), zeros(4))[:30], false, 0, false, ErrSize,
@@ -93,11 +116,23 @@ func TestBadInputs(t *testing.T) {
 		{"fvecs zero dim", "z.fvecs", make([]byte, 8), false, 0, false, ErrDim, "row 0: dimension 0"},
 		{"fvecs tiny", "t.fvecs", []byte{1, 0}, false, 0, false, ErrSize, "file size 2 bytes is smaller"},
 		{"npy big-endian", "b.npy", npyFile(1, npyDict(">f4", "False", "(2, 2)"), make([]byte, 16)), false, 0, false,
-			ErrFormat, "big-endian dtype '>f4' is not supported"},
-		{"npy f8", "b.npy", npyFile(1, npyDict("<f8", "False", "(2, 2)"), make([]byte, 32)), false, 0, false,
-			ErrFormat, "dtype '<f8' is not supported (want '<f2' or '<f4')"},
+			ErrFormat, "big-endian dtype '>f4' is not supported (want '<f2', '<f4' or '<f8')"},
+		{"npy big-endian f8", "b.npy", npyFile(1, npyDict(">f8", "False", "(2, 2)"), make([]byte, 32)), false, 0, false,
+			ErrFormat, "big-endian dtype '>f8' is not supported"},
+		{"npy f16 (float128)", "b.npy", npyFile(1, npyDict("<f16", "False", "(2, 2)"), make([]byte, 64)), false, 0, false,
+			ErrFormat, "dtype '<f16' is not supported (want '<f2', '<f4' or '<f8')"},
 		{"npy |f2", "b.npy", npyFile(1, npyDict("|f2", "False", "(2, 2)"), make([]byte, 8)), false, 0, false,
 			ErrFormat, "dtype '|f2' is not supported"},
+		{"npy |f8", "b.npy", npyFile(1, npyDict("|f8", "False", "(2, 2)"), make([]byte, 32)), false, 0, false,
+			ErrFormat, "dtype '|f8' is not supported"},
+		{"npy =f8", "b.npy", npyFile(1, npyDict("=f8", "False", "(2, 2)"), make([]byte, 32)), false, 0, false,
+			ErrFormat, "dtype '=f8' is not supported"},
+		{"npy f8 short data", "s.npy", npyFile(1, f8("(2, 3)"), make([]byte, 40)), false, 0, false,
+			ErrSize, "shape (2, 3) needs 2 rows of 24 bytes but the file holds only 40 bytes of data (1 whole rows)"},
+		{"npy f8 extra data", "s.npy", npyFile(1, f8("(2, 3)"), make([]byte, 52)), false, 0, false,
+			ErrSize, "4 bytes of data follow the 2 rows of 24 bytes"},
+		{"npy f8 wrong dim", "w.npy", npyFile(1, f8("(2, 3)"), make([]byte, 48)), false, 4, false,
+			ErrDim, "dimension mismatch: file has 3, -dim says 4"},
 		{"npy object", "o.npy", npyFile(1, npyDict("|O", "False", "(2, 2)"), make([]byte, 32)), false, 0, false,
 			ErrFormat, "object dtype '|O' is not supported"},
 		{"npy structured", "s.npy", npyFile(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 2), }", make([]byte, 16)), false, 0, false,
@@ -105,11 +140,23 @@ func TestBadInputs(t *testing.T) {
 		{"npy fortran", "f.npy", npyFile(1, npyDict("<f4", "True", "(2, 2)"), make([]byte, 16)), false, 0, false,
 			ErrFormat, "Fortran-order array is not supported"},
 		{"npy 3-D", "3.npy", npyFile(1, npyDict("<f4", "False", "(2, 2, 2)"), make([]byte, 32)), false, 0, false,
-			ErrFormat, "shape (2, 2, 2) is 3-D, want 2-D"},
-		{"npy 1-D", "1.npy", npyFile(1, npyDict("<f4", "False", "(4,)"), make([]byte, 16)), false, 0, false,
-			ErrFormat, "shape (4,) is 1-D"},
+			ErrFormat, "shape (2, 2, 2) is 3-D, want 1-D (dim,) or 2-D (rows, dim)"},
 		{"npy 0-D", "0.npy", npyFile(1, npyDict("<f4", "False", "()"), make([]byte, 4)), false, 0, false,
 			ErrFormat, "shape () is 0-D"},
+		{"npy 1-D empty", "1.npy", npyFile(1, npyDict("<f4", "False", "(0,)"), nil), false, 0, false,
+			ErrEmpty, "shape (0,) has no values"},
+		{"npy 1-D empty with -dim", "1.npy", npyFile(1, npyDict("<f8", "False", "(0,)"), nil), false, 4, false,
+			ErrEmpty, "shape (0,) has no values"},
+		{"npy 1-D wrong dim", "1.npy", npyFile(1, npyDict("<f4", "False", "(5,)"), make([]byte, 20)), false, 4, false,
+			ErrDim, "dimension mismatch: file has 5, -dim says 4"},
+		{"npy 1-D f8 wrong dim", "1.npy", npyFile(1, f8("(5,)"), make([]byte, 40)), false, 6, false,
+			ErrDim, "dimension mismatch: file has 5, -dim says 6"},
+		{"npy 1-D dim too large", "1.npy", npyFile(1, npyDict("<f4", "False", "(65537,)"), nil), false, 0, false,
+			ErrDim, "shape (65537,): dimension 65537 out of range"},
+		{"npy 1-D short data", "1.npy", npyFile(1, f8("(5,)"), make([]byte, 32)), false, 0, false,
+			ErrSize, "shape (5,) needs 1 rows of 40 bytes but the file holds only 32 bytes of data (0 whole rows)"},
+		{"npy 1-D extra data", "1.npy", npyFile(1, npyDict("<f2", "False", "(5,)"), make([]byte, 12)), false, 0, false,
+			ErrSize, "2 bytes of data follow the 1 rows of 10 bytes"},
 		{"npy shape beyond file", "x.npy", npyFile(1, npyDict("<f4", "False", "(1099511627776, 96)"), make([]byte, 2*96*4)), false, 0, false,
 			ErrSize, "shape (1099511627776, 96) needs 1099511627776 rows of 384 bytes but the file holds only 768 bytes of data (2 whole rows)"},
 		{"npy shape max int64", "x.npy", npyFile(1, npyDict("<f2", "False", "(9223372036854775807, 65536)"), make([]byte, 64)), false, 0, false,

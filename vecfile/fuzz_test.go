@@ -38,8 +38,8 @@ func exercise(t *testing.T, path string, data []byte, dim int) {
 	if n <= 0 || d <= 0 || d > MaxDim || (dim != 0 && d != dim) {
 		t.Fatalf("Open: %d x %d (dim option %d)", n, d, dim)
 	}
-	if view, ok := m.Float16(); ok && len(view) != n*d {
-		t.Fatalf("Float16: %d values for %d x %d", len(view), n, d)
+	if view, ok := m.Float16(); ok && (len(view) != n*d || m.elem != 2) {
+		t.Fatalf("Float16: %d values for %d x %d of %d-byte values", len(view), n, d, m.elem)
 	}
 	// ref(i, j) is the value as a plain reader of the format sees it.
 	var ref func(i, j int) float32
@@ -67,7 +67,7 @@ func exercise(t *testing.T, path string, data []byte, dim int) {
 			if ref != nil && !sameFloat(v, ref(i, j)) {
 				t.Fatalf("row %d, column %d: Row %v, the bytes say %v", i, j, v, ref(i, j))
 			}
-			if m.elem == 2 && !sameFloat(f16.ToFloat32(hbuf[j]), v) || m.elem == 4 && hbuf[j] != f16.FromFloat32(v) {
+			if m.elem == 2 && !sameFloat(f16.ToFloat32(hbuf[j]), v) || m.elem != 2 && hbuf[j] != f16.FromFloat32(v) {
 				t.Fatalf("row %d, column %d: Row %v, RowF16 %#04x", i, j, v, hbuf[j])
 			}
 			if bad == "" && (math.IsNaN(float64(v)) || math.IsInf(float64(v), 0)) {
@@ -115,6 +115,11 @@ func FuzzOpenNpy(f *testing.F) {
 	f.Add(npyFile(3, `{"shape": (2L, 1), "fortran_order": False, "descr": "<f2"}`, f16Bytes(0x7c00, 0x7e00)), 0)
 	f.Add(npyFile(2, npyDict("<f4", "False", "(1, 2)"), f32Bytes(1, 2)), 2)
 	f.Add(npyFile(1, npyDict(">f4", "True", "(1, 2, 3)"), nil), 0)
+	fuzzSeeds(f, writeNpyF8, "s.npy")
+	f.Add(npyFile(1, npyDict("<f8", "False", "(2, 2)"), f64Bytes(1, math.NaN(), 1e39, math.Nextafter(math.MaxFloat32, 0))), 0)
+	f.Add(npyFile(1, npyDict("<f8", "False", "(3,)"), f64Bytes(-1e300, 2, 3)), 3)
+	f.Add(npyFile(2, npyDict("<f4", "False", "(2,)"), f32Bytes(1, 2)), 0)
+	f.Add(npyFile(1, npyDict("<f2", "False", "(0,)"), nil), 0)
 	f.Add([]byte("\x93NUMPY\x01\x00"), 0)
 	path := filepath.Join(f.TempDir(), "f.npy")
 	f.Fuzz(func(t *testing.T, data []byte, dim int) {

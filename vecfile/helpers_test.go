@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -57,6 +58,27 @@ func f32Bytes(vals ...float32) []byte {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 	}
 	return b
+}
+
+func f64Bytes(vals ...float64) []byte {
+	var b []byte
+	for _, v := range vals {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	return b
+}
+
+// writeNpyF8 writes rows as a 2-D '<f8' .npy file, the dtype numpy writes
+// by default (WriteNpy does not write it).
+func writeNpyF8(path string, rows [][]float32) error {
+	var data []byte
+	for _, r := range rows {
+		for _, v := range r {
+			data = append(data, f64Bytes(float64(v))...)
+		}
+	}
+	shape := "(" + strconv.Itoa(len(rows)) + ", " + strconv.Itoa(len(rows[0])) + ")"
+	return os.WriteFile(path, npyFile(1, npyDict("<f8", "False", shape), data), 0o644)
 }
 
 func f16Bytes(vals ...uint16) []byte {

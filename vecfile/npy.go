@@ -24,10 +24,15 @@ import (
 const (
 	npyMagic     = "\x93NUMPY"
 	maxNpyHeader = 1 << 20 // bytes; numpy's own writer stays far below this
+
+	// npyDtypes lists the accepted dtypes, for error messages.
+	npyDtypes = "'<f2', '<f4' or '<f8'"
 )
 
-// parseNpy validates a NumPy .npy file: 2-D, C order, dtype '<f2' or '<f4',
-// format version 1, 2 or 3, data exactly rows*dim*elemsize bytes.
+// parseNpy validates a NumPy .npy file: 1-D (one vector, as np.save writes a
+// single embedding) or 2-D, C order, dtype '<f2', '<f4' or '<f8' (numpy's
+// default float64, converted to float32 on read), format version 1, 2 or 3,
+// data exactly rows*dim*elemsize bytes.
 func (m *Matrix) parseNpy(opt Options) error {
 	b := m.mm
 	if len(b) < len(npyMagic) || string(b[:len(npyMagic)]) != npyMagic {
@@ -77,20 +82,32 @@ func (m *Matrix) parseNpy(opt Options) error {
 		elem = 2
 	case "<f4":
 		elem = 4
-	case ">f2", ">f4":
-		return newError(ErrFormat, m.path, "big-endian dtype '%s' is not supported (want '<f2' or '<f4')", h.descr)
+	case "<f8":
+		elem = 8
+	case ">f2", ">f4", ">f8":
+		return newError(ErrFormat, m.path, "big-endian dtype '%s' is not supported (want %s)", h.descr, npyDtypes)
 	case "O", "|O", "<O", ">O", "=O":
-		return newError(ErrFormat, m.path, "object dtype '%s' is not supported (want '<f2' or '<f4')", h.descr)
+		return newError(ErrFormat, m.path, "object dtype '%s' is not supported (want %s)", h.descr, npyDtypes)
 	default:
-		return newError(ErrFormat, m.path, "dtype '%s' is not supported (want '<f2' or '<f4')", h.descr)
+		return newError(ErrFormat, m.path, "dtype '%s' is not supported (want %s)", h.descr, npyDtypes)
 	}
 	if h.fortran {
 		return newError(ErrFormat, m.path, "Fortran-order array is not supported (want C order; save np.ascontiguousarray(x))")
 	}
-	if len(h.shape) != 2 {
-		return newError(ErrFormat, m.path, "shape %s is %d-D, want 2-D (rows, dim)", formatShape(h.shape), len(h.shape))
+	var rows, d int64
+	switch len(h.shape) {
+	case 1:
+		// One vector. Checked here, as the dimension check below would call
+		// an empty vector a bad dimension rather than an empty input.
+		rows, d = 1, h.shape[0]
+		if d == 0 {
+			return newError(ErrEmpty, m.path, "shape %s has no values", formatShape(h.shape))
+		}
+	case 2:
+		rows, d = h.shape[0], h.shape[1]
+	default:
+		return newError(ErrFormat, m.path, "shape %s is %d-D, want 1-D (dim,) or 2-D (rows, dim)", formatShape(h.shape), len(h.shape))
 	}
-	rows, d := h.shape[0], h.shape[1]
 	if d <= 0 || d > MaxDim {
 		return newError(ErrDim, m.path, "shape %s: dimension %d out of range [1, %d]", formatShape(h.shape), d, MaxDim)
 	}
@@ -103,7 +120,7 @@ func (m *Matrix) parseNpy(opt Options) error {
 	}
 	off := pre + int(hlen)
 	data := len(b) - off
-	rowBytes := dim * elem // <= 4*MaxDim, no overflow
+	rowBytes := dim * elem // <= 8*MaxDim, no overflow
 	// rows is compared by division so that rows*rowBytes cannot overflow.
 	if whole := data / rowBytes; uint64(rows) > uint64(whole) {
 		return newError(ErrSize, m.path,

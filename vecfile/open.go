@@ -5,7 +5,9 @@
 // Formats are chosen by file extension (case-insensitive):
 //
 //	.f16    raw little-endian float16 rows; the dimension comes from Options.Dim
-//	.npy    NumPy format v1/v2/v3, 2-D, C order, dtype '<f2' or '<f4'
+//	.npy    NumPy format v1/v2/v3, C order, dtype '<f2', '<f4' or '<f8';
+//	        2-D (rows, dim), or 1-D (dim,) for a single vector. float64 is
+//	        converted to float32 as rows are read
 //	.fvecs  TEXMEX: every row is an int32 dimension then that many float32
 //
 // A file must not be truncated or rewritten while a Matrix maps it: reading
@@ -14,6 +16,7 @@
 package vecfile
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -47,7 +50,7 @@ type Matrix struct {
 	data []byte    // the row area of mm: exactly n*stride bytes
 
 	n, dim int
-	elem   int // bytes per value: 2 (float16) or 4 (float32)
+	elem   int // bytes per value: 2 (float16), 4 (float32) or 8 (float64, .npy only)
 	stride int // bytes from the start of a row to the start of the next
 	skip   int // bytes before a row's first value (4 for the .fvecs dimension)
 
@@ -186,7 +189,9 @@ func (m *Matrix) Float16() (values []uint16, ok bool) {
 }
 
 // Row decodes row i into dst and returns dst[:Dim()]. If cap(dst) < Dim()
-// a new slice is allocated. Row panics if i is out of range.
+// a new slice is allocated. float64 values are rounded to float32; those
+// beyond its range become ±Inf, which CheckFinite reports. Row panics if i
+// is out of range.
 func (m *Matrix) Row(i int, dst []float32) []float32 {
 	m.checkRow(i)
 	if cap(dst) < m.dim {
@@ -204,6 +209,11 @@ func (m *Matrix) Row(i int, dst []float32) []float32 {
 		for j := range dst {
 			dst[j] = f16.ToFloat32(uint16(b[2*j]) | uint16(b[2*j+1])<<8)
 		}
+	case m.elem == 8:
+		b := m.rowBytes(i)
+		for j := range dst {
+			dst[j] = f64to32(binary.LittleEndian.Uint64(b[8*j:]))
+		}
 	default:
 		b := m.rowBytes(i)
 		for j := range dst {
@@ -215,7 +225,9 @@ func (m *Matrix) Row(i int, dst []float32) []float32 {
 
 // RowF16 returns row i as float16 bits in dst[:Dim()], allocating if
 // cap(dst) < Dim(). float32 sources are rounded to nearest even (values
-// beyond the float16 range become ±Inf). RowF16 panics if i is out of range.
+// beyond the float16 range become ±Inf); float64 sources are first
+// converted to float32 as by Row, so that RowF16 always agrees with Row.
+// RowF16 panics if i is out of range.
 func (m *Matrix) RowF16(i int, dst []uint16) []uint16 {
 	m.checkRow(i)
 	if cap(dst) < m.dim {
@@ -234,6 +246,11 @@ func (m *Matrix) RowF16(i int, dst []uint16) []uint16 {
 		b := m.rowBytes(i)
 		for j := range dst {
 			dst[j] = uint16(b[2*j]) | uint16(b[2*j+1])<<8
+		}
+	case m.elem == 8:
+		b := m.rowBytes(i)
+		for j := range dst {
+			dst[j] = f16.FromFloat32(f64to32(binary.LittleEndian.Uint64(b[8*j:])))
 		}
 	default:
 		b := m.rowBytes(i)
@@ -257,6 +274,21 @@ func (m *Matrix) checkRow(i int) {
 func (m *Matrix) rowBytes(i int) []byte {
 	off := i*m.stride + m.skip
 	return m.data[off : off+m.dim*m.elem]
+}
+
+// f64to32 converts the float64 with bits u to float32. Values beyond the
+// float32 range become ±Inf: plain conversion would round those just above
+// math.MaxFloat32 down to it, and Row would then hide a value that
+// CheckFinite reports.
+func f64to32(u uint64) float32 {
+	v := math.Float64frombits(u)
+	switch {
+	case v > math.MaxFloat32:
+		return float32(math.Inf(1))
+	case v < -math.MaxFloat32:
+		return float32(math.Inf(-1))
+	}
+	return float32(v)
 }
 
 func le32(b []byte) uint32 {

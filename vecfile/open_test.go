@@ -32,6 +32,8 @@ func TestRoundTrip(t *testing.T) {
 		{"v.f16", func(p string) error { return WriteF16(p, rows) }, true, dim, true},
 		{"v.npy", func(p string) error { return WriteNpy(p, rows, "<f2") }, true, 0, true},
 		{"v32.npy", func(p string) error { return WriteNpy(p, rows, "<f4") }, false, dim, false},
+		{"v64.npy", func(p string) error { return writeNpyF8(p, rows) }, false, 0, false},
+		{"v64d.npy", func(p string) error { return writeNpyF8(p, rows) }, false, dim, false},
 		{"v.fvecs", func(p string) error { return WriteFvecs(p, rows) }, false, 0, false},
 		{"V.FVECS", func(p string) error { return WriteFvecs(p, rows) }, false, dim, false},
 		{"V.NpY", func(p string) error { return WriteNpy(p, rows, "<f2") }, true, dim, true},
@@ -145,6 +147,10 @@ func TestRowDst(t *testing.T) {
 // that is odd (float16) or not a multiple of 4 (float32).
 func TestUnalignedNpy(t *testing.T) {
 	vals := []float32{1, -2.5, 3.25, 1e-3, 65504, float32(math.Copysign(0, -1))}
+	var vals64 []float64
+	for _, v := range vals {
+		vals64 = append(vals64, float64(v))
+	}
 	for _, c := range []struct {
 		descr string
 		mod   int // wanted data offset modulo 4
@@ -154,6 +160,8 @@ func TestUnalignedNpy(t *testing.T) {
 		{"<f2", 1, nil, true},
 		{"<f4", 2, f32Bytes(vals...), false},
 		{"<f4", 1, f32Bytes(vals...), false},
+		{"<f8", 0, f64Bytes(vals64...), false},
+		{"<f8", 3, f64Bytes(vals64...), false},
 	} {
 		data := c.data
 		if c.f16 {
@@ -189,6 +197,151 @@ func TestUnalignedNpy(t *testing.T) {
 		}
 		if err := m.CheckFinite(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestNpy1D: a 1-D array is one vector of its length, in every dtype and
+// header version, with or without a matching -dim.
+func TestNpy1D(t *testing.T) {
+	vals := []float32{1, -2.5, 0.1, 1e-3, 65504}
+	var h []uint16
+	var v64 []float64
+	for _, v := range vals {
+		h = append(h, f16.FromFloat32(v))
+		v64 = append(v64, float64(v))
+	}
+	for _, c := range []struct {
+		descr string
+		major byte
+		dim   int
+		data  []byte
+	}{
+		{"<f2", 1, 0, f16Bytes(h...)},
+		{"<f4", 1, 0, f32Bytes(vals...)},
+		{"<f4", 2, 5, f32Bytes(vals...)},
+		{"<f8", 1, 0, f64Bytes(v64...)},
+		{"<f8", 3, 5, f64Bytes(v64...)},
+	} {
+		name := fmt.Sprintf("%s v%d -dim %d", c.descr, c.major, c.dim)
+		p := writeBytes(t, "v.npy", npyFile(c.major, npyDict(c.descr, "False", "(5,)"), c.data))
+		m := mustOpen(t, p, Options{Dim: c.dim})
+		if m.Len() != 1 || m.Dim() != 5 {
+			t.Fatalf("%s: %d x %d, want 1 x 5", name, m.Len(), m.Dim())
+		}
+		view, ok := m.Float16()
+		if ok && (c.descr != "<f2" || len(view) != 5) {
+			t.Fatalf("%s: Float16() ok with %d values", name, len(view))
+		}
+		r, rh := m.Row(0, nil), m.RowF16(0, nil)
+		for j, v := range vals {
+			want := v
+			if c.descr == "<f2" {
+				want = f16.ToFloat32(h[j])
+			}
+			if math.Float32bits(r[j]) != math.Float32bits(want) || rh[j] != h[j] || ok && view[j] != h[j] {
+				t.Fatalf("%s: column %d = %v/%#04x, want %v/%#04x", name, j, r[j], rh[j], want, h[j])
+			}
+		}
+		if err := m.CheckFinite(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestNpyFloat64 checks the float64 to float32 conversion: rounded to
+// nearest, and ±Inf (not MaxFloat32) beyond the float32 range, as
+// CheckFinite reports those values.
+func TestNpyFloat64(t *testing.T) {
+	above := math.Nextafter(math.MaxFloat32, math.Inf(1))
+	inf, ninf := float32(math.Inf(1)), float32(math.Inf(-1))
+	for _, c := range []struct {
+		in   float64
+		want float32
+	}{
+		{0.1, 0.1},
+		{1.0 / 3, 1.0 / 3},
+		{-1e-50, float32(math.Copysign(0, -1))},
+		{1e-40, float32(1e-40)}, // float32 subnormal
+		{math.MaxFloat32, math.MaxFloat32},
+		{-math.MaxFloat32, -math.MaxFloat32},
+		{above, inf},
+		{-above, ninf},
+		{1e39, inf},
+		{math.Inf(-1), ninf},
+		{math.NaN(), float32(math.NaN())},
+	} {
+		p := writeBytes(t, "d.npy", npyFile(1, npyDict("<f8", "False", "(2,)"), f64Bytes(1, c.in)))
+		m := mustOpen(t, p, Options{Dim: 2})
+		if _, ok := m.Float16(); ok {
+			t.Fatal("Float16() ok for '<f8'")
+		}
+		got, h := m.Row(0, nil)[1], m.RowF16(0, nil)[1]
+		if !sameFloat(got, c.want) || math.Signbit(float64(got)) != math.Signbit(float64(c.want)) {
+			t.Errorf("Row for %v = %v, want %v", c.in, got, c.want)
+		}
+		if h != f16.FromFloat32(got) {
+			t.Errorf("RowF16 for %v = %#04x, want %#04x", c.in, h, f16.FromFloat32(got))
+		}
+		err := m.CheckFinite()
+		if finite := !math.IsInf(float64(c.want), 0) && !math.IsNaN(float64(c.want)); finite != (err == nil) {
+			t.Errorf("CheckFinite for %v = %v", c.in, err)
+		}
+	}
+}
+
+// Files written by numpy itself (1.24, np.save with its default float64):
+//
+//	a = np.array([[0.1, -2.5, 1.0/3.0, 1e-3],
+//	              [65504.0, -0.0, 123456.789, -1e-8],
+//	              [3.0e38, -7.25, 2.0**-20, 42.0]])
+//	np.save("numpy_f8_3x4.npy", a)
+//	np.save("numpy_f8_1d.npy", np.linspace(-1.0, 1.0, 5))
+func TestNumpyWritten(t *testing.T) {
+	for _, c := range []struct {
+		file      string
+		n, dim    int
+		optDim    int
+		want      []float64
+		wantShape string
+	}{
+		{"numpy_f8_3x4.npy", 3, 4, 0, []float64{
+			0.1, -2.5, 1.0 / 3.0, 1e-3,
+			65504.0, math.Copysign(0, -1), 123456.789, -1e-8,
+			3.0e38, -7.25, 0x1p-20, 42.0}, "(3, 4)"},
+		{"numpy_f8_3x4.npy", 3, 4, 4, nil, "(3, 4)"},
+		{"numpy_f8_1d.npy", 1, 5, 0, []float64{-1, -0.5, 0, 0.5, 1}, "(5,)"},
+		{"numpy_f8_1d.npy", 1, 5, 5, nil, "(5,)"},
+	} {
+		p := filepath.Join("testdata", c.file)
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(raw, []byte("'descr': '<f8'")) || !bytes.Contains(raw, []byte("'shape': "+c.wantShape)) {
+			t.Fatalf("%s: not the numpy file expected: %q", p, raw[:min(len(raw), 128)])
+		}
+		m := mustOpen(t, p, Options{Dim: c.optDim})
+		if m.Len() != c.n || m.Dim() != c.dim {
+			t.Fatalf("%s: %d x %d, want %d x %d", p, m.Len(), m.Dim(), c.n, c.dim)
+		}
+		if _, ok := m.Float16(); ok {
+			t.Fatalf("%s: Float16() ok for float64", p)
+		}
+		for i := range c.n {
+			r := m.Row(i, nil)
+			for j := range c.dim {
+				if c.want == nil {
+					break
+				}
+				w := float32(c.want[i*c.dim+j])
+				if math.Float32bits(r[j]) != math.Float32bits(w) {
+					t.Fatalf("%s: row %d, column %d = %v, want %v", p, i, j, r[j], w)
+				}
+			}
+		}
+		if err := m.CheckFinite(); err != nil {
+			t.Fatalf("%s: %v", p, err)
 		}
 	}
 }
@@ -248,7 +401,7 @@ func TestCheckFiniteLowestRow(t *testing.T) {
 		rows[i][i%dim] = inf
 	}
 	dir := t.TempDir()
-	for _, name := range []string{"a.f16", "a.fvecs", "a.npy"} {
+	for _, name := range []string{"a.f16", "a.fvecs", "a.npy", "a8.npy"} {
 		p := filepath.Join(dir, name)
 		var err error
 		switch name {
@@ -256,6 +409,8 @@ func TestCheckFiniteLowestRow(t *testing.T) {
 			err = WriteF16(p, rows)
 		case "a.fvecs":
 			err = WriteFvecs(p, rows)
+		case "a8.npy":
+			err = writeNpyF8(p, rows)
 		default:
 			err = WriteNpy(p, rows, "<f4")
 		}
@@ -414,6 +569,24 @@ func TestAnyBad(t *testing.T) {
 			vals[lane] = v
 			if got := anyBadF32(f32Bytes(vals...)); got != bad {
 				t.Fatalf("anyBadF32 with %#08x in lane %d = %v, want %v", u, lane, got, bad)
+			}
+		}
+	}
+	if maxF32Bits != math.Float64bits(math.MaxFloat32) {
+		t.Fatalf("maxF32Bits = %#x, want %#x", uint64(maxF32Bits), math.Float64bits(math.MaxFloat32))
+	}
+	above := math.Nextafter(math.MaxFloat32, math.Inf(1))
+	for _, v := range []float64{math.Inf(1), math.Inf(-1), math.NaN(), above, -above, 1e39, -math.MaxFloat64,
+		math.MaxFloat32, -math.MaxFloat32, 0, math.Copysign(0, -1), 5e-324, 1, -1e38} {
+		bad := math.Abs(v) > math.MaxFloat32 || math.IsNaN(v)
+		for pos := range 7 { // 7 values: the 32-byte and 8-byte loops
+			vals := make([]float64, 7)
+			for k := range vals {
+				vals[k] = math.Copysign(math.MaxFloat32, float64(1-2*(k%2)))
+			}
+			vals[pos] = v
+			if got := anyBadF64(f64Bytes(vals...)); got != bad {
+				t.Fatalf("anyBadF64 with %v at %d = %v, want %v", v, pos, got, bad)
 			}
 		}
 	}

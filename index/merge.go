@@ -1,0 +1,186 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/quant"
+)
+
+// MergePart is an index whose rows Merge copies, and which of them.
+type MergePart struct {
+	Index *Index
+	Keep  func(row int) bool // nil keeps every row
+}
+
+// CanMerge reports whether Merge can join several parts of this index's
+// code: codes whose list parameters can be re-expressed (quant.Merger).
+// Any code can be rewritten from a single part.
+func (ix *Index) CanMerge() bool {
+	_, ok := ix.code.(quant.Merger)
+	return ok
+}
+
+// Merge writes to path, atomically, one index holding the kept rows of
+// parts (encoded against the same anchors and code: NewGroup's check),
+// part after part, each in row order. The codes are carried over, never
+// encoded again: where the parts' lists were fitted apart, they are
+// re-expressed under merged parameters (quant.Merger; the rotated code
+// rounds two float16 scalars anew), and other codes merge only one part.
+// The ids are written (KEYS) when withKeys or any part has them: an index
+// without keys names its rows by number, which merging changes; payloads
+// when any part has them. meta gives the code and training statistics;
+// N, Dim and M are set. It returns the rows written.
+func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, withKeys bool) (rows int, err error) {
+	idx := make([]*Index, len(parts))
+	for i, p := range parts {
+		idx[i] = p.Index
+	}
+	if _, err := NewGroup(idx...); err != nil {
+		return 0, err
+	}
+	for _, p := range idx {
+		p.mu.RLock()
+		defer p.mu.RUnlock()
+		if p.file == nil {
+			return 0, ErrClosed
+		}
+	}
+	p0 := idx[0]
+	defer format.CatchFault(p0.path, &err, debug.SetPanicOnFault(true))
+	code := p0.code
+	merger, canMerge := code.(quant.Merger)
+	if len(parts) > 1 && !canMerge {
+		return 0, fmt.Errorf("%w: the %s code cannot merge segments (its list parameters cannot be re-expressed)", ErrArgument, quant.Kind(p0.meta.Code))
+	}
+	// newRow[i][r]: the output row of part i's row r, or -1.
+	newRow := make([][]int32, len(parts))
+	for i, p := range parts {
+		newRow[i] = make([]int32, p.Index.n)
+		for r := range p.Index.n {
+			if p.Keep == nil || p.Keep(r) {
+				newRow[i][r] = int32(rows)
+				rows++
+				withKeys = withKeys || p.Index.HasKeys()
+			} else {
+				newRow[i][r] = -1
+				withKeys = true
+			}
+		}
+	}
+	if rows == 0 {
+		return 0, fmt.Errorf("%w: no rows to keep", ErrArgument)
+	}
+	m, cb, pb := p0.m, code.CodeBytes(), code.ParamBytes()
+	offsets := make([]uint64, m+1)
+	ids := make([]uint32, 0, rows)
+	params := make([]byte, m*pb)
+	codes := make([]byte, rows*cb)
+	buf := make([]byte, cb)
+	from := make([][]byte, 0, len(parts))
+	for a := range m {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		from = from[:0]
+		for _, p := range idx {
+			if p.lists[a+1] > p.lists[a] {
+				from = append(from, p.params[a*pb:(a+1)*pb])
+			}
+		}
+		to := params[a*pb : (a+1)*pb]
+		switch {
+		case len(from) == 0:
+			copy(to, p0.params[a*pb:(a+1)*pb])
+		case len(from) == 1:
+			copy(to, from[0])
+		default:
+			merger.MergeParams(to, from...)
+		}
+		for i, p := range idx {
+			prm := p.params[a*pb : (a+1)*pb]
+			for e := int(p.lists[a]); e < int(p.lists[a+1]); e++ {
+				r := p.ids.at(e)
+				if r >= p.n {
+					return 0, fmt.Errorf("%s: %w: entry %d refers to row %d of %d", p.path, ErrCorrupt, e, r, p.n)
+				}
+				if newRow[i][r] < 0 {
+					continue
+				}
+				p.entryCode(e, buf)
+				if len(from) > 1 {
+					merger.Rescale(buf, prm, to)
+				}
+				copy(codes[len(ids)*cb:], buf)
+				ids = append(ids, uint32(newRow[i][r]))
+			}
+		}
+		offsets[a+1] = uint64(len(ids))
+	}
+	if len(ids) != rows {
+		return 0, fmt.Errorf("%s: %w: the lists hold %d kept rows, the rows %d", p0.path, ErrCorrupt, len(ids), rows)
+	}
+	var keys []string
+	var payloads [][]byte
+	withPayloads := false
+	for _, p := range idx {
+		withPayloads = withPayloads || p.HasPayloads()
+	}
+	if withKeys {
+		keys = make([]string, rows)
+	}
+	if withPayloads {
+		payloads = make([][]byte, rows)
+	}
+	for i, p := range idx {
+		for r, nr := range newRow[i] {
+			if nr < 0 {
+				continue
+			}
+			if withKeys {
+				if p.HasKeys() {
+					k, err := p.Key(r)
+					if err != nil {
+						return 0, err
+					}
+					keys[nr] = string(k)
+				} else {
+					keys[nr] = strconv.Itoa(r)
+				}
+			}
+			if withPayloads {
+				pl, err := p.Payload(r)
+				if err != nil {
+					return 0, err
+				}
+				payloads[nr] = pl
+			}
+		}
+	}
+	if keys != nil {
+		if err := CheckKeys(keys); err != nil {
+			return 0, fmt.Errorf("%w: merged ids: %v", ErrArgument, err)
+		}
+	}
+	meta.Flags &^= FlagSegment
+	if uint64(m) > uint64(rows) {
+		meta.Flags |= FlagSegment
+	}
+	anchors, _ := p0.file.Section(secAnchors)
+	secs := assemble(code, meta, anchors, offsets, ids, params, codes, p0.Global(), keys, payloads)
+	return rows, format.WriteFileContext(ctx, path, secs)
+}
+
+// entryCode writes entry e's code (CodeBytes) to dst, unpacked from the
+// blocked layout where the file has it.
+func (ix *Index) entryCode(e int, dst []byte) {
+	if ix.blocked != nil {
+		ix.blocked.Unpack(ix.blocks, ix.codes, e, dst)
+		return
+	}
+	cb := ix.code.CodeBytes()
+	copy(dst, ix.codes[e*cb:(e+1)*cb])
+}
