@@ -93,8 +93,8 @@ type source struct {
 	rows        index.Rows // as given (not normalised)
 	f16         []uint16   // the rows when the input holds exactly them as float16, else nil
 	checkFinite func() error
-	keys        []string   // nil: rows named by number
-	payloads    [][]byte   // nil: none
+	keys        []string // nil: rows named by number
+	payloads    [][]byte // nil: none
 }
 
 // compress trains on src and writes the index to output (opt checked,

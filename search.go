@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -46,7 +47,7 @@ type SearchOptions struct {
 	// Rerank, when set, gives the original vectors: the best
 	// RerankFactor*K hits by code (0: DefaultRerankFactor) are scored
 	// again exactly and the best K of those returned.
-	Rerank Originals
+	Rerank       Originals
 	RerankFactor int
 }
 
@@ -159,7 +160,10 @@ func (snap *snapshot) options(opt SearchOptions) (index.SearchOptions, error) {
 		return io, fmt.Errorf("%w: K %d, NProbe %d, RerankFactor %d: each must be at least 1 (0: the default)", index.ErrArgument, opt.K, opt.NProbe, opt.RerankFactor)
 	}
 	if opt.Rerank != nil {
-		io.K = opt.K * opt.RerankFactor
+		io.K = math.MaxInt32 // K * RerankFactor, without overflow
+		if opt.RerankFactor <= math.MaxInt32/opt.K {
+			io.K = opt.K * opt.RerankFactor
+		}
 	}
 	switch {
 	case opt.Filter != nil:

@@ -184,3 +184,33 @@ func (ix *Index) entryCode(e int, dst []byte) {
 	cb := ix.code.CodeBytes()
 	copy(dst, ix.codes[e*cb:(e+1)*cb])
 }
+
+// Reconstruct calls fn with every row and its vector as the codes give it
+// back (its anchor plus the decoded residual; the originals are not
+// kept), list by list; x is reused between calls.
+func (ix *Index) Reconstruct(fn func(row int, x []float32) error) (err error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return ErrClosed
+	}
+	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
+	d, pb := ix.d, ix.code.ParamBytes()
+	buf := make([]byte, ix.code.CodeBytes())
+	x := make([]float32, d)
+	for a := range ix.m {
+		prm := ix.params[a*pb : (a+1)*pb]
+		anchor := ix.anchors[a*d : (a+1)*d]
+		for e := int(ix.lists[a]); e < int(ix.lists[a+1]); e++ {
+			ix.entryCode(e, buf)
+			ix.code.Decode(x, prm, buf)
+			for j := range x {
+				x[j] += anchor[j]
+			}
+			if err := fn(ix.ids.at(e), x); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -17,8 +17,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"slices"
+	"strconv"
 
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/vecfile"

@@ -34,6 +34,8 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives a byte-identical index")
 	maxIter := fs.Int("max-iter", 0, fmt.Sprintf("annealing iterations at most (0: the default, %d)", anneal.DefaultMaxIter))
 	quiet := fs.Bool("quiet", false, "no progress bar and no summary")
+	idsFile := fs.String("ids", "", "ids of the input's vectors, one a line, in row order (default: the row numbers)")
+	payloads := fs.String("payloads", "", "payloads of the input's vectors, a JSON Lines `file` (one JSON value a line, in row order)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the compression to `file` (go tool pprof)")
 	pos, err := parse(fs, args, []string{"INPUT"}, stdout)
 	if err != nil {
@@ -61,6 +63,16 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	opt := vlc.Options{
 		Dim: *dim, Bits: *bits, Ratio: *ratio, Subspaces: *subspaces, Code: *codeName, Anchors: *anchors, Metric: *metric,
 		Backend: *backend, Seed: *seed, MaxIter: *maxIter,
+	}
+	if *idsFile != "" {
+		if opt.IDs, err = readIDs(*idsFile); err != nil {
+			return err
+		}
+	}
+	if *payloads != "" {
+		if opt.Payloads, err = readPayloads(*payloads); err != nil {
+			return err
+		}
 	}
 	if bars != nil {
 		opt.Progress, opt.EncodeProgress = bars.training, bars.encoding

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -19,12 +20,37 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	ix, err := index.Open(pos[0], index.Options{})
+	st, err := vlc.Open(pos[0])
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	in, err := st.Info()
+	if err != nil {
+		return err
+	}
+	// The trained segment (the index file itself, unless vectors were
+	// added or deleted since) describes the training and the code.
+	ix, err := index.Open(in.Segments[0].File, index.Options{})
 	if err != nil {
 		return err
 	}
 	defer ix.Close()
 	m := ix.Meta()
+	type segment struct {
+		File     string  `json:"file"`
+		Rows     int     `json:"rows"`
+		Deleted  int     `json:"deleted"`
+		Added    bool    `json:"added"`
+		Energy   float64 `json:"energy"`
+		Bytes    int64   `json:"bytes"`
+		IDs      bool    `json:"ids"`
+		Payloads bool    `json:"payloads"`
+	}
+	var segs []segment
+	for _, s := range in.Segments {
+		segs = append(segs, segment(s))
+	}
 	sizes := ix.ListSizes()
 	slices.Sort(sizes)
 	type section struct {
@@ -46,6 +72,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"size_ratio":       ix.SizeRatio(),
 		"list_min":         sizes[0], "list_median": sizes[len(sizes)/2], "list_max": sizes[len(sizes)-1],
 		"sections": secs,
+		"live": in.Rows, "deleted": in.Deleted, "segments": segs, "drift": in.Drift, "store_bytes": in.Bytes,
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(info)
@@ -60,6 +87,20 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, s := range secs {
 		fmt.Fprintf(stdout, "  section %s  offset %10d  length %10d  crc32c %s\n", s.Kind, s.Offset, s.Length, s.CRC)
 	}
+	fmt.Fprintf(stdout, "  rows        %d live, %d deleted, in %d segment(s), %d bytes in all\n", in.Rows, in.Deleted, len(in.Segments), in.Bytes)
+	for _, s := range segs {
+		kind := "trained"
+		if s.Added {
+			kind = "added"
+		}
+		fmt.Fprintf(stdout, "  segment     %s: %d rows, %d deleted, %s, ids %v, payloads %v, energy %.6g, %d bytes\n", s.File, s.Rows, s.Deleted, kind, s.IDs, s.Payloads, s.Energy, s.Bytes)
+	}
+	if in.Drift > 0 {
+		fmt.Fprintf(stdout, "  drift       added vectors lie %.2fx as far (squared) from their anchors as the trained ones\n", in.Drift)
+	}
+	if in.Drift > vlc.DriftWarn {
+		fmt.Fprintf(stdout, "warning: the anchors no longer fit the added vectors (drift above %.2f): run vlc retrain %s\n", vlc.DriftWarn, pos[0])
+	}
 	return nil
 }
 
@@ -69,11 +110,29 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	ix, err := index.Open(pos[0], index.Options{Verify: true})
+	// Open checks every checksum of the manifest and of each segment;
+	// Verify then checks the row ids, ids and payloads of each.
+	st, err := vlc.Open(pos[0])
 	if err != nil {
 		return err
 	}
-	defer ix.Close()
-	fmt.Fprintf(stdout, "%s: ok (%d sections, %d bytes, every checksum matches)\n", pos[0], len(ix.Sections()), ix.Size())
+	defer st.Close()
+	if err := st.Verify(); err != nil {
+		return err
+	}
+	in, err := st.Info()
+	if err != nil {
+		return err
+	}
+	if len(in.Segments) == 1 && in.Segments[0].File == pos[0] {
+		ix, err := index.Open(pos[0], index.Options{})
+		if err != nil {
+			return err
+		}
+		defer ix.Close()
+		fmt.Fprintf(stdout, "%s: ok (%d sections, %d bytes, every checksum matches)\n", pos[0], len(ix.Sections()), ix.Size())
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s: ok (%d segments, %d live and %d deleted vectors, %d bytes, every checksum matches)\n", pos[0], len(in.Segments), in.Rows, in.Deleted, in.Bytes)
 	return nil
 }

@@ -1,8 +1,13 @@
-// Command vlc compresses embeddings into a searchable index and searches,
-// evaluates, describes and verifies such indexes.
+// Command vlc compresses embeddings into a searchable index, searches,
+// evaluates, describes and verifies such indexes, and adds to and deletes
+// from them.
 //
-//	vlc compress INPUT -o OUT [-dim D] [-bits 8 | -ratio R | -subspaces S] [-code rotated|pq] [-anchors M] [-metric l2|ip|cosine] [-backend auto|cpu|cuda|webgpu] [-seed S]
-//	vlc search INDEX -query Q -k K [-nprobe P] [-rerank FILE]
+//	vlc compress INPUT -o OUT [-dim D] [-bits 8 | -ratio R | -subspaces S] [-code rotated|pq] [-anchors M] [-metric l2|ip|cosine] [-backend auto|cpu|cuda|webgpu] [-seed S] [-ids FILE] [-payloads FILE.jsonl]
+//	vlc search INDEX -query Q -k K [-nprobe P] [-rerank FILE] [-payload]
+//	vlc add INDEX VECTORS [-ids FILE] [-payloads FILE.jsonl]
+//	vlc delete INDEX [-ids FILE] [ID ...]
+//	vlc get INDEX ID
+//	vlc compact INDEX, vlc retrain INDEX
 //	vlc eval INDEX -query Q (-gt GT.ivecs | -base FILE) [-k 10] [-nprobe P] [-rerank FILE] [-json]
 //	vlc eval INDEX... -query Q (-gt GT.ivecs | -base FILE) -sweep [-sweep-nprobe 1,4,16] [-plot OUT.png|.svg] [-json]
 //	vlc info INDEX [-json]
@@ -43,6 +48,11 @@ var commands = map[string]command{
 	"eval":     {"measure recall and speed against ground truth", runEval},
 	"info":     {"describe an index", runInfo},
 	"verify":   {"check every checksum of an index", runVerify},
+	"add":      {"add vectors (with ids and payloads) to an index, without training", runAdd},
+	"delete":   {"delete vectors from an index by id", runDelete},
+	"get":      {"print the payload of an id", runGet},
+	"compact":  {"rewrite an index without its deleted vectors", runCompact},
+	"retrain":  {"train an index anew on its own vectors, in place", runRetrain},
 
 	"bench":       {"time annealing iterations of a backend: ms per iteration, TFLOP/s", runBench},
 	"test-cuda":   {"check the CUDA backend against the CPU and time both", runTestCUDA},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
 )
@@ -94,29 +95,66 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	var sf searchFlags
 	sf.register(fs, 10)
+	payload := fs.Bool("payload", false, "print each hit's payload after its distance")
 	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
 	if err != nil {
 		return err
 	}
-	o, err := sf.open(pos[0])
+	if sf.query == "" {
+		return fmt.Errorf("-query is required")
+	}
+	if sf.k < 1 {
+		return fmt.Errorf("-k must be at least 1, got %d", sf.k)
+	}
+	if sf.nprobe < 1 {
+		return fmt.Errorf("-nprobe must be at least 1, got %d", sf.nprobe)
+	}
+	ix, err := vlc.Open(pos[0])
 	if err != nil {
 		return err
 	}
-	defer o.Close()
-	ix, q, rr := o.ix, o.q, o.rr
-	hits, err := ix.SearchBatch(ctx, q, sf.options(rr, sf.k))
+	defer ix.Close()
+	in, err := ix.Info()
+	if err != nil {
+		return err
+	}
+	q, err := openLike(sf.query, ix.Dim())
+	if err == nil {
+		err = q.CheckFinite()
+	}
+	if err != nil {
+		return fmt.Errorf("queries: %w", err)
+	}
+	defer q.Close()
+	opt := vlc.SearchOptions{K: sf.k, NProbe: sf.nprobe, RerankFactor: sf.rerankFactor}
+	if sf.rerank != "" {
+		rr, err := openLike(sf.rerank, ix.Dim())
+		if err != nil {
+			return fmt.Errorf("re-rank: %w", err)
+		}
+		defer rr.Close()
+		if rr.Len() != in.Rows {
+			return fmt.Errorf("re-rank: %s has %d vectors, the index %d", sf.rerank, rr.Len(), in.Rows)
+		}
+		opt.Rerank = vlc.RowOriginals(rr)
+	}
+	hits, err := ix.SearchRows(ctx, q, opt)
 	if err != nil {
 		return err
 	}
 	nprobeSet := false
 	fs.Visit(func(f *flag.Flag) { nprobeSet = nprobeSet || f.Name == "nprobe" })
-	if eff := ix.EffectiveNProbe(sf.nprobe); nprobeSet && eff != sf.nprobe {
-		fmt.Fprintf(stderr, "vlc search: -nprobe %d clamped to %d (the index has %d lists)\n", sf.nprobe, eff, ix.Lists())
+	if nprobeSet && sf.nprobe > in.Lists {
+		fmt.Fprintf(stderr, "vlc search: -nprobe %d clamped to %d (the index has %d lists)\n", sf.nprobe, in.Lists, in.Lists)
 	}
 	w := bufio.NewWriter(stdout)
 	for i, hs := range hits {
 		for r, h := range hs {
-			fmt.Fprintf(w, "%d\t%d\t%d\t%g\n", i, r+1, h.ID, h.Distance)
+			if *payload {
+				fmt.Fprintf(w, "%d\t%d\t%s\t%g\t%s\n", i, r+1, h.ID, h.Distance, h.Payload)
+			} else {
+				fmt.Fprintf(w, "%d\t%d\t%s\t%g\n", i, r+1, h.ID, h.Distance)
+			}
 		}
 	}
 	return w.Flush()

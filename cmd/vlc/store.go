@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/vlc-embed/vlc"
+)
+
+// readIDs reads one id a line (a trailing \r dropped; blank lines are
+// ids too, and refused as empty), naming the file and line of an error.
+func readIDs(path string) ([]string, error) {
+	lines, err := readLines(path)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(lines))
+	for i, l := range lines {
+		ids[i] = string(l)
+	}
+	return ids, nil
+}
+
+// readPayloads reads a JSON Lines file: one JSON value a line, kept as
+// its bytes, the payload of the row of the same number.
+func readPayloads(path string) ([][]byte, error) {
+	lines, err := readLines(path)
+	if err != nil {
+		return nil, err
+	}
+	for i, l := range lines {
+		if !json.Valid(l) {
+			return nil, fmt.Errorf("%s: line %d is not one JSON value", path, i+1)
+		}
+	}
+	return lines, nil
+}
+
+func readLines(path string) ([][]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%s: empty", path)
+	}
+	lines := bytes.Split(b, []byte("\n"))
+	for i, l := range lines {
+		lines[i] = bytes.TrimSuffix(l, []byte("\r"))
+	}
+	return lines, nil
+}
+
+func runAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("add", flag.ContinueOnError)
+	idsFile := fs.String("ids", "", "ids of the new vectors, one a line (default: the next free numbers)")
+	payloads := fs.String("payloads", "", "payloads of the new vectors, a JSON Lines `file` (one JSON value a line)")
+	pos, err := parse(fs, args, []string{"INDEX", "VECTORS"}, stdout)
+	if err != nil {
+		return err
+	}
+	ix, err := vlc.Open(pos[0])
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	m, err := openLike(pos[1], ix.Dim())
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := m.CheckFinite(); err != nil {
+		return err
+	}
+	docs := make([]vlc.Document, m.Len())
+	for i := range docs {
+		docs[i].Vector = m.Row(i, nil)
+	}
+	if *idsFile != "" {
+		ids, err := readIDs(*idsFile)
+		if err != nil {
+			return err
+		}
+		if len(ids) != len(docs) {
+			return fmt.Errorf("%s has %d ids, %s %d vectors", *idsFile, len(ids), pos[1], len(docs))
+		}
+		for i, id := range ids {
+			if id == "" {
+				return fmt.Errorf("%s: line %d: empty id", *idsFile, i+1)
+			}
+			docs[i].ID = id
+		}
+	}
+	if *payloads != "" {
+		pl, err := readPayloads(*payloads)
+		if err != nil {
+			return err
+		}
+		if len(pl) != len(docs) {
+			return fmt.Errorf("%s has %d payloads, %s %d vectors", *payloads, len(pl), pos[1], len(docs))
+		}
+		for i := range docs {
+			docs[i].Payload = pl[i]
+		}
+	}
+	added, err := ix.Add(ctx, docs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: added %d vectors (ids %s .. %s); %d live\n", pos[0], len(added), added[0], added[len(added)-1], ix.Len())
+	return driftNote(ix, stdout)
+}
+
+// driftNote says when the rows added since training sit far from the
+// anchors, and what to do.
+func driftNote(ix *vlc.Index, w io.Writer) error {
+	in, err := ix.Info()
+	if err != nil {
+		return err
+	}
+	if in.Drift > vlc.DriftWarn {
+		fmt.Fprintf(w, "warning: the added vectors lie %.2fx as far (squared) from their anchors as the trained ones: the anchors no longer fit them and recall suffers; run vlc retrain %s\n", in.Drift, ix.Path())
+	}
+	return nil
+}
+
+func runDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("delete", flag.ContinueOnError)
+	idsFile := fs.String("ids", "", "ids to delete, one a line (or give them as arguments)")
+	pos, err := parse(fs, args, []string{"INDEX..."}, stdout)
+	if err != nil {
+		return err
+	}
+	ids := pos[1:]
+	if *idsFile != "" {
+		more, err := readIDs(*idsFile)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, more...)
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("no ids to delete: give -ids FILE or ids after INDEX")
+	}
+	ix, err := vlc.Open(pos[0])
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	if err := ix.Delete(ctx, ids); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: deleted %d ids; %d live\n", pos[0], len(ids), ix.Len())
+	return nil
+}
+
+func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("get", flag.ContinueOnError)
+	pos, err := parse(fs, args, []string{"INDEX", "ID"}, stdout)
+	if err != nil {
+		return err
+	}
+	ix, err := vlc.Open(pos[0])
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	rec, err := ix.Get(pos[1])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\t%s\n", rec.ID, rec.Payload)
+	return nil
+}
+
+func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
+	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
+	if err != nil {
+		return err
+	}
+	ix, err := vlc.Open(pos[0])
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	if err := ix.Compact(ctx); err != nil {
+		return err
+	}
+	in, err := ix.Info()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %d live vectors in %d segment(s), %d bytes\n", pos[0], in.Rows, len(in.Segments), in.Bytes)
+	return nil
+}
+
+func runRetrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("retrain", flag.ContinueOnError)
+	backend := fs.String("backend", "auto", "training backend")
+	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
+	if err != nil {
+		return err
+	}
+	ix, err := vlc.Open(pos[0])
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	sum, err := ix.Retrain(ctx, vlc.Options{Backend: *backend})
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(stdout)
+	fmt.Fprintf(w, "%s: retrained on %d vectors: %d anchors, energy %.6g, %.3f of float16\n", pos[0], sum.N, sum.Anchors, sum.Energy, sum.SizeRatio)
+	return w.Flush()
+}
