@@ -95,6 +95,9 @@ func load(f *format.File, path string) (ix *Index, err error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %w: %s", path, ErrCorrupt, fmt.Sprintf(format, args...))
 	}
+	if _, ok := f.Section(format.KindOf("STOR")); ok {
+		return nil, fmt.Errorf("%s: %w: it is a store manifest (vectors were added or deleted), read through vlc.Open; vlc compact makes it one index file again", path, ErrNotIndex)
+	}
 	sec := map[format.Kind][]byte{}
 	for _, k := range []format.Kind{secMeta, secAnchors, secLists, secIDs, secParams, secCodes} {
 		b, ok := f.Section(k)
