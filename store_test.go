@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/index"
@@ -278,6 +279,8 @@ func TestStoreSnapshots(t *testing.T) {
 					errs <- fmt.Errorf("search saw %d of batch %d's %d vectors", n, b, batch)
 					return
 				}
+				time.Sleep(50 * time.Microsecond) // leave the writer some of the 2 cores CI has
+
 			}
 		}()
 	}
