@@ -50,7 +50,7 @@ vet:
 	$(STATICCHECK) ./...
 	CGO_ENABLED=0 $(STATICCHECK) -tags cuda ./...
 
-# Every test twice: under the race detector with -short, where the tests
+# Every test twice (and examples/rag, which checks its own claims): under the race detector with -short, where the tests
 # that are long there (recall on real data, golden hashes) skip, and
 # without it, every test in full. Then the packages that use the SIMD
 # kernels again under the purego tag (the pure-Go kernels, which must give
@@ -69,6 +69,7 @@ vet:
 test: vet
 	$(GO) test -race -short -count=1 ./...
 	$(GO) test -count=1 ./...
+	$(GO) run ./examples/rag
 	$(GO) test -tags purego -count=1 ./internal/vec/ ./quant/ ./index/ ./cpu/ ./anneal/... .
 	cd internal/vec/asm && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory test-arm64

@@ -219,6 +219,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 	if err != nil {
 		return nil, err
 	}
+	removeUnused(output, nil) // the segments of a store the new index replaced
 	return &Summary{
 		N: n, Dim: d, Anchors: m, Bits: spec.Bits, Subspaces: spec.Subspaces, BitsPerDim: spec.BitsPerDim(), Code: kind.String(), Metric: metric.String(), Backend: dev.Name(),
 		Iterations: model.Iterations, Converged: model.Converged, Energy: model.Energy,
