@@ -110,11 +110,11 @@ func (g *Group) Search(ctx context.Context, q []float32, opt SearchOptions) (hit
 	if g.Len() == 0 {
 		return nil, nil
 	}
-	k, keep, err := ix.check(q, opt)
-	if err != nil {
+	if _, _, err := ix.check(q, opt); err != nil {
 		return nil, err
 	}
-	k, keep = min(opt.K, g.Len()), keepFor(opt, g.Len(), k)
+	k := min(opt.K, g.Len())
+	keep := keepFor(opt, g.Len(), k)
 	s := ix.getScratch()
 	defer ix.pool.Put(s)
 	return searchParts(ctx, g.parts, g.bases, s, nil, q, opt, k, keep)
@@ -174,7 +174,7 @@ func (g *Group) SearchBatch(ctx context.Context, queries Rows, opt SearchOptions
 // searchParts searches the parts (part i's rows numbered from bases[i],
 // bases[len(parts)] all of them) for q, checked, with opt, appending the
 // k best hits to dst; s is a scratch of parts[0], whose scorers serve
-// every part as they share anchors and code. A nil ctx is never done.
+// every part as they share anchors and code.
 func searchParts(ctx context.Context, parts []*Index, bases []int, s *scratch, dst []Hit, q []float32, opt SearchOptions, k, keep int) ([]Hit, error) {
 	ix := parts[0]
 	total := bases[len(parts)]
@@ -195,7 +195,7 @@ func searchParts(ctx context.Context, parts []*Index, bases []int, s *scratch, d
 	ix.begin(s, nprobe, keep)
 	s.filter, s.total = opt.Filter, total
 	done := func(i int) error {
-		if ctx == nil || i%8 != 0 {
+		if i%8 != 0 {
 			return nil
 		}
 		return ctx.Err()

@@ -2,6 +2,7 @@ package index
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"runtime/debug"
@@ -94,7 +95,7 @@ func (ix *Index) SearchAppend(dst []Hit, q []float32, opt SearchOptions) (hits [
 	defer ix.pool.Put(s)
 	if opt.Filter != nil {
 		parts := [1]*Index{ix}
-		return searchParts(nil, parts[:], []int{0, ix.n}, s, dst, q, opt, k, keep)
+		return searchParts(context.Background(), parts[:], []int{0, ix.n}, s, dst, q, opt, k, keep)
 	}
 	ix.start(s, q, ix.EffectiveNProbe(opt.NProbe), keep)
 	for _, p := range s.probe {

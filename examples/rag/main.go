@@ -121,7 +121,7 @@ func run(data, dir string) error {
 	}
 	fmt.Printf("3. added 1000, deleted %d in %v: %d live\n", len(deleted), time.Since(start).Round(time.Millisecond), ix.Len())
 	if ix.Len() != 10500 {
-		return fmt.Errorf("Len is %d after the changes, want 10500", ix.Len())
+		return fmt.Errorf("the index holds %d live documents after the changes, want 10500", ix.Len())
 	}
 	if _, err := ix.Get("doc-00020"); !errors.Is(err, vlc.ErrNotFound) {
 		return fmt.Errorf("Get(doc-00020) after deleting it: want an error wrapping vlc.ErrNotFound, got %v", err)
