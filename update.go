@@ -319,7 +319,8 @@ func (ix *Index) Compact(ctx context.Context) error {
 	}
 	defer ix.endWrite(snap)
 	if snap.man.Segments == nil || len(snap.segs) == 1 && snap.gone.IsEmpty() && snap.segs[0].file == "" {
-		return nil // a lone index file: nothing to compact
+		removeUnused(ix.path, nil) // segments a killed compaction left
+		return nil                 // a lone index file: nothing to compact
 	}
 	if snap.live == 0 {
 		return fmt.Errorf("%s: %w: every vector is deleted; compacting would leave an empty index", ix.path, index.ErrArgument)

@@ -72,7 +72,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"size_ratio":       ix.SizeRatio(),
 		"list_min":         sizes[0], "list_median": sizes[len(sizes)/2], "list_max": sizes[len(sizes)-1],
 		"sections": secs,
-		"live": in.Rows, "deleted": in.Deleted, "segments": segs, "drift": in.Drift, "store_bytes": in.Bytes,
+		"live":     in.Rows, "deleted": in.Deleted, "segments": segs, "drift": in.Drift, "store_bytes": in.Bytes,
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(info)

@@ -133,7 +133,9 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("re-rank: %w", err)
 		}
 		defer rr.Close()
-		if rr.Len() != in.Rows {
+		// Row i is the vector of id i: a lone index's file has exactly its
+		// rows; a store's may have more (deleted) or fewer (added ones).
+		if len(in.Segments) == 1 && in.Deleted == 0 && rr.Len() != in.Rows {
 			return fmt.Errorf("re-rank: %s has %d vectors, the index %d", sf.rerank, rr.Len(), in.Rows)
 		}
 		opt.Rerank = vlc.RowOriginals(rr)

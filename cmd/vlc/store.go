@@ -157,7 +157,11 @@ func runDelete(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := ix.Delete(ctx, ids); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: deleted %d ids; %d live\n", pos[0], len(ids), ix.Len())
+	distinct := map[string]bool{}
+	for _, id := range ids {
+		distinct[id] = true
+	}
+	fmt.Fprintf(stdout, "%s: deleted %d ids; %d live\n", pos[0], len(distinct), ix.Len())
 	return nil
 }
 
