@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/quant"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -100,3 +104,59 @@ func (r panicRows) Row(i int, dst []float32) []float32 {
 	}
 	return r.Matrix.Row(i, dst)
 }
+
+// SearchBatch returns Search's hits for every code (blocked or not), at
+// one list, some and all of them, on one worker and on several sharing
+// each query's results, with and without a filter.
+func TestSearchBatchCodes(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	const n, d, m = 3000, 40, 37
+	queries := randRows(150, d, 9)
+	for _, c := range []struct {
+		kind   quant.Kind
+		bits   int
+		metric index.Metric
+	}{
+		{quant.KindRotated, 4, index.L2}, {quant.KindRotated, 1, index.IP}, {quant.KindRotated, 8, index.Cosine},
+		{quant.KindSQ8, 8, index.L2}, {quant.KindPQ, 4, index.IP},
+	} {
+		path := filepath.Join(t.TempDir(), "i.vlc")
+		if err := os.WriteFile(path, tinyIndex(t, n, d, m, c.kind, c.bits, c.metric), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ix := open(t, path)
+		for _, procs := range []int{1, 4} {
+			runtime.GOMAXPROCS(procs)
+			for _, opt := range []index.SearchOptions{
+				{K: 10, NProbe: 1}, {K: 10, NProbe: 5}, {K: 3, NProbe: m}, {K: 10, NProbe: 5, Filter: evenRows{}},
+			} {
+				got, err := ix.SearchBatch(context.Background(), queries, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range queries.Len() {
+					want, err := ix.Search(queries.Row(i, nil), opt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(got[i], want) {
+						t.Fatalf("%v %d bits %v, %d procs, nprobe %d, filter %v, query %d: batch %v, one by one %v",
+							c.kind, c.bits, c.metric, procs, opt.NProbe, opt.Filter != nil, i, got[i], want)
+					}
+					if opt.Filter != nil {
+						for _, h := range got[i] {
+							if h.ID%2 != 0 {
+								t.Fatalf("filter of even rows gave row %d", h.ID)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// evenRows allows the even rows.
+type evenRows struct{}
+
+func (evenRows) Allows(row int) bool { return row%2 == 0 }

@@ -146,6 +146,11 @@ func (g *Group) SearchBatch(ctx context.Context, queries Rows, opt SearchOptions
 	if queries.Dim() != g.parts[0].d {
 		return nil, fmt.Errorf("%w: queries have dimension %d, the index %d", ErrDim, queries.Dim(), g.parts[0].d)
 	}
+	return g.searchEach(ctx, queries, opt)
+}
+
+// searchEach is SearchBatch query by query.
+func (g *Group) searchEach(ctx context.Context, queries Rows, opt SearchOptions) ([][]Hit, error) {
 	hits := make([][]Hit, queries.Len())
 	var once sync.Once
 	var first error
@@ -295,9 +300,9 @@ func (ix *Index) scoreEntries(s *scratch, pe []partEntry) {
 			a = sort.Search(ix.m, func(i int) bool { return ix.lists[i+1] > uint64(e) })
 			prm := ix.params[a*pb : (a+1)*pb]
 			if ix.blocked != nil {
-				mul, bias = ix.listForm(s, s.bscorer, a, prm)
+				mul, bias = ix.listForm(s.qq, s.dots[a], s.bscorer, a, prm)
 			} else {
-				mul, bias = ix.listForm(s, s.scorer, a, prm)
+				mul, bias = ix.listForm(s.qq, s.dots[a], s.scorer, a, prm)
 			}
 		}
 		var dist float32

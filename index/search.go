@@ -7,6 +7,8 @@ import (
 	"math"
 	"runtime/debug"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/vec"
@@ -175,13 +177,13 @@ func (ix *Index) begin(s *scratch, nprobe, keep int) {
 // scan scores every entry of list a for s's query and keeps the best.
 func (ix *Index) scan(s *scratch, a int) {
 	if ix.blocked != nil {
-		ix.scanBlocks(s, a)
+		ix.scanBlocks(s, a, s.qq, s.dots[a], results{top: &s.top})
 		return
 	}
 	cb, pb := ix.code.CodeBytes(), ix.code.ParamBytes()
 	lo, hi := int(ix.lists[a]), int(ix.lists[a+1])
 	codes := ix.codes[lo*cb : hi*cb]
-	mul, bias := ix.listForm(s, s.scorer, a, ix.params[a*pb:(a+1)*pb])
+	mul, bias := ix.listForm(s.qq, s.dots[a], s.scorer, a, ix.params[a*pb:(a+1)*pb])
 	for e := lo; e < hi; e++ {
 		if dist := mul*s.scorer.Score(codes[(e-lo)*cb:(e-lo+1)*cb]) + bias; s.top.accepts(dist) {
 			row := s.base + ix.ids.at(e)
@@ -192,8 +194,8 @@ func (ix *Index) scan(s *scratch, a int) {
 	}
 }
 
-// listForm readies sc to score list a (parameters prm) for s's query and
-// returns how a Score becomes the metric's distance, mul*Score + bias:
+// listForm readies sc to score list a (parameters prm) for a query of
+// squared length qq and dot product qa with the list's anchor, and returns how a Score becomes the metric's distance, mul*Score + bias:
 //   - l2 and cosine: the L2 estimate as it is (1, 0);
 //   - ip: -<q, x> = -<q, anchor> - <q, r>, through the dot estimate (-1,
 //     -<q, anchor>);
@@ -201,11 +203,11 @@ func (ix *Index) scan(s *scratch, a int) {
 //     through the L2 estimate, which holds -2<a, r> in place of |r|^2,
 //     |q - a|^2 - 2<q, r> = |q|^2 + |a|^2 - 2<q, x>, erring by |q - a|; or
 //     through the dot estimate, erring by |q|. The list's smaller is taken.
-func (ix *Index) listForm(s *scratch, sc interface {
+func (ix *Index) listForm(qq, qa float32, sc interface {
 	ForL2(a int, params []byte)
 	ForDot(a int, params []byte)
 }, a int, prm []byte) (mul, bias float32) {
-	switch qq, qa := s.qq, s.dots[a]; {
+	switch {
 	case ix.ipCodes && qq-2*qa+ix.norms[a] < qq:
 		sc.ForL2(a, prm)
 		return 0.5, -(qq + ix.norms[a]) / 2
@@ -217,14 +219,15 @@ func (ix *Index) listForm(s *scratch, sc interface {
 	return 1, 0
 }
 
-// scanBlocks is scan for a blocked code. The blocks of the list get the
-// first estimates of their entries, and the entries whose estimate less
-// its bound could enter the best are noted, their low bits (far apart in
-// memory) prefetched as they are, so that the misses overlap; then
-// each is refined to the exact estimate, unless a hit refined since rules
-// it out. Blocks span lists: entries of a block outside list a are
-// skipped.
-func (ix *Index) scanBlocks(s *scratch, a int) {
+// scanBlocks is scan for a blocked code, for the query s's scorer holds
+// (squared length qq, dot product qa with anchor a), into out. The blocks
+// of the list get the first estimates of their entries, and the entries
+// whose estimate less its bound could enter the best are noted, their low
+// bits (far apart in memory) prefetched as they are, so that the misses
+// overlap; then each is refined to the exact estimate, unless a hit
+// refined since rules it out. Blocks span lists: entries of a block
+// outside list a are skipped.
+func (ix *Index) scanBlocks(s *scratch, a int, qq, qa float32, out results) {
 	pb := ix.code.ParamBytes()
 	prm := ix.params[a*pb : (a+1)*pb]
 	lo, hi := int(ix.lists[a]), int(ix.lists[a+1])
@@ -232,7 +235,7 @@ func (ix *Index) scanBlocks(s *scratch, a int) {
 		return
 	}
 	sc := s.bscorer
-	mul, bias := ix.listForm(s, sc, a, prm)
+	mul, bias := ix.listForm(qq, qa, sc, a, prm)
 	slack := max(mul, -mul)
 	bb, lb := ix.blocked.BlockBytes(), ix.blocked.LowBytes()
 	cand := s.cand[:0]
@@ -241,9 +244,10 @@ func (ix *Index) scanBlocks(s *scratch, a int) {
 		first := b * quant.BlockLen
 		from, to := max(lo, first), min(hi, first+quant.BlockLen)
 		sc.Estimate(block, from-first, to-first, &s.est, &s.bound)
+		limit := out.limit()
 		for e := from; e < to; e++ {
 			v := e - first
-			if low := mul*s.est[v] + bias - slack*s.bound[v]; mayEnter(&s.top, low) {
+			if low := mul*s.est[v] + bias - slack*s.bound[v]; mayEnter(limit, low) {
 				if s.filter != nil && !s.filter.Allows(s.base+ix.ids.at(e)) {
 					continue
 				}
@@ -253,17 +257,58 @@ func (ix *Index) scanBlocks(s *scratch, a int) {
 		}
 	}
 	for _, c := range cand {
-		if !mayEnter(&s.top, c.low) {
+		if !mayEnter(out.limit(), c.low) {
 			continue
 		}
 		e := int(c.entry)
 		b := e / quant.BlockLen
 		block := ix.blocks[b*bb : (b+1)*bb]
-		if dist := mul*sc.Refine(block, e-b*quant.BlockLen, ix.codes[e*lb:]) + bias; s.top.accepts(dist) {
-			s.top.push(Hit{ID: s.base + ix.ids.at(e), Distance: dist})
+		if dist := mul*sc.Refine(block, e-b*quant.BlockLen, ix.codes[e*lb:]) + bias; mayEnter(out.limit(), dist) {
+			out.add(Hit{ID: s.base + ix.ids.at(e), Distance: dist})
 		}
 	}
 	s.cand = cand
+}
+
+// mayEnter reports whether an entry whose distance is at least low could
+// enter results of the given limit. A NaN low (a float16 scalar that
+// overflowed to infinity, times zero in the estimate) rules nothing out:
+// the entry is refined.
+func mayEnter(limit, low float32) bool { return !(low > limit) }
+
+// results is where a scan puts its hits: a query's best so far. A batch
+// search shares one query's results between workers scanning different
+// lists for it; mu then guards top, and shared holds top's limit, to be
+// read without the lock.
+type results struct {
+	top    *topK
+	mu     *sync.Mutex
+	shared *atomic.Uint32 // float32 bits
+}
+
+// limit is the largest distance that may still enter: +Inf until top is
+// full. A shared limit may lag behind top's; it is never below it.
+func (r results) limit() float32 {
+	if r.mu == nil {
+		return r.top.limit()
+	}
+	return math.Float32frombits(r.shared.Load())
+}
+
+// add offers h to the results.
+func (r results) add(h Hit) {
+	if r.mu == nil {
+		if r.top.accepts(h.Distance) {
+			r.top.push(h)
+		}
+		return
+	}
+	r.mu.Lock()
+	if r.top.accepts(h.Distance) {
+		r.top.push(h)
+		r.shared.Store(math.Float32bits(r.top.limit()))
+	}
+	r.mu.Unlock()
 }
 
 // candidate is an entry of a list that its first estimate could not rule
@@ -272,11 +317,6 @@ type candidate struct {
 	entry uint32
 	low   float32
 }
-
-// mayEnter reports whether an entry whose distance is at least low could
-// enter t. A NaN low (a float16 scalar that overflowed to infinity, times
-// zero in the estimate) rules nothing out: the entry is refined.
-func mayEnter(t *topK, low float32) bool { return low != low || t.accepts(low) }
 
 // finish appends s's k best hits to dst, nearest first: re-ranked when opt
 // asks, distances as the metric defines them.
@@ -371,6 +411,14 @@ func (t *topK) reset(k int) { t.k, t.h = k, t.h[:0] }
 
 // accepts reports whether a hit at dist could enter (ties are settled by push).
 func (t *topK) accepts(dist float32) bool { return len(t.h) < t.k || dist <= t.h[0].Distance }
+
+// limit is the largest distance accepts takes: +Inf until t is full.
+func (t *topK) limit() float32 {
+	if len(t.h) < t.k {
+		return float32(math.Inf(1))
+	}
+	return t.h[0].Distance
+}
 
 func (t *topK) push(x Hit) {
 	if len(t.h) < t.k {

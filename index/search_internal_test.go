@@ -12,13 +12,13 @@ func TestMayEnterRefinesNaN(t *testing.T) {
 	var top topK
 	top.reset(1)
 	top.push(Hit{ID: 0, Distance: 1})
-	if !mayEnter(&top, float32(math.NaN())) {
+	if !mayEnter(top.limit(), float32(math.NaN())) {
 		t.Error("a NaN lower bound was ruled out")
 	}
-	if mayEnter(&top, 2) {
+	if mayEnter(top.limit(), 2) {
 		t.Error("a lower bound beyond the worst kept hit was not ruled out")
 	}
-	if !mayEnter(&top, 0.5) {
+	if !mayEnter(top.limit(), 0.5) {
 		t.Error("a lower bound below the worst kept hit was ruled out")
 	}
 }

@@ -49,6 +49,11 @@ const LowPad = 8
 type BlockScorer interface {
 	// SetQuery, ForL2 and ForDot are as Scorer's.
 	SetQuery(q []float32)
+	// SetQueryFrom sets the query to other's, a scorer of the same code
+	// whose SetQuery was called, without redoing SetQuery's work (a
+	// rotation): so that workers scanning different lists for one query
+	// each have a scorer of their own.
+	SetQueryFrom(other BlockScorer)
 	ForL2(a int, params []byte)
 	ForDot(a int, params []byte)
 	// Estimate sets est[v] to a first estimate of Score for entry v of
@@ -220,6 +225,10 @@ type rotatedBlockScorer struct {
 }
 
 func (sc *rotatedBlockScorer) SetQuery(q []float32) { sc.c.rotateQuery(sc.pq, q) }
+
+func (sc *rotatedBlockScorer) SetQueryFrom(other BlockScorer) {
+	copy(sc.pq, other.(*rotatedBlockScorer).pq)
+}
 
 func (sc *rotatedBlockScorer) ForL2(a int, params []byte) {
 	d := sc.c.dim
