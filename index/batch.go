@@ -148,7 +148,10 @@ func (ix *Index) searchChunk(ctx context.Context, queries Rows, lo, hi int, opt 
 		}
 	}()
 	k := min(opt.K, ix.n)
-	par.For(n, min(batchBlock, max(1, (n+procs-1)/procs)), func(b0, b1 int) {
+	// Blocks of queries small enough for about four a worker, so that
+	// the workers finish each step together.
+	block := min(batchBlock, max(4, (n+4*procs-1)/(4*procs)))
+	par.For(n, block, func(b0, b1 int) {
 		errs.run(ctx, fmt.Sprintf("queries %d..%d", lo+b0, lo+b1-1), func() (err error) {
 			defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
 			if err := ix.beginBlock(queries, lo+b0, lo+b1, opt, nprobe, qs[b0:b1]); err != nil {
@@ -184,7 +187,7 @@ func (ix *Index) searchChunk(ctx context.Context, queries Rows, lo, hi int, opt 
 			next[p.ID]++
 		}
 	}
-	shares := ix.shareLists(first, 4*procs)
+	shares := ix.shareLists(first, 16*procs)
 	par.For(len(shares)-1, 1, func(t, _ int) {
 		a0, a1 := shares[t], shares[t+1]
 		errs.run(ctx, fmt.Sprintf("lists %d..%d of queries %d..%d", a0, a1-1, lo, hi-1), func() (err error) {
@@ -206,7 +209,7 @@ func (ix *Index) searchChunk(ctx context.Context, queries Rows, lo, hi int, opt 
 		return
 	}
 
-	par.For(n, batchBlock, func(b0, b1 int) {
+	par.For(n, block, func(b0, b1 int) {
 		errs.run(ctx, fmt.Sprintf("queries %d..%d", lo+b0, lo+b1-1), func() error {
 			for i := b0; i < b1; i++ {
 				h, err := ix.finish(nil, qs[i].s, opt, k)

@@ -48,6 +48,8 @@ type scratch struct {
 	q, row []float32
 	qq     float32   // |q|^2
 	dots   []float32 // <q, anchor a>, from the probe
+	dist   []float32 // the probe's distance to each anchor, and
+	sel    []float32 // a copy of them to select from
 	probe  []Hit     // candidate lists, ID = list number
 	top    topK
 	scorer quant.Scorer
@@ -342,20 +344,82 @@ func (ix *Index) finish(dst []Hit, s *scratch, opt SearchOptions, k int) ([]Hit,
 	return dst[:n0+min(len(hits), k)], nil
 }
 
-// probeLists puts the nprobe lists nearest to s.q into s.probe, from the
-// dot products in s.dots.
+// probeLists puts the nprobe lists nearest to s.q into s.probe, nearest
+// first, from the dot products in s.dots: the nprobe least distances by
+// (distance, list), as a top-nprobe heap would keep them, found by a
+// selection rather than a heap, as most of the M anchors would enter a
+// heap of the best so far.
 func (ix *Index) probeLists(s *scratch, nprobe int) {
-	s.top.reset(nprobe)
+	dist := s.dist[:ix.m]
 	for a, qa := range s.dots[:ix.m] {
-		dist := -qa
-		if ix.meta.Metric != IP {
-			dist = ix.norms[a] - 2*qa
-		}
-		if s.top.accepts(dist) {
-			s.top.push(Hit{ID: a, Distance: dist})
+		if ix.meta.Metric == IP {
+			dist[a] = -qa
+		} else {
+			dist[a] = ix.norms[a] - 2*qa
 		}
 	}
-	s.probe = s.top.appendSorted(s.probe[:0])
+	t := nthSmallest(append(s.sel[:0], dist...), nprobe-1)
+	probe := s.probe[:0]
+	for a, d := range dist {
+		if cmp.Less(d, t) {
+			probe = append(probe, Hit{ID: a, Distance: d})
+		}
+	}
+	for a, d := range dist { // ties at t, lowest lists first
+		if len(probe) == nprobe {
+			break
+		}
+		if cmp.Compare(d, t) == 0 {
+			probe = append(probe, Hit{ID: a, Distance: d})
+		}
+	}
+	slices.SortFunc(probe, compareHits)
+	s.probe = probe
+}
+
+// nthSmallest returns the value that would be x[n] were x sorted by
+// cmp.Compare (NaN first), reordering x: Hoare's selection, in expected
+// linear time.
+func nthSmallest(x []float32, n int) float32 {
+	lo, hi := 0, len(x)-1
+	for lo < hi {
+		// The median of three as the pivot, left at x[lo+(hi-lo)/2].
+		mid := lo + (hi-lo)/2
+		if cmp.Less(x[mid], x[lo]) {
+			x[mid], x[lo] = x[lo], x[mid]
+		}
+		if cmp.Less(x[hi], x[lo]) {
+			x[hi], x[lo] = x[lo], x[hi]
+		}
+		if cmp.Less(x[hi], x[mid]) {
+			x[hi], x[mid] = x[mid], x[hi]
+		}
+		p := x[mid]
+		i, j := lo, hi
+		for i <= j {
+			for cmp.Less(x[i], p) {
+				i++
+			}
+			for cmp.Less(p, x[j]) {
+				j--
+			}
+			if i <= j {
+				x[i], x[j] = x[j], x[i]
+				i++
+				j--
+			}
+		}
+		// Now x[lo..j] <= p <= x[i..hi], and x[j+1..i-1] == p.
+		switch {
+		case n <= j:
+			hi = j
+		case n >= i:
+			lo = i
+		default:
+			return x[n]
+		}
+	}
+	return x[n]
 }
 
 // rerank replaces the estimated distances by exact ones from the original
@@ -388,6 +452,8 @@ func (ix *Index) getScratch() *scratch {
 		q:    make([]float32, ix.d),
 		row:  make([]float32, ix.d),
 		dots: make([]float32, ix.panels.Stride()),
+		dist: make([]float32, ix.m),
+		sel:  make([]float32, ix.m),
 	}
 	if ix.blocked != nil {
 		s.bscorer = ix.blocked.NewBlockScorer()

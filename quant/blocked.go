@@ -204,7 +204,8 @@ func (c *Rotated) Unpack(blocks, low []byte, e int, code []byte) {
 
 func (c *Rotated) NewBlockScorer() BlockScorer {
 	n := 8 * c.chunks()
-	return &rotatedBlockScorer{c: c, pq: make([]float32, n), q: make([]float32, n), anchor: make([]float32, n), zero: make([]float32, n),
+	own := make([]float32, n)
+	return &rotatedBlockScorer{c: c, own: own, pq: own, q: make([]float32, n), anchor: make([]float32, n), zero: make([]float32, n),
 		k: make([]int32, n), lut: make([]byte, 4*n)}
 }
 
@@ -214,6 +215,7 @@ func (c *Rotated) NewBlockScorer() BlockScorer {
 type rotatedBlockScorer struct {
 	c            *Rotated
 	pq, q        []float32 // P q, and q' for the current list; zero past dim
+	own          []float32 // pq's storage, unless shared (SetQueryFrom)
 	anchor, zero []float32 // the list's rotated anchor, zero past dim; zeros
 	k            []int32
 	lut          []byte
@@ -224,10 +226,15 @@ type rotatedBlockScorer struct {
 	sums         [BlockLen]uint32
 }
 
-func (sc *rotatedBlockScorer) SetQuery(q []float32) { sc.c.rotateQuery(sc.pq, q) }
+func (sc *rotatedBlockScorer) SetQuery(q []float32) {
+	sc.pq = sc.own
+	sc.c.rotateQuery(sc.pq, q)
+}
 
+// SetQueryFrom shares other's P q, which stays unchanged while other's
+// query is being searched.
 func (sc *rotatedBlockScorer) SetQueryFrom(other BlockScorer) {
-	copy(sc.pq, other.(*rotatedBlockScorer).pq)
+	sc.pq = other.(*rotatedBlockScorer).pq
 }
 
 func (sc *rotatedBlockScorer) ForL2(a int, params []byte) {
