@@ -210,7 +210,8 @@ func (ix *Index) searchChunk(ctx context.Context, queries Rows, lo, hi int, opt 
 	}
 
 	par.For(n, block, func(b0, b1 int) {
-		errs.run(ctx, fmt.Sprintf("queries %d..%d", lo+b0, lo+b1-1), func() error {
+		errs.run(ctx, fmt.Sprintf("queries %d..%d", lo+b0, lo+b1-1), func() (err error) {
+			defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true)) // re-ranking reads a file
 			for i := b0; i < b1; i++ {
 				h, err := ix.finish(nil, qs[i].s, opt, k)
 				if err != nil {

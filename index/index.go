@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -41,8 +42,8 @@ type Index struct {
 	// ipCodes: an ip index whose codes are in the inner-product form
 	// (FlagIPCodes), scored through the L2 estimate.
 	ipCodes bool
-	lists   []uint64 // views into the mapping
-	ids     rowIDs
+	lists   []uint64 // list a is entries lists[a] to lists[a+1]-1 (copied from the mapping)
+	ids     rowIDs   // this and the rest: views into the mapping
 	params  []byte
 	codes   []byte // entry codes; for a blocked code, the entries' low bits
 	// blocked is the code when the file holds it in blocks (version 2 and
@@ -160,7 +161,9 @@ func load(f *format.File, path string) (ix *Index, err error) {
 	ix = &Index{
 		file: f, path: path, meta: meta, code: code, n: n, d: d, m: m,
 		ipCodes: meta.Flags&FlagIPCodes != 0,
-		lists:   viewU64(sec[secLists]),
+		// A copy, checked below: every scan takes its bounds from it, and
+		// another program may rewrite the mapped file in place.
+		lists:   slices.Clone(viewU64(sec[secLists])),
 		ids:     newRowIDs(sec[secIDs], rowBits(n)),
 		params:  sec[secParams],
 		codes:   sec[secCodes],

@@ -35,6 +35,12 @@ var (
 	// not a regular file, bad .npy magic, version, header, dtype, memory
 	// order or shape.
 	ErrFormat = errors.New("vecfile: unsupported format")
+
+	// ErrChanged reports a file that another program truncated or
+	// rewrote in place while a Matrix mapped it: reading the missing part
+	// faulted. The error names this file, not whatever else the faulting
+	// code was reading (package internal/fault).
+	ErrChanged = errors.New("vecfile: file changed while in use")
 )
 
 // MaxDim is the largest dimension accepted.

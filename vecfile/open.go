@@ -10,9 +10,11 @@
 //	        converted to float32 as rows are read
 //	.fvecs  TEXMEX: every row is an int32 dimension then that many float32
 //
-// A file must not be truncated or rewritten while a Matrix maps it: reading
-// a page that no longer exists raises SIGBUS, which the Go runtime does not
-// turn into an error.
+// A file truncated or rewritten by another program while a Matrix maps it
+// makes reading a page that no longer exists raise SIGBUS. In a goroutine
+// that has debug.SetPanicOnFault on (vlc's searches and the vlc command do,
+// and internal/par's workers inherit it) the fault becomes an error that
+// names this file and wraps ErrChanged; elsewhere it ends the process.
 package vecfile
 
 import (
@@ -30,6 +32,7 @@ import (
 	"github.com/edsrzf/mmap-go"
 
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/fault"
 )
 
 // Options configures Open.
@@ -111,6 +114,7 @@ func Open(path string, opt Options) (*Matrix, error) {
 	if err != nil {
 		return nil, osError(path, err)
 	}
+	fault.Register(mm, path, ErrChanged)
 	m := &Matrix{path: path, mm: mm}
 	if len(mm) == 0 { // shrank after Stat
 		err = newError(ErrEmpty, path, "empty file (0 bytes)")
@@ -118,6 +122,7 @@ func Open(path string, opt Options) (*Matrix, error) {
 		err = parse(m, opt)
 	}
 	if err != nil {
+		fault.Unregister(mm)
 		mm.Unmap()
 		return nil, err
 	}
@@ -303,6 +308,7 @@ func (m *Matrix) Close() error {
 	if m.mm == nil {
 		return nil
 	}
+	fault.Unregister(m.mm)
 	err := m.mm.Unmap()
 	m.mm, m.data, m.u16, m.f32 = nil, nil, nil, nil
 	if err != nil {

@@ -1,8 +1,9 @@
 package format
 
 import (
-	"fmt"
 	"runtime/debug"
+
+	"github.com/vlc-embed/vlc/internal/fault"
 )
 
 // CatchFault turns a memory fault while reading a mapped file into an
@@ -14,15 +15,18 @@ import (
 // program may truncate or rewrite a file in place while it is mapped;
 // reading a page that is no longer there raises SIGBUS, which would
 // otherwise end the process. With CatchFault the call returns an error
-// wrapping ErrCorrupt instead. Panics other than memory faults go on.
+// instead, naming the mapped file that faulted (package internal/fault):
+// for an index, wrapping ErrCorrupt; path is named when the address is in
+// no registered mapping. Panics other than memory faults go on.
 // old is what SetPanicOnFault returned, restored here. A deferred call
 // rather than a returned closure, so that a search allocates nothing.
 func CatchFault(path string, err *error, old bool) {
 	debug.SetPanicOnFault(old)
 	if r := recover(); r != nil {
-		if _, fault := r.(interface{ Addr() uintptr }); !fault {
+		e := fault.Error(r, path, ErrCorrupt)
+		if e == nil {
 			panic(r)
 		}
-		*err = fmt.Errorf("%s: %w: reading the mapped file failed (truncated or rewritten in place while open?): %v", path, ErrCorrupt, r)
+		*err = e
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/edsrzf/mmap-go"
+	"github.com/vlc-embed/vlc/internal/fault"
 )
 
 // File is an open, read-only, memory-mapped container. Its methods may be
@@ -59,8 +60,10 @@ func Open(path string, opt OpenOptions) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("format: mmap %s: %w", path, err)
 	}
+	fault.Register(m, path, ErrCorrupt)
 	infos, version, err := parseHeaderGuarded(path, m)
 	if err != nil {
+		fault.Unregister(m)
 		m.Unmap()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -120,6 +123,7 @@ func (f *File) Close() error {
 	if f.data == nil {
 		return nil
 	}
+	fault.Unregister(f.data)
 	err := f.data.Unmap()
 	f.data = nil
 	if err != nil {

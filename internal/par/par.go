@@ -5,8 +5,11 @@ package par
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+
+	"github.com/vlc-embed/vlc/internal/fault"
 )
 
 // Workers is the number of goroutines For uses: GOMAXPROCS.
@@ -15,7 +18,10 @@ func Workers() int { return runtime.GOMAXPROCS(0) }
 // For calls body(lo, hi) for consecutive blocks [lo, hi) of [0, n), each at
 // most block long, from up to Workers() goroutines, and returns when all are
 // done. Blocks are handed out in order; body must be safe to run concurrently
-// on disjoint blocks.
+// on disjoint blocks. A panic in body ends that worker and, once the others
+// are done, is raised again in the caller's goroutine, where the caller
+// may recover it; workers turn memory faults into panics (reading a mapped
+// file cut short) when the caller does (debug.SetPanicOnFault).
 func For(n, block int, body func(lo, hi int)) {
 	if n <= 0 {
 		return
@@ -33,10 +39,20 @@ func For(n, block int, body func(lo, hi int)) {
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	var once sync.Once
+	var raised any
+	faults := fault.Enabled()
 	for range w {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					once.Do(func() { raised = r })
+					next.Store(int64(blocks)) // hand out no more blocks
+				}
+			}()
+			debug.SetPanicOnFault(faults)
 			for {
 				b := int(next.Add(1) - 1)
 				if b >= blocks {
@@ -48,4 +64,7 @@ func For(n, block int, body func(lo, hi int)) {
 		}()
 	}
 	wg.Wait()
+	if raised != nil {
+		panic(raised)
+	}
 }

@@ -1,6 +1,7 @@
 package par
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 )
@@ -22,5 +23,28 @@ func TestFor(t *testing.T) {
 				t.Fatalf("n=%d: index %d visited %d times", n, i, seen[i].Load())
 			}
 		}
+	}
+}
+
+// A panic in a worker comes back in the caller's goroutine, where it can
+// be recovered, and stops the handing out of blocks.
+func TestForRaisesPanicInCaller(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	var ran atomic.Int32
+	got := func() (r any) {
+		defer func() { r = recover() }()
+		For(1000, 1, func(lo, hi int) {
+			ran.Add(1)
+			if lo == 3 {
+				panic("block 3")
+			}
+		})
+		return nil
+	}()
+	if got != "block 3" {
+		t.Fatalf("recovered %v, want the worker's panic", got)
+	}
+	if n := ran.Load(); n >= 1000 {
+		t.Errorf("%d blocks ran after a panic in block 3", n)
 	}
 }
