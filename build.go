@@ -22,7 +22,8 @@ func Build(ctx context.Context, path string, docs []Document, opt Options) (*Ind
 	case len(docs) == 0:
 		return nil, fmt.Errorf("%w: no documents to build from", index.ErrArgument)
 	}
-	if err := checkDocs(docs, len(docs[0].Vector)); err != nil {
+	metric, _ := index.ParseMetric(opt.Metric) // checked by prepare below
+	if err := checkDocs(docs, len(docs[0].Vector), metric); err != nil {
 		return nil, err
 	}
 	if opt.Dim != 0 && opt.Dim != len(docs[0].Vector) {

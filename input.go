@@ -14,7 +14,9 @@ import (
 // points returns the training set as float16: the file's own bytes when it
 // stores float16 and no normalisation is needed, else a converted copy.
 // Training runs on float16; a float32 value beyond its range (65504) is an
-// input error, reported at the lowest such row.
+// input error, reported at the lowest such row, and so, for rows not
+// normalised (l2, ip), is a row too small for float32 distances
+// (checkScale). A float16 row is never that small.
 func points(src source, rows index.Rows, normalise bool) (anneal.Points, error) {
 	n, d := rows.Len(), rows.Dim()
 	if src.f16 != nil && !normalise {
@@ -27,24 +29,28 @@ func points(src source, rows index.Rows, normalise bool) (anneal.Points, error) 
 		x := make([]float32, d)
 		for i := lo; i < hi; i++ {
 			x = rows.Row(i, x)
+			bad := !normalise && checkScale(x) != ""
 			for j, v := range x {
 				h := f16.FromFloat32(v)
-				if !f16.IsFinite(h) && badRow[lo/1024] < 0 {
-					badRow[lo/1024] = i
-				}
+				bad = bad || !f16.IsFinite(h)
 				data[i*d+j] = h
+			}
+			if bad && badRow[lo/1024] < 0 {
+				badRow[lo/1024] = i
 			}
 		}
 	})
 	for _, i := range badRow {
-		if i >= 0 {
-			x := src.rows.Row(i, nil)
-			for j, v := range x {
-				if !f16.IsFinite(f16.FromFloat32(v)) {
-					return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses", src.name, i, j, v)}
-				}
+		if i < 0 {
+			continue
+		}
+		x := src.rows.Row(i, nil)
+		for j, v := range x {
+			if !f16.IsFinite(f16.FromFloat32(v)) {
+				return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses", src.name, i, j, v), ErrRange}
 			}
 		}
+		return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d: %s", src.name, i, checkScale(x)), ErrUnderflow}
 	}
 	return anneal.Points{Data: data, N: n, Dim: d}, nil
 }
@@ -52,10 +58,34 @@ func points(src source, rows index.Rows, normalise bool) (anneal.Points, error) 
 // ErrRange is returned for input values beyond the float16 range.
 var ErrRange = errors.New("value outside the float16 range")
 
-type rangeError struct{ msg string }
+// ErrUnderflow is returned, under the l2 and ip metrics, for a row that is
+// not zero but whose squared length is below float32's normal range: its
+// distances, computed in float32, would be zero or imprecise, and every
+// query would find the same hits. Cosine normalises rows first and takes
+// any finite row.
+var ErrUnderflow = errors.New("vector too small for float32 distances")
+
+// checkScale describes why x is too small for float32 distances (l2, ip),
+// or returns "": a row is zero or its squared length, computed in float64,
+// is at least float32's smallest normal number (2^-126, about 1.2e-38).
+func checkScale(x []float32) string {
+	var s float64
+	for _, v := range x {
+		s += float64(v) * float64(v)
+	}
+	if s == 0 || s >= 0x1p-126 {
+		return ""
+	}
+	return fmt.Sprintf("squared length %.3g is below float32's normal range (1.2e-38): its l2 and ip distances would underflow; scale the vectors up, make the row zero, or use -metric cosine", s)
+}
+
+type rangeError struct {
+	msg string
+	err error
+}
 
 func (e *rangeError) Error() string { return e.msg }
-func (e *rangeError) Unwrap() error { return ErrRange }
+func (e *rangeError) Unwrap() error { return e.err }
 
 // normalized presents rows scaled to unit length (cosine metric).
 type normalized struct{ index.Rows }

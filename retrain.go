@@ -60,7 +60,7 @@ func (ix *Index) Retrain(ctx context.Context, opt Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDocs(docs, snap.segs[0].ix.Dim()); err != nil {
+	if err := checkDocs(docs, snap.segs[0].ix.Dim(), snap.segs[0].ix.Meta().Metric); err != nil {
 		return nil, fmt.Errorf("%s: a reconstructed vector: %w", ix.path, err)
 	}
 	src := source{name: ix.path, rows: docRows(docs), checkFinite: func() error { return nil }, keys: make([]string, len(docs))}

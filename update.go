@@ -152,7 +152,7 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 	}
 	first := snap.segs[0].ix
 	d, metric := first.Dim(), first.Meta().Metric
-	if err := checkDocs(docs, d); err != nil {
+	if err := checkDocs(docs, d, metric); err != nil {
 		return nil, err
 	}
 	ids := make([]string, len(docs))
@@ -237,9 +237,11 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 	return ids, nil
 }
 
-// checkDocs refuses documents Add or Build cannot index, naming the
-// first bad one.
-func checkDocs(docs []Document, d int) error {
+// checkDocs refuses documents Add or Build cannot index under metric,
+// naming the first bad one: cosine normalises every finite vector, l2
+// and ip need values within float16 and a vector zero or not too small
+// for float32 distances (checkScale).
+func checkDocs(docs []Document, d int, metric index.Metric) error {
 	for i, doc := range docs {
 		name := fmt.Sprintf("document %d", i)
 		if doc.ID != "" {
@@ -255,9 +257,12 @@ func checkDocs(docs []Document, d int) error {
 			switch {
 			case math.IsNaN(float64(v)) || math.IsInf(float64(v), 0):
 				return fmt.Errorf("%s: %w: value %d is %v", name, index.ErrArgument, j, v)
-			case math.Abs(float64(v)) > 65504:
+			case math.Abs(float64(v)) > 65504 && metric != index.Cosine:
 				return fmt.Errorf("%s: %w: value %d is %g (|x| <= 65504)", name, ErrRange, j, v)
 			}
+		}
+		if why := checkScale(doc.Vector); why != "" && metric != index.Cosine {
+			return fmt.Errorf("%s: %w: %s", name, ErrUnderflow, why)
 		}
 		if len(doc.Payload) > MaxPayloadBytes {
 			return fmt.Errorf("%s: %w: %d bytes (at most %d)", name, ErrPayload, len(doc.Payload), MaxPayloadBytes)

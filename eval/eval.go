@@ -10,6 +10,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -17,6 +18,18 @@ import (
 
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
+)
+
+// Errors of inputs that cannot measure an index; each error names the
+// file, row and value where it can.
+var (
+	// ErrGroundTruth: ground truth with too few rows or ids, an id that
+	// is not a row of the index (negative, >= n, or a float file read
+	// as ids), or an id repeated in a row.
+	ErrGroundTruth = errors.New("eval: bad ground truth")
+	// ErrBase: base vectors that are not the index's: another number of
+	// rows (the dimension is checked when the file is opened).
+	ErrBase = errors.New("eval: base vectors do not match the index")
 )
 
 // Result is what Measure measured. The JSON keys are the CLI's contract
@@ -56,10 +69,12 @@ type Options struct {
 
 // Measure searches for every query on all cores (Index.SearchBatch) and
 // measures recall against gt (the true neighbours of each query, nearest
-// first, as ReadGroundTruth or index.Exact give them), speed and size.
+// first, as ReadGroundTruth or Exact give them), speed and size. gt must
+// pass CheckGroundTruth for the index and recall@10, else the error wraps
+// ErrGroundTruth.
 func Measure(ctx context.Context, ix *index.Index, queries index.Rows, gt [][]int, opt Options) (Result, error) {
-	if len(gt) < queries.Len() {
-		return Result{}, fmt.Errorf("eval: ground truth for %d queries, %d queries given", len(gt), queries.Len())
+	if err := CheckGroundTruth(gt, queries.Len(), ix.Len(), 10); err != nil {
+		return Result{}, err
 	}
 	so := opt.Search
 	so.K = max(so.K, 10)
@@ -125,16 +140,23 @@ func latency(ctx context.Context, ix *index.Index, queries index.Rows, so index.
 	return rank(0.50), rank(0.99), nil
 }
 
-// Recall is the mean over queries of |first k hits ∩ first k true ids| / k;
-// gt holds a row for each row of hits. It is 0 for no queries or k < 1.
+// Recall is the mean over queries of |first k hits ∩ first k true ids|
+// divided by the number of true ids counted, min(k, len(gt[i])): on an
+// index of n < k vectors the ground truth holds n ids and a search that
+// returns all n scores 1. gt holds a row for each row of hits. It is 0 for
+// no queries or k < 1; a query with no true ids counts 0.
 func Recall(hits [][]index.Hit, gt [][]int, k int) float64 {
 	if len(hits) == 0 || k < 1 {
 		return 0
 	}
 	var sum float64
 	for i, hs := range hits {
+		want := gt[i][:min(k, len(gt[i]))]
+		if len(want) == 0 {
+			continue
+		}
 		truth := map[int]bool{}
-		for _, id := range gt[i][:min(k, len(gt[i]))] {
+		for _, id := range want {
 			truth[id] = true
 		}
 		found := 0
@@ -143,26 +165,55 @@ func Recall(hits [][]index.Hit, gt [][]int, k int) float64 {
 				found++
 			}
 		}
-		sum += float64(found) / float64(k)
+		sum += float64(found) / float64(len(want))
 	}
 	return sum / float64(len(hits))
+}
+
+// CheckGroundTruth checks that gt can measure recall@k of queries on an
+// index of n vectors: a row for each query, each with at least min(k, n)
+// ids, every id a row of the index (0 <= id < n), none repeated among the
+// first min(k, n). Errors wrap ErrGroundTruth and name the row.
+func CheckGroundTruth(gt [][]int, queries, n, k int) error {
+	if len(gt) < queries {
+		return fmt.Errorf("%w: %d rows for %d queries", ErrGroundTruth, len(gt), queries)
+	}
+	need := min(k, n)
+	for i, r := range gt[:queries] {
+		if len(r) < need {
+			return fmt.Errorf("%w: row %d has %d ids, recall@%d on %d vectors needs %d", ErrGroundTruth, i, len(r), k, n, need)
+		}
+		seen := make(map[int]bool, need)
+		for j, id := range r {
+			if id < 0 || id >= n {
+				return fmt.Errorf("%w: row %d, id %d is %d, not a row of the index (0..%d); ground truth is .ivecs of int32 row numbers", ErrGroundTruth, i, j, id, n-1)
+			}
+			if j < need && seen[id] {
+				return fmt.Errorf("%w: row %d: id %d repeated", ErrGroundTruth, i, id)
+			}
+			seen[id] = true
+		}
+	}
+	return nil
 }
 
 // ReadGroundTruth reads the true neighbours of the first queries queries
 // from an .ivecs file (one row per query: the ids of its nearest base
 // vectors, nearest first), and checks that each row holds at least k.
+// Errors of content wrap ErrGroundTruth; Measure checks the ids against
+// the index.
 func ReadGroundTruth(path string, queries, k int) ([][]int, error) {
 	rows, err := vecfile.ReadIvecs(path)
 	if err != nil {
 		return nil, err
 	}
 	if len(rows) < queries {
-		return nil, fmt.Errorf("%s has %d rows for %d queries", path, len(rows), queries)
+		return nil, fmt.Errorf("%s: %w: %d rows for %d queries", path, ErrGroundTruth, len(rows), queries)
 	}
 	gt := make([][]int, queries)
 	for i, r := range rows[:queries] {
 		if len(r) < k {
-			return nil, fmt.Errorf("%s: row %d has %d ids, recall@%d needs %d", path, i, len(r), k, k)
+			return nil, fmt.Errorf("%s: %w: row %d has %d ids, recall@%d needs %d", path, ErrGroundTruth, i, len(r), k, k)
 		}
 		gt[i] = make([]int, len(r))
 		for j, v := range r {
@@ -170,6 +221,17 @@ func ReadGroundTruth(path string, queries, k int) ([][]int, error) {
 		}
 	}
 	return gt, nil
+}
+
+// Exact returns the k true neighbours of each query (index.Exact under
+// ix's metric) from base, which must be the vectors ix holds: base of
+// another number of rows is refused (ErrBase) rather than measured
+// against neighbours the index cannot return.
+func Exact(ix *index.Index, base, queries index.Rows, k int) ([][]int, error) {
+	if base.Len() != ix.Len() {
+		return nil, fmt.Errorf("%w: %d base vectors, the index holds %d", ErrBase, base.Len(), ix.Len())
+	}
+	return index.Exact(base, queries, k, index.Metric(ix.Meta().Metric)), nil
 }
 
 // NProbes returns the nprobe values a sweep over an index of lists lists

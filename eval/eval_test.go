@@ -2,6 +2,9 @@ package eval_test
 
 import (
 	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,4 +123,107 @@ func TestMeasure(t *testing.T) {
 	if _, err := eval.Measure(context.Background(), ix, q, gt[:10], eval.Options{}); err == nil {
 		t.Error("ground truth for 10 of 200 queries: no error")
 	}
+}
+
+// smallIndex compresses n random rows of dimension 8 and opens the index;
+// it returns the index and the vectors' file.
+func smallIndex(t *testing.T, n int, seed uint64) (*index.Index, string) {
+	t.Helper()
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.fvecs"), filepath.Join(dir, "out.vlc")
+	rng := rand.New(rand.NewPCG(seed, 1))
+	rows := make([][]float32, n)
+	for i := range rows {
+		rows[i] = make([]float32, 8)
+		for j := range rows[i] {
+			rows[i][j] = float32(rng.NormFloat64())
+		}
+	}
+	if err := vecfile.WriteFvecs(in, rows); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vlc.Compress(context.Background(), in, out, vlc.Options{Anchors: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := index.Open(out, index.Options{Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix, in
+}
+
+// Inputs that cannot measure an index are refused with a sentinel and
+// the row, never measured as a meaningless recall: ground truth with too
+// few rows or ids, ids negative, beyond the index, read from a float
+// file, or repeated; base vectors of another size than the index.
+func TestEvalBadInput(t *testing.T) {
+	ix, in := smallIndex(t, 500, 1)
+	q := mustOpen(t, in)
+	good := index.Exact(q, q, 10, index.L2)
+	row := func(i int, r []int) [][]int {
+		gt := slices.Clone(good)
+		gt[i] = r
+		return gt
+	}
+	floats := make([]int, 10) // the bits of float32 values read as ids
+	for j := range floats {
+		floats[j] = int(int32(math.Float32bits(float32(j) + 0.5)))
+	}
+	for _, c := range []struct {
+		name   string
+		gt     [][]int
+		detail string
+	}{
+		{"too few rows", good[:100], "100 rows for 500 queries"},
+		{"too few ids", row(3, []int{1, 2, 3}), "row 3 has 3 ids"},
+		{"negative id", row(7, []int{0, 1, 2, 3, 4, 5, -1, 7, 8, 9}), "row 7, id 6 is -1"},
+		{"id n", row(8, []int{500, 1, 2, 3, 4, 5, 6, 7, 8, 9}), "row 8, id 0 is 500"},
+		{"float file", row(0, floats), "row 0, id 0 is 1056964608"},
+		{"repeated id", row(9, []int{1, 2, 3, 1, 5, 6, 7, 8, 9, 10}), "row 9: id 1 repeated"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := eval.Measure(context.Background(), ix, q, c.gt, eval.Options{Search: index.SearchOptions{K: 10, NProbe: 1}})
+			if !errors.Is(err, eval.ErrGroundTruth) || !strings.Contains(err.Error(), c.detail) {
+				t.Errorf("Measure: %v, want ErrGroundTruth with %q", err, c.detail)
+			}
+		})
+	}
+	_, bigIn := smallIndex(t, 1000, 2)
+	if _, err := eval.Exact(ix, mustOpen(t, bigIn), q, 10); !errors.Is(err, eval.ErrBase) || !strings.Contains(err.Error(), "1000 base vectors, the index holds 500") {
+		t.Errorf("Exact with 1000 base rows for 500: %v, want ErrBase", err)
+	}
+}
+
+// On an index of n < 10 vectors, recall@10 counts right answers out of
+// the n there are: a search that returns all n scores 1, not n/10.
+func TestRecallFewerThanK(t *testing.T) {
+	for _, n := range []int{1, 3, 9} {
+		ix, in := smallIndex(t, n, 3)
+		q := mustOpen(t, in)
+		gt, err := eval.Exact(ix, q, q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := eval.Measure(context.Background(), ix, q, gt, eval.Options{Search: index.SearchOptions{K: 10, NProbe: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Recall10 != 1 {
+			t.Errorf("n = %d: recall@10 %v, want 1 (every vector returned)", n, res.Recall10)
+		}
+	}
+	if got := eval.Recall([][]index.Hit{{{ID: 0}, {ID: 2}}}, [][]int{{2, 1, 0}}, 10); got != 2.0/3 {
+		t.Errorf("2 of 3 true ids found: recall@10 %v, want 2/3", got)
+	}
+}
+
+func mustOpen(t *testing.T, path string) *vecfile.Matrix {
+	t.Helper()
+	m, err := vecfile.Open(path, vecfile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
 }

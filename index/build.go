@@ -154,6 +154,7 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 		switch err := p.Device.EncodeRotated(rc, anchors, ids, offsets, codes, params); {
 		case err == nil:
 			onHost = false
+			reencodeNonFinite(p.Rows, rc, anchors, ids, offsets, codes, params)
 			progress(n, n)
 		case !errors.Is(err, quant.ErrNotResident):
 			return nil, err
@@ -232,6 +233,30 @@ func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []floa
 			mu.Unlock()
 		}
 	})
+}
+
+// reencodeNonFinite encodes on the host again the lists in which a device
+// wrote an infinite scalar: it takes s as the largest |r|^2, where the
+// host raises s for the rare lists that need it (quant's listScale).
+func reencodeNonFinite(rows Rows, code *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) {
+	cb, pb := code.CodeBytes(), code.ParamBytes()
+	for a := range len(offsets) - 1 {
+		for e := offsets[a]; e < offsets[a+1]; e++ {
+			if code.NonFinite(codes[int(e)*cb : int(e+1)*cb]) {
+				list, d := ids[offsets[a]:offsets[a+1]], rows.Dim()
+				res := make([]float32, len(list)*d)
+				for k, id := range list {
+					r := rows.Row(int(id), res[k*d:(k+1)*d])
+					for j := range r {
+						r[j] -= anchors[a*d+j]
+					}
+				}
+				at := int(offsets[a]) * cb
+				code.EncodeList(codes[at:at+len(list)*cb], params[a*pb:(a+1)*pb], a, res, len(list))
+				break
+			}
+		}
+	}
 }
 
 // trainSample caps the residuals a Trainer code learns from.

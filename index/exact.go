@@ -1,6 +1,8 @@
 package index
 
 import (
+	"math"
+
 	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
 )
@@ -9,6 +11,11 @@ import (
 // exact distance under metric, nearest first (ties by ascending row): the
 // ground truth that recall is measured against. It decodes base in blocks
 // and scans every row, so it costs nq*n*dim multiply-adds.
+//
+// For l2 and ip, where base and queries are so small or so large that
+// float32 squares and products would underflow or overflow (the largest
+// |value| beyond 2^-30 .. 2^30), both are scaled by one power of two
+// first, which leaves every ranking as it is.
 func Exact(base, queries Rows, k int, metric Metric) [][]int {
 	n, d, nq := base.Len(), base.Dim(), queries.Len()
 	k = min(k, n)
@@ -17,6 +24,13 @@ func Exact(base, queries Rows, k int, metric Metric) [][]int {
 		x := queries.Row(i, q[i*d:(i+1)*d])
 		if metric == Cosine {
 			vec.Normalize(x)
+		}
+	}
+	scale := 0
+	if metric != Cosine {
+		scale = exactScale(base, q)
+		for j := range q {
+			q[j] = float32(math.Ldexp(float64(q[j]), scale))
 		}
 	}
 	tops := make([]topK, nq)
@@ -32,6 +46,11 @@ func Exact(base, queries Rows, k int, metric Metric) [][]int {
 				x := base.Row(lo+r, rows[r*d:(r+1)*d])
 				if metric == Cosine {
 					vec.Normalize(x)
+				}
+				if scale != 0 {
+					for j, v := range x {
+						x[j] = float32(math.Ldexp(float64(v), scale))
+					}
 				}
 			}
 		})
@@ -59,4 +78,25 @@ func Exact(base, queries Rows, k int, metric Metric) [][]int {
 		}
 	}
 	return out
+}
+
+// exactScale returns the power of two that brings the largest |value| of
+// base and q to about 1 where it lies outside 2^-30 .. 2^30, else 0 (no
+// scaling, so that normal inputs are computed as always).
+func exactScale(base Rows, q []float32) int {
+	var big float64
+	for _, v := range q {
+		big = max(big, math.Abs(float64(v)))
+	}
+	x := make([]float32, base.Dim())
+	for i := range base.Len() {
+		for _, v := range base.Row(i, x) {
+			big = max(big, math.Abs(float64(v)))
+		}
+	}
+	if big == 0 || (big >= 0x1p-30 && big <= 0x1p30) {
+		return 0
+	}
+	_, e := math.Frexp(big)
+	return -e
 }

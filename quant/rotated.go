@@ -39,6 +39,7 @@ type Rotated struct {
 	packed     int       // bytes of packed levels
 	scratch    sync.Pool // *encodeScratch, for concurrent Encode calls
 	rotAnchors []float32 // P anchor, set by SetAnchors
+	anchors    []float32 // the anchors as given to SetAnchors
 }
 
 // radixHigh32 sorts keys, appended in increasing low 32 bits, by their
@@ -142,25 +143,67 @@ type DeviceEncoder interface {
 }
 
 func (c *Rotated) EncodeList(codes, params []byte, a int, residuals []float32, count int) {
-	c.Fit(params, residuals, count)
+	c.fit(params, a, residuals, count)
 	encodeEach(c, codes, params, a, residuals, count)
 }
 
-// Fit sets params from the residuals of one list: their largest |r|^2.
+// Fit sets params from the residuals of one list: their largest |r|^2
+// (see listScale; without the list's anchor, ip slots are not checked).
 func (c *Rotated) Fit(params []byte, residuals []float32, count int) {
-	var s float64
+	c.fit(params, -1, residuals, count)
+}
+
+func (c *Rotated) fit(params []byte, a int, residuals []float32, count int) {
+	var s, slot float64
 	for i := range count {
 		r := residuals[i*c.dim : (i+1)*c.dim]
-		var n float64
-		for _, v := range r {
-			n += float64(v) * float64(v)
+		s = math.Max(s, dot64(r, r))
+		if c.ip && a >= 0 && c.anchors != nil {
+			slot = math.Max(slot, math.Abs(2*dot64(c.anchors[a*c.dim:(a+1)*c.dim], r)))
 		}
-		s = math.Max(s, n)
 	}
-	if s == 0 {
-		s = 1
+	putF32(params, 0, listScale(s, slot))
+}
+
+// Where a list's s must be raised above its largest |r|^2.
+const (
+	// maxSlotRatio bounds the ip slot's |2<a, r>|/s, stored as float16
+	// (at most 65504), with a margin for the rotation's rounding.
+	maxSlotRatio = 60000
+	// minScale is float32's smallest normal number: a smaller s loses
+	// its precision, and one that underflows to 0 makes the scalars,
+	// stored divided by s, infinite.
+	minScale = 0x1p-126
+)
+
+// listScale returns a list's s (PARM) from its largest |r|^2 and its
+// largest ip slot |2<a, r>|: the largest |r|^2, so that |r|^2/s <= 1 fits
+// float16, or 1 for an empty or all-zero list; raised only where that
+// would store an infinite scalar: an ip list whose anchor is so much
+// longer than its residuals that the slot over s passes float16's range,
+// or residuals whose squares underflow float32. Lists needing neither
+// keep the s they always had, so their codes are unchanged byte for byte.
+func listScale(normMax, slotMax float64) float32 {
+	if normMax == 0 {
+		normMax = 1
 	}
-	putF32(params, 0, float32(s))
+	s := max(normMax, slotMax/maxSlotRatio)
+	if float32(s) < minScale {
+		return minScale
+	}
+	return float32(s)
+}
+
+// NonFinite reports whether a code's stored scalars are infinite or NaN,
+// as a device encoder that takes s as the largest |r|^2 writes them for
+// the lists listScale raises; the host encodes those lists again.
+func (c *Rotated) NonFinite(code []byte) bool {
+	for _, at := range []int{c.packed, c.packed + 2} {
+		if !f16.IsFinite(binary.LittleEndian.Uint16(code[at:])) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Rotated) Encode(code []byte, a int, params []byte, residual []float32) {
@@ -305,6 +348,7 @@ func (c *Rotated) Decode(dst []float32, params []byte, code []byte) {
 
 func (c *Rotated) SetAnchors(anchors []float32) {
 	d := c.dim
+	c.anchors = anchors
 	c.rotAnchors = make([]float32, len(anchors))
 	copy(c.rotAnchors, anchors)
 	for a := 0; a+d <= len(anchors); a += d {

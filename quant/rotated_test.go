@@ -240,3 +240,90 @@ func BenchmarkEncodeRotated(b *testing.B) {
 		})
 	}
 }
+
+// Lists at the numeric extremes get finite scalars and scores at every
+// bits: residuals whose squares underflow float32 (s would be 0 and the
+// scalars Inf or NaN), and ip lists whose anchor is so much longer than
+// the residuals that the slot -2<a, r>/s passes float16's range. The
+// dot estimate still follows the residual's direction.
+func TestRotatedExtremeLists(t *testing.T) {
+	const d, n = 16, 20
+	for _, c := range []struct {
+		name         string
+		scale, shift float64 // residuals scale*N(0,1); anchor shift in every dimension
+		ip           bool
+	}{
+		{"residuals 1e-30", 1e-30, 0, false},
+		{"residuals 1e-20", 1e-20, 0, false},
+		{"residuals 1e-45 (subnormal)", 1e-45, 0, false},
+		{"ip, residuals 1e-30, anchor 1", 1e-30, 1, true},
+		{"ip, residuals 1e-3, anchor 1000", 1e-3, 1000, true},
+		{"ip, residuals 1, anchor 65504", 1, 65504, true},
+	} {
+		for _, bits := range []int{1, 2, 4, 8} {
+			t.Run(fmt.Sprintf("%s/b=%d", c.name, bits), func(t *testing.T) {
+				code := NewRotated(d, bits, 3)
+				code.ip = c.ip
+				anchor := make([]float32, d)
+				for j := range anchor {
+					anchor[j] = float32(c.shift)
+				}
+				code.SetAnchors(anchor)
+				res := randomResiduals(n, d, 9)
+				for j := range res {
+					res[j] = float32(float64(res[j]) * c.scale)
+				}
+				params := make([]byte, code.ParamBytes())
+				codes := make([]byte, n*code.CodeBytes())
+				code.EncodeList(codes, params, 0, res, n)
+				if s := getF32(params, 0); !(s >= minScale) || math.IsInf(float64(s), 0) {
+					t.Fatalf("s = %g", s)
+				}
+				sc := code.NewScorer()
+				q := make([]float32, d)
+				for i := range n {
+					cd := codes[i*code.CodeBytes() : (i+1)*code.CodeBytes()]
+					if code.NonFinite(cd) {
+						t.Fatalf("row %d: scalars not finite", i)
+					}
+					copy(q, res[i*d:(i+1)*d])
+					sc.SetQuery(q)
+					for _, dot := range []bool{true, false} {
+						if dot {
+							sc.ForDot(0, params)
+						} else {
+							sc.ForL2(0, params)
+						}
+						if v := sc.Score(cd); math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+							t.Fatalf("row %d: score %v (dot %v)", i, v, dot)
+						}
+					}
+					sc.ForDot(0, params)
+					if c.scale >= 1e-3 && sc.Score(cd) <= 0 && dot64(q, q) > 0 {
+						t.Errorf("row %d: <r, r> estimated as %g, want > 0", i, sc.Score(cd))
+					}
+				}
+			})
+		}
+	}
+}
+
+// listScale keeps the largest |r|^2 wherever it is safe, so that codes of
+// normal lists are unchanged.
+func TestListScaleUnchangedInRange(t *testing.T) {
+	for _, c := range []struct{ norm, slot float64 }{{0, 0}, {1, 0}, {1e-30, 0}, {1e10, 1e14}, {2, 100000}} {
+		want := float32(c.norm)
+		if c.norm == 0 {
+			want = 1
+		}
+		if got := listScale(c.norm, c.slot); got != want {
+			t.Errorf("listScale(%g, %g) = %g, want %g", c.norm, c.slot, got, want)
+		}
+	}
+	if got := listScale(1e-60, 0); got != minScale {
+		t.Errorf("listScale(1e-60, 0) = %g, want %g", got, minScale)
+	}
+	if got := listScale(1, 1e6); got != float32(1e6/maxSlotRatio) {
+		t.Errorf("listScale(1, 1e6) = %g", got)
+	}
+}

@@ -37,6 +37,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *gtPath == "" && *basePath == "" {
 		return fmt.Errorf("one of -gt or -base is required")
 	}
+	if *gtPath != "" && *basePath != "" {
+		return fmt.Errorf("-gt %s and -base %s both given: give the ground truth or the base vectors to compute it from, not both", *gtPath, *basePath)
+	}
 	if sw.on() && *lat {
 		return fmt.Errorf("-latency measures one setting: leave out -sweep, or -latency")
 	}
@@ -83,15 +86,28 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 // groundTruth reads the first 10 true neighbours of each query from gtPath,
-// or computes them exactly from basePath with the index's metric.
+// or computes them exactly from basePath with the index's metric, and
+// checks them against the index (eval.CheckGroundTruth, eval.Exact): an
+// index of n < 10 vectors needs n ids a query.
 func groundTruth(gtPath, basePath string, q *vecfile.Matrix, ix *index.Index) ([][]int, error) {
 	if gtPath != "" {
-		return eval.ReadGroundTruth(gtPath, q.Len(), 10)
+		gt, err := eval.ReadGroundTruth(gtPath, q.Len(), min(10, ix.Len()))
+		if err != nil {
+			return nil, err
+		}
+		if err := eval.CheckGroundTruth(gt, q.Len(), ix.Len(), 10); err != nil {
+			return nil, fmt.Errorf("%s: %w", gtPath, err)
+		}
+		return gt, nil
 	}
 	base, err := vecfile.Open(basePath, vecfile.Options{Dim: ix.Dim()})
 	if err != nil {
 		return nil, err
 	}
 	defer base.Close()
-	return index.Exact(base, q, 10, index.Metric(ix.Meta().Metric)), nil
+	gt, err := eval.Exact(ix, base, q, 10)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", basePath, err)
+	}
+	return gt, nil
 }

@@ -142,11 +142,35 @@ func TestEvalErrors(t *testing.T) {
 	if err := vecfile.WriteIvecs(narrowGT, rows); err != nil {
 		t.Fatal(err)
 	}
+	badGT := func(name string, row, col int, id int32) string {
+		rows := make([][]int32, deepNQ)
+		for i := range rows {
+			rows[i] = []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+		}
+		rows[row][col] = id
+		p := filepath.Join(dir, name+".ivecs")
+		if err := vecfile.WriteIvecs(p, rows); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	negGT, bigGT, dupGT := badGT("neg", 5, 3, -1), badGT("big", 7, 0, deepN), badGT("dup", 9, 4, 0)
+	base1000 := filepath.Join(dir, "base1000.fvecs")
+	if err := vecfile.WriteFvecs(base1000, randomRows(1000, deepDim, 3)); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
 		want []string
 	}{
+		{"gt and base both", []string{"eval", ix, "-query", deepQuery, "-gt", deepGT, "-base", deepBase}, []string{"-gt", "-base", "not both"}},
+		{"base of 1000 rows for 2000", []string{"eval", ix, "-query", deepQuery, "-base", base1000}, []string{base1000, "1000 base vectors, the index holds 2000"}},
+		{"gt id negative", []string{"eval", ix, "-query", deepQuery, "-gt", negGT}, []string{negGT, "row 5, id 3 is -1", "not a row of the index (0..1999)"}},
+		{"gt id n", []string{"eval", ix, "-query", deepQuery, "-gt", bigGT}, []string{bigGT, "row 7, id 0 is 2000"}},
+		{"gt id repeated", []string{"eval", ix, "-query", deepQuery, "-gt", dupGT}, []string{dupGT, "row 9: id 0 repeated"}},
+		{"float file as gt", []string{"eval", ix, "-query", deepQuery, "-gt", deepQuery}, []string{deepQuery, "row 0, id 0 is", "not a row of the index"}},
+		{"gt and base both, sweep", []string{"eval", ix, "-query", deepQuery, "-gt", deepGT, "-base", deepBase, "-sweep"}, []string{"not both"}},
 		{"neither gt nor base", []string{"eval", ix, "-query", deepQuery}, []string{"-gt", "-base"}},
 		{"no query", []string{"eval", ix, "-gt", deepGT}, []string{"-query is required"}},
 		{"gt too few rows", []string{"eval", ix, "-query", deepQuery, "-gt", shortGT}, []string{shortGT, "1 rows for 200 queries"}},
@@ -158,5 +182,27 @@ func TestEvalErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			checkFails(t, tc.args, tc.want)
 		})
+	}
+}
+
+// On an index of fewer than 10 vectors recall@10 counts right answers out
+// of the n there are: eval -base on 5 vectors, which every search returns
+// in full, reports 1 (a recall over 10 would say 0.5), and -gt files with
+// n ids a query serve.
+func TestEvalFewerThanK(t *testing.T) {
+	dir := t.TempDir()
+	in, out, gt := filepath.Join(dir, "five.fvecs"), filepath.Join(dir, "five.vlc"), filepath.Join(dir, "five.ivecs")
+	if err := vecfile.WriteFvecs(in, randomRows(5, 8, 4)); err != nil {
+		t.Fatal(err)
+	}
+	mustVLC(t, "compress", in, "-o", out, "-anchors", "1", "-quiet")
+	if err := vecfile.WriteIvecs(gt, [][]int32{{0, 3, 1, 2, 4}, {1, 0, 2, 3, 4}, {2, 1, 0, 3, 4}, {3, 0, 1, 2, 4}, {4, 0, 1, 2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, truth := range [][]string{{"-base", in}, {"-gt", gt}} {
+		m := evalJSON(t, append([]string{out, "-query", in, "-json"}, truth...)...)
+		if m["recall@10"].(float64) != 1 {
+			t.Errorf("eval %v on 5 vectors: recall@10 %v, want 1", truth, m["recall@10"])
+		}
 	}
 }

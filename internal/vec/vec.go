@@ -159,17 +159,19 @@ func Nearest(x, anchors, norms []float32) (int, float32) {
 
 // Normalize scales x to unit Euclidean length in place; a zero vector stays
 // zero. The scale is 1/sqrt(Dot(x, x)) in float32, or, where |x|^2
-// overflows float32 (|x| beyond about 1.8e19) and that would make x zero,
-// computed in float64: a finite vector never becomes the zero vector.
+// overflows float32 (|x| beyond about 1.8e19) or is so small that its
+// float32 sum is subnormal or zero (|x| below about 1e-15), computed in
+// float64, where the square of every float32 is a normal number: a finite
+// vector never becomes the zero vector, and a tiny one gets its direction.
 func Normalize(x []float32) {
 	s := Dot(x, x)
-	if s == 0 {
-		return
-	}
-	if math.IsInf(float64(s), 1) {
+	if math.IsInf(float64(s), 1) || s < 0x1p-100 {
 		var s64 float64
 		for _, v := range x {
 			s64 += float64(v) * float64(v)
+		}
+		if s64 == 0 {
+			return
 		}
 		inv := 1 / math.Sqrt(s64)
 		for j, v := range x {

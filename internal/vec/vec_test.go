@@ -84,11 +84,22 @@ func TestNormalize(t *testing.T) {
 	if z[0] != 0 || z[1] != 0 {
 		t.Errorf("zero vector became %v", z)
 	}
-	// |x|^2 = 2.5e39 overflows float32: the scale comes from float64.
-	big := []float32{3e19, 4e19}
-	Normalize(big)
-	if math.Abs(float64(big[0])-0.6) > 1e-7 || math.Abs(float64(big[1])-0.8) > 1e-7 {
-		t.Errorf("Normalize(3e19, 4e19) = %v, want (0.6, 0.8)", big)
+	// Every scale of (3, 4) across the float32 range, where |x|^2
+	// overflows (1e19 and up) or underflows float32 (1e-20 and down, the
+	// subnormals included), comes out as (0.6, 0.8).
+	for _, scale := range []float64{8e37, 1e30, 1e19, 65504, 1, 6e-8, 1e-20, 1e-30, 1e-40, 1e-45} {
+		x := []float32{float32(3 * scale), float32(4 * scale)}
+		want := []float64{0.6, 0.8}
+		if scale == 1e-45 { // 3e-45 and 4e-45 round to 2 and 3 times the smallest subnormal
+			want = []float64{2 / math.Sqrt(13), 3 / math.Sqrt(13)}
+		}
+		Normalize(x)
+		for j := range x {
+			if math.Abs(float64(x[j])-want[j]) > 1e-6 {
+				t.Errorf("Normalize of (3, 4) x %g = %v, want %v", scale, x, want)
+				break
+			}
+		}
 	}
 }
 
