@@ -47,6 +47,7 @@ func (ix *Index) EffectiveNProbe(nprobe int) int { return min(max(nprobe, 1), ix
 type scratch struct {
 	q, row []float32
 	qq     float32   // |q|^2
+	scale  float64   // what load multiplied the query by (ipScale)
 	dots   []float32 // <q, anchor a>, from the probe
 	dist   []float32 // the probe's distance to each anchor, and
 	sel    []float32 // a copy of them to select from
@@ -157,9 +158,33 @@ func (ix *Index) start(s *scratch, q []float32, nprobe, keep int) {
 // load copies query q into s, normalised for cosine.
 func (ix *Index) load(s *scratch, q []float32) {
 	copy(s.q, q)
-	if ix.meta.Metric == Cosine {
+	s.scale = 1
+	switch ix.meta.Metric {
+	case Cosine:
 		vec.Normalize(s.q)
+	case IP:
+		s.scale = ipScale(s.q)
+		for j := range s.q {
+			s.q[j] = float32(float64(s.q[j]) * s.scale) // exact: a power of two, in range
+		}
 	}
+}
+
+// ipScale is the power of two that brings an ip query whose largest
+// magnitude lies outside 2^-20..2^20 to about 1, and 1 for others. Under
+// ip the ranking does not depend on the query's length, but float32 does:
+// the estimates of a tiny query's distances lose their digits against the
+// anchors' terms. finish scales the distances back.
+func ipScale(q []float32) float64 {
+	var big float32
+	for _, v := range q {
+		big = max(big, v, -v)
+	}
+	if big == 0 || (big >= 0x1p-20 && big <= 0x1p20) {
+		return 1
+	}
+	_, e := math.Frexp(float64(big))
+	return math.Ldexp(1, -e) // up to 2^149, beyond float32
 }
 
 // begin starts s's search once s.dots holds the query's dot products with
@@ -339,6 +364,11 @@ func (ix *Index) finish(dst []Hit, s *scratch, opt SearchOptions, k int) ([]Hit,
 	if ix.meta.Metric == Cosine {
 		for i := range hits {
 			hits[i].Distance /= 2 // |q-x|^2 = 2 - 2cos for unit vectors
+		}
+	}
+	if s.scale != 1 { // an ip query scaled by load
+		for i := range hits {
+			hits[i].Distance = float32(float64(hits[i].Distance) / s.scale)
 		}
 	}
 	return dst[:n0+min(len(hits), k)], nil
