@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/fault"
 	"github.com/vlc-embed/vlc/quant"
 	"github.com/vlc-embed/vlc/vecfile"
 )
@@ -39,7 +41,12 @@ type Summary struct {
 // .fvecs), learns anchors, encodes every vector and writes the index to
 // output atomically: an existing file there is replaced only by a complete
 // index.
-func Compress(ctx context.Context, input, output string, opt Options) (*Summary, error) {
+//
+// Should another program truncate input while it is read, Compress returns
+// an error naming it (vecfile.ErrChanged) rather than ending the process,
+// except while a GPU backend copies it (the fault is then in C code).
+func Compress(ctx context.Context, input, output string, opt Options) (sum *Summary, err error) {
+	defer fault.Catch(&err, debug.SetPanicOnFault(true), input, vecfile.ErrChanged)
 	start := time.Now()
 	opt, log, err := opt.prepare(output)
 	if err != nil {
