@@ -3,6 +3,8 @@ package vecfile
 import (
 	"errors"
 	"fmt"
+
+	"github.com/vlc-embed/vlc/internal/regfile"
 )
 
 // Sentinel errors. Every error returned by this package names the file path
@@ -35,6 +37,11 @@ var (
 	// not a regular file, bad .npy magic, version, header, dtype, memory
 	// order or shape.
 	ErrFormat = errors.New("vecfile: unsupported format")
+
+	// ErrNotRegular reports a path that is not a regular file (a named
+	// pipe, a device, a socket, a folder), refused before anything blocks
+	// on it or, for an output, replaces it. Such errors match ErrFormat too.
+	ErrNotRegular = regfile.ErrNotRegular
 )
 
 // MaxDim is the largest dimension accepted.
@@ -49,6 +56,9 @@ type fileError struct {
 
 func (e *fileError) Error() string { return e.msg }
 func (e *fileError) Unwrap() error { return e.kind }
+
+// notRegular is the kind of an error refusing a file that is not regular.
+var notRegular = errors.Join(ErrFormat, ErrNotRegular)
 
 // newError returns an error whose message is "<path>: <formatted detail>"
 // and which wraps kind.

@@ -21,6 +21,10 @@ func open(path string) (*os.File, error) {
 		}
 	}
 	if err != nil {
+		// A socket fails to open (ENXIO): say what it is.
+		if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
+			return nil, &NotRegularError{Path: path, Mode: st.Mode()}
+		}
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), path)

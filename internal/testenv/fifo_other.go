@@ -2,7 +2,17 @@
 
 package testenv
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
-// MakeFIFO: no named pipes among files here.
-func MakeFIFO(t testing.TB) (path string, ok bool) { return "", false }
+// SpecialFiles: only a folder here.
+func SpecialFiles(t testing.TB, ext string) []Special {
+	p := filepath.Join(t.TempDir(), "folder"+ext)
+	if err := os.Mkdir(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []Special{{"folder", p, "a folder"}}
+}

@@ -1,8 +1,11 @@
 package testenv
 
 import (
+	"os"
 	"testing"
 	"time"
+
+	"github.com/vlc-embed/vlc/internal/regfile"
 )
 
 // Within runs f and fails the test, without waiting for f, if it has not
@@ -17,4 +20,21 @@ func Within(t testing.TB, d time.Duration, f func()) {
 	case <-time.After(d):
 		t.Fatalf("still blocked after %v", d)
 	}
+}
+
+// Special is a file that is not regular, made by SpecialFiles.
+type Special struct {
+	Name string // fifo, link-to-fifo, dev-null, dev-zero, folder, socket
+	Path string
+	What string // "a named pipe (FIFO)", "a device", ...
+}
+
+// Kind says what path now is, in SpecialFiles' words ("a regular file"
+// if a writer replaced it).
+func Kind(t testing.TB, path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err.Error()
+	}
+	return regfile.Describe(st.Mode())
 }
