@@ -12,8 +12,11 @@ var (
 	ErrCorrupt  = format.ErrCorrupt
 	ErrNotIndex = format.ErrNotIndex
 	ErrVersion  = format.ErrVersion
-	ErrClosed   = errors.New("index: closed")
-	ErrDim      = errors.New("index: query dimension does not match the index")
-	ErrMetric   = errors.New("index: unknown metric")
-	ErrArgument = errors.New("index: invalid argument")
+	// ErrNotRegular: a path that is not a regular file (a pipe, a device,
+	// a socket, a folder), refused as an index or as an output.
+	ErrNotRegular = format.ErrNotRegular
+	ErrClosed     = errors.New("index: closed")
+	ErrDim        = errors.New("index: query dimension does not match the index")
+	ErrMetric     = errors.New("index: unknown metric")
+	ErrArgument   = errors.New("index: invalid argument")
 )

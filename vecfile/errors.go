@@ -3,6 +3,8 @@ package vecfile
 import (
 	"errors"
 	"fmt"
+
+	"github.com/vlc-embed/vlc/internal/regfile"
 )
 
 // Sentinel errors. Every error returned by this package names the file path
@@ -41,6 +43,11 @@ var (
 	// faulted. The error names this file, not whatever else the faulting
 	// code was reading (package internal/fault).
 	ErrChanged = errors.New("vecfile: file changed while in use")
+
+	// ErrNotRegular reports a path that is not a regular file (a named
+	// pipe, a device, a socket, a folder), refused before anything blocks
+	// on it or, for an output, replaces it. Such errors match ErrFormat too.
+	ErrNotRegular = regfile.ErrNotRegular
 )
 
 // MaxDim is the largest dimension accepted.
@@ -55,6 +62,9 @@ type fileError struct {
 
 func (e *fileError) Error() string { return e.msg }
 func (e *fileError) Unwrap() error { return e.kind }
+
+// notRegular is the kind of an error refusing a file that is not regular.
+var notRegular = errors.Join(ErrFormat, ErrNotRegular)
 
 // newError returns an error whose message is "<path>: <formatted detail>"
 // and which wraps kind.

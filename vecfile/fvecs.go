@@ -1,8 +1,6 @@
 package vecfile
 
-import (
-	"os"
-)
+import "io"
 
 // parseFvecs validates a TEXMEX .fvecs file: every row is a little-endian
 // int32 dimension d followed by d float32 values, and every row's d must
@@ -57,7 +55,12 @@ func (m *Matrix) parseFvecs(opt Options) error {
 // bytes left in the file before it is used, so memory use is bounded by a
 // small multiple of the file size. The rows share one backing array.
 func ReadIvecs(path string) ([][]int32, error) {
-	b, err := os.ReadFile(path)
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return nil, osError(path, err)
 	}

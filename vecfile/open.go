@@ -33,6 +33,7 @@ import (
 
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/fault"
+	"github.com/vlc-embed/vlc/internal/regfile"
 )
 
 // Options configures Open.
@@ -92,17 +93,14 @@ func Open(path string, opt Options) (*Matrix, error) {
 		return nil, newError(ErrDim, path, "raw float16 file needs its dimension (-dim)")
 	}
 
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
-		return nil, osError(path, err)
+		return nil, err
 	}
 	defer f.Close() // the mapping stays valid after the file is closed
 	st, err := f.Stat()
 	if err != nil {
 		return nil, osError(path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, newError(ErrFormat, path, "not a regular file (%v)", st.Mode().Type())
 	}
 	if st.Size() == 0 {
 		return nil, newError(ErrEmpty, path, "empty file (0 bytes)")
@@ -128,6 +126,19 @@ func Open(path string, opt Options) (*Matrix, error) {
 	}
 	m.makeViews()
 	return m, nil
+}
+
+// openRegular opens path without blocking on a named pipe, refusing
+// anything that is not a regular file (ErrNotRegular and ErrFormat).
+func openRegular(path string) (*os.File, error) {
+	f, err := regfile.Open(path)
+	if errors.Is(err, ErrNotRegular) {
+		return nil, &fileError{msg: err.Error(), kind: notRegular}
+	}
+	if err != nil {
+		return nil, osError(path, err)
+	}
+	return f, nil
 }
 
 // osError words an operating system error as "<path>: <op>: <cause>" and

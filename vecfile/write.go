@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/regfile"
 )
 
 // WriteF16 writes rows as raw little-endian float16 (rounded to nearest
@@ -128,6 +129,9 @@ func uniformDim(path string, rows [][]float32) (int, error) {
 // writeFile creates path and runs fill on a buffered writer; bufio keeps
 // the first write error, which Flush reports.
 func writeFile(path string, fill func(w *bufio.Writer)) error {
+	if err := regfile.CheckOutput(path); err != nil {
+		return &fileError{msg: err.Error(), kind: notRegular}
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return osError(path, err)

@@ -1,6 +1,11 @@
 package format
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vlc-embed/vlc/internal/regfile"
+)
 
 // Sentinel errors. Every error from Open and Verify that is about the file's
 // content wraps exactly one of them, so callers can tell "not ours" and "too
@@ -19,4 +24,13 @@ var (
 	// ErrVersion means the file is a vlc index in a format version this
 	// build cannot read. It does not satisfy errors.Is(err, ErrCorrupt).
 	ErrVersion = errors.New("format: unsupported index version")
+
+	// ErrNotRegular means a path is not a regular file: a named pipe, a
+	// device, a socket or a folder. Open refuses such an index without
+	// blocking on it (the error matches ErrNotIndex too); CheckWritable
+	// and WriteFile refuse such an output rather than replace it.
+	ErrNotRegular = regfile.ErrNotRegular
 )
+
+// notRegular wraps a refusal of an input that is not a regular file.
+func notRegular(err error) error { return fmt.Errorf("%w (%w)", err, ErrNotIndex) }

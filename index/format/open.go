@@ -1,6 +1,7 @@
 package format
 
 import (
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 	"github.com/vlc-embed/vlc/internal/fault"
+	"github.com/vlc-embed/vlc/internal/regfile"
 )
 
 // File is an open, read-only, memory-mapped container. Its methods may be
@@ -36,7 +38,10 @@ type OpenOptions struct {
 // The file must not be modified in place while open (the mapping would
 // change under the reader); WriteFile replaces files, which is safe.
 func Open(path string, opt OpenOptions) (*File, error) {
-	fh, err := os.Open(path)
+	fh, err := regfile.Open(path) // a FIFO is refused, not waited on
+	if errors.Is(err, ErrNotRegular) {
+		return nil, notRegular(err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("format: %w", err)
 	}
@@ -44,9 +49,6 @@ func Open(path string, opt OpenOptions) (*File, error) {
 	fi, err := fh.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("format: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file: %w", path, ErrNotIndex)
 	}
 	size := fi.Size()
 	if size < int64(len(magic)) { // also: mmap cannot map an empty file

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vlc-embed/vlc/internal/regfile"
 )
 
 // Encode writes a container holding sections, in the given order, to w. The
@@ -54,7 +56,10 @@ func Encode(w io.Writer, sections []Section) error {
 // error the temporary file is removed and an existing file at path is left
 // as it was. A process killed while writing cannot remove its temporary
 // file; WriteFile first removes such leftovers of earlier writes to the
-// same path (see RemoveStaleTemps).
+// same path (see RemoveStaleTemps). A path that exists and is not a regular
+// file, checked before writing and again before the rename, is refused
+// with ErrNotRegular and left as it was. A symbolic link to a regular file
+// is replaced by the new file; its target is left as it was.
 func WriteFile(path string, sections []Section) error {
 	return WriteFileContext(context.Background(), path, sections)
 }
@@ -71,6 +76,9 @@ func WriteFileContext(ctx context.Context, path string, sections []Section) erro
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("format: write %s: %w", path, err)
 	}
+	if err := regfile.CheckOutput(path); err != nil {
+		return err
+	}
 	RemoveStaleTemps(path)
 	dir := filepath.Dir(path)
 	tmp, err := createTemp(dir, filepath.Base(path), "")
@@ -82,7 +90,15 @@ func WriteFileContext(ctx context.Context, path string, sections []Section) erro
 		err = ctx.Err()
 	}
 	if err == nil {
+		// Again: a device or pipe made at path meanwhile is not replaced.
+		err = regfile.CheckOutput(path)
+	}
+	if err == nil {
 		err = os.Rename(tmp.Name(), path)
+	}
+	if errors.Is(err, ErrNotRegular) {
+		os.Remove(tmp.Name())
+		return err
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
@@ -114,8 +130,9 @@ func createTemp(dir, base, tag string) (*os.File, error) {
 }
 
 // CheckWritable fails when a container could not be written to path: its
-// folder is missing or not a folder, path is a folder, or the folder is
-// not writable (a temporary file of WriteFile's form, named
+// folder is missing or not a folder, path (or the target of a symbolic link
+// there) exists and is not a regular file (ErrNotRegular: a folder, a
+// device, a named pipe, a socket), or the folder is not writable (a temporary file of WriteFile's form, named
 // ".<base>.tmp-<pid>-probe<random>", is created and removed to find out,
 // so a process killed meanwhile leaves a file that RemoveStaleTemps
 // removes). For callers about to do long work whose
@@ -129,8 +146,8 @@ func CheckWritable(path string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("output %s: %s is not a folder", path, dir)
 	}
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("output %s is a folder", path)
+	if err := regfile.CheckOutput(path); err != nil {
+		return err // "output PATH is a device, not a regular file"
 	}
 	probe, err := createTemp(dir, filepath.Base(path), "probe")
 	if err != nil {
