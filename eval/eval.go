@@ -13,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 	"time"
 
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/fault"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -226,8 +228,11 @@ func ReadGroundTruth(path string, queries, k int) ([][]int, error) {
 // Exact returns the k true neighbours of each query (index.Exact under
 // ix's metric) from base, which must be the vectors ix holds: base of
 // another number of rows is refused (ErrBase) rather than measured
-// against neighbours the index cannot return.
-func Exact(ix *index.Index, base, queries index.Rows, k int) ([][]int, error) {
+// against neighbours the index cannot return. A mapped base or query file
+// truncated by another program meanwhile gives an error naming it
+// (vecfile.ErrChanged), not a crash.
+func Exact(ix *index.Index, base, queries index.Rows, k int) (gt [][]int, err error) {
+	defer fault.Catch(&err, debug.SetPanicOnFault(true), "the base vectors", vecfile.ErrChanged)
 	if base.Len() != ix.Len() {
 		return nil, fmt.Errorf("%w: %d base vectors, the index holds %d", ErrBase, base.Len(), ix.Len())
 	}
