@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/vlc-embed/vlc/internal/regfile"
 )
 
 // lockFile is an exclusive flock on path + ".lock", held by the one
@@ -15,8 +17,16 @@ import (
 type lockFile struct{ f *os.File }
 
 func lockPath(path string) (*lockFile, error) {
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	// O_NONBLOCK: a named pipe put there is refused, not waited on.
+	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &regfile.NotRegularError{Role: "lock file", Path: path + ".lock", Mode: st.Mode()}
+		}
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {

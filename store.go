@@ -39,6 +39,11 @@ var ErrNotFound = errors.New("vlc: id not found")
 // ErrLocked is returned by a write while another process writes the index.
 var ErrLocked = errors.New("vlc: index locked by another writer")
 
+// ErrNotRegular is returned for a path that is not a regular file (a
+// named pipe, a device, a socket, a folder): an index or input refused
+// without blocking on it, or an output refused rather than replaced.
+var ErrNotRegular = index.ErrNotRegular
+
 // Errors of ids and payloads, from the index package.
 var (
 	ErrDuplicateID = index.ErrDuplicateKey

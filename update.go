@@ -12,6 +12,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/regfile"
 	"github.com/vlc-embed/vlc/internal/vec"
 )
 
@@ -406,7 +407,7 @@ func keepLive(deleted *roaring.Bitmap) func(int) bool {
 }
 
 func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+	in, err := regfile.Open(src)
 	if err != nil {
 		return err
 	}
