@@ -17,6 +17,7 @@ import (
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/internal/regfile"
 	"github.com/vlc-embed/vlc/quant"
 )
 
@@ -187,6 +188,9 @@ func codeText(sum *vlc.Summary) string {
 func startProfile(path string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
+	}
+	if err := regfile.CheckOutput(path); err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
 	}
 	f, err := os.Create(path)
 	if err != nil {

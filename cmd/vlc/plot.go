@@ -22,6 +22,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/vlc-embed/vlc/eval"
+	"github.com/vlc-embed/vlc/internal/regfile"
 )
 
 // plotCurve is one index's sweep: a line through its points, in the
@@ -212,7 +213,11 @@ func humanCount(v float64) string {
 // writeAtomic writes w to path through a temporary file in the same folder
 // that is synced and renamed over path, so that readers never see a part
 // of it; on error the temporary file is removed and path left as it was.
+// A path that exists and is not a regular file is refused.
 func writeAtomic(path string, w io.WriterTo) error {
+	if err := regfile.CheckOutput(path); err != nil { // not over a device or pipe
+		return err
+	}
 	dir := filepath.Dir(path)
 	var f *os.File
 	var err error
@@ -232,6 +237,9 @@ func writeAtomic(path string, w io.WriterTo) error {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = regfile.CheckOutput(path) // again: one may have appeared
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), path)

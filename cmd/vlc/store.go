@@ -8,9 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/internal/regfile"
 )
 
 // readIDs reads one id a line (a trailing \r dropped; blank lines are
@@ -43,7 +43,7 @@ func readPayloads(path string) ([][]byte, error) {
 }
 
 func readLines(path string) ([][]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := regfile.ReadFile(path) // a FIFO is refused, not waited on
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vlc-embed/vlc/eval"
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/regfile"
 )
 
 // sweepFlags are eval's flags for measuring at several nprobe values.
@@ -54,6 +55,9 @@ func (f *sweepFlags) check(fs *flag.FlagSet) error {
 			return fmt.Errorf("-plot %s: %w", f.plot, err)
 		} else if !st.IsDir() {
 			return fmt.Errorf("-plot %s: %s is not a folder", f.plot, dir)
+		}
+		if err := regfile.CheckOutput(f.plot); err != nil { // before the sweep
+			return fmt.Errorf("-plot: %w", err)
 		}
 	}
 	if f.nprobes != "" {

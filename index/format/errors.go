@@ -2,7 +2,6 @@ package format
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/vlc-embed/vlc/internal/regfile"
 )
@@ -32,5 +31,11 @@ var (
 	ErrNotRegular = regfile.ErrNotRegular
 )
 
-// notRegular wraps a refusal of an input that is not a regular file.
-func notRegular(err error) error { return fmt.Errorf("%w (%w)", err, ErrNotIndex) }
+// notRegular wraps a refusal of an index that is not a regular file, so
+// that it matches ErrNotIndex too, keeping its message.
+func notRegular(err error) error { return notRegularIndex{err} }
+
+type notRegularIndex struct{ error }
+
+func (e notRegularIndex) Unwrap() error        { return e.error }
+func (e notRegularIndex) Is(target error) bool { return target == ErrNotIndex }
