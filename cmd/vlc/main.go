@@ -19,7 +19,8 @@
 // Flags may come before or after the positional arguments. Output for people
 // (progress, summaries, logs) goes to stderr, output for programs (search
 // hits, -json) and help that was asked for to stdout. Any error is one line
-// on stderr and exit status 1.
+// on stderr and exit status 1, as is output that could not be written
+// (stdout on a full disk).
 package main
 
 import (
@@ -76,9 +77,19 @@ func main() {
 // run executes one command line and returns the exit status. It turns
 // every error, and any panic on this goroutine, into one line on stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (status int) {
+	out := &outWriter{w: stdout}
+	stdout = out
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "vlc: internal error: %v\n", r)
+			status = 1
+		}
+		if status == 0 && out.err != nil {
+			name := "vlc"
+			if len(args) > 0 {
+				name += " " + args[0]
+			}
+			fmt.Fprintf(stderr, "%s: the output could not be written: %v\n", name, out.err)
 			status = 1
 		}
 	}()
@@ -117,6 +128,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (status i
 		return 1
 	}
 	return 0
+}
+
+// outWriter is stdout that remembers its first write error, so that a
+// command whose output was lost (stdout on a full disk, /dev/full, a
+// closed pipe) exits 1 however it printed, rather than each Fprintf being
+// checked. Later writes fail at once with the same error.
+type outWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outWriter) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	o.err = err
+	return n, err
 }
 
 func usage(w io.Writer) {
