@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/bits"
 	"strings"
 	"time"
 
@@ -54,6 +55,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("-n, -dim, -anchors and -iters must be at least 1 (got %d, %d, %d, %d)", *n, *d, *m, *iters)
 	case *m > *n:
 		return fmt.Errorf("%d anchors for %d points: %w", *m, *n, anneal.ErrTooFewPoints)
+	}
+	if err := checkBenchSize(*n, *d, *m); err != nil {
+		return err
 	}
 	dev, skipped, err := anneal.OpenBackend(*backend)
 	for _, s := range skipped {
@@ -114,3 +118,40 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return nil
 }
+
+// benchBytes estimates the host memory bench needs: the float16 points,
+// about 24 bytes a point of bookkeeping (a permutation to pick anchors,
+// assignments, distances, list members) and about 20 bytes an anchor
+// value (copies of the anchors and their sums). ok is false when the
+// sizes overflow, or when the points could not be one Go slice.
+func benchBytes(n, d, m int) (need uint64, ok bool) {
+	mul := func(a, b uint64) uint64 {
+		hi, lo := bits.Mul64(a, b)
+		ok = ok && hi == 0
+		return lo
+	}
+	add := func(a, b uint64) uint64 {
+		s, carry := bits.Add64(a, b, 0)
+		ok = ok && carry == 0
+		return s
+	}
+	ok = true
+	vals := mul(uint64(n), uint64(d))
+	need = add(add(mul(vals, 2), mul(uint64(n), 24)), mul(mul(uint64(m), uint64(d)), 20))
+	return need, ok && vals <= math.MaxInt && need <= math.MaxInt
+}
+
+// checkBenchSize refuses sizes whose data would not fit in memory, with a
+// message, rather than panicking in make or being killed out of memory.
+func checkBenchSize(n, d, m int) error {
+	need, ok := benchBytes(n, d, m)
+	if !ok {
+		return fmt.Errorf("-n %d x -dim %d with -anchors %d is too large: its size overflows this platform's integers", n, d, m)
+	}
+	if avail, known := availableMemory(); known && need > avail {
+		return fmt.Errorf("-n %d x -dim %d with -anchors %d needs about %s of memory, more than the %s available: use a smaller -n or -dim", n, d, m, gib(need), gib(avail))
+	}
+	return nil
+}
+
+func gib(b uint64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
