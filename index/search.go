@@ -454,12 +454,22 @@ func nthSmallest(x []float32, n int) float32 {
 
 // rerank replaces the estimated distances by exact ones from the original
 // vectors and re-sorts.
+//
+// The re-rank vectors are an input like the queries: they must hold one
+// row for each of the index's (a file of another length is another
+// file), and a row read must be finite, or the hits would be ordered by
+// NaN.
 func (ix *Index) rerank(s *scratch, hits []Hit, rows Rows) error {
+	if rows.Len() != s.total {
+		return fmt.Errorf("%w: re-rank vectors have %d rows, the index %d", ErrArgument, rows.Len(), s.total)
+	}
 	for i, h := range hits {
-		if h.ID >= rows.Len() {
-			return fmt.Errorf("%w: re-rank file has %d rows, index refers to row %d", ErrArgument, rows.Len(), h.ID)
-		}
 		x := rows.Row(h.ID, s.row)
+		for j, v := range x {
+			if !finite(v) {
+				return fmt.Errorf("%w: re-rank vectors: row %d, value %d is %v", ErrArgument, h.ID, j, v)
+			}
+		}
 		switch ix.meta.Metric {
 		case L2:
 			hits[i].Distance = vec.L2(s.q, x)

@@ -20,7 +20,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	gtPath := fs.String("gt", "", "ground truth `file` (.ivecs: the nearest base rows of each query, nearest first)")
 	basePath := fs.String("base", "", "base vectors `file` to compute exact ground truth from when -gt is not given")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (with -sweep: an array, one object per row, each with an index key too when several indexes are given)")
-	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the searches to `file` (go tool pprof)")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the searches to `file` (go tool pprof; with -sweep, of the whole sweep)")
 	lat := fs.Bool("latency", false, "also time each query alone, one at a time on one goroutine, and print the median and 99th percentile (not with -sweep)")
 	var sw sweepFlags
 	sw.register(fs)
@@ -44,6 +44,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("-latency measures one setting: leave out -sweep, or -latency")
 	}
 	if sw.on() {
+		stop, err := startProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 		return runSweep(ctx, pos, &sf, &sw, *gtPath, *basePath, *asJSON, stdout, stderr)
 	}
 	o, err := sf.open(pos[0])

@@ -32,10 +32,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/vlc-embed/vlc/internal/fault"
+	"github.com/vlc-embed/vlc/vecfile"
 )
 
 type command struct {
@@ -75,13 +79,21 @@ func main() {
 }
 
 // run executes one command line and returns the exit status. It turns
-// every error, and any panic on this goroutine, into one line on stderr.
+// every error, and any panic on this goroutine, into one line on stderr:
+// a memory fault (a mapped file truncated by another program meanwhile,
+// here or in par.For's workers, which inherit the setting) names the
+// file that changed.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (status int) {
 	out := &outWriter{w: stdout}
 	stdout = out
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(stderr, "vlc: internal error: %v\n", r)
+			if err := fault.Error(r, "a mapped file", vecfile.ErrChanged); err != nil {
+				fmt.Fprintf(stderr, "vlc %s: %v\n", strings.Join(args[:min(len(args), 1)], ""), err)
+			} else {
+				fmt.Fprintf(stderr, "vlc: internal error: %v\n", r)
+			}
 			status = 1
 		}
 		if status == 0 && out.err != nil {

@@ -333,3 +333,13 @@ func TestSweepErrors(t *testing.T) {
 	}
 	checkOnly(t, dir, "narrow.npy", "narrow.vlc", "small.npy", "small.vlc")
 }
+
+// eval -sweep -cpuprofile profiles the sweep (it once ignored the flag).
+func TestSweepCPUProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "sweep.prof")
+	mustVLC(t, "eval", deepIndexPath(t), "-query", deepQuery, "-gt", deepGT, "-sweep-nprobe", "8,45", "-cpuprofile", prof)
+	b, err := os.ReadFile(prof)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b { // gzip, as pprof writes
+		t.Fatalf("profile %s: %d bytes, %v; want a gzipped pprof profile", prof, len(b), err)
+	}
+}

@@ -26,7 +26,14 @@ type region struct {
 var (
 	mu      sync.RWMutex
 	regions []region
+	// closed holds the last mappings unregistered, newest last: a fault
+	// unwinds through deferred Closes before a Catch further up looks its
+	// address up.
+	closed []region
 )
+
+// keepClosed is how many unregistered mappings lookup still knows.
+const keepClosed = 64
 
 // Register records that b maps the file at path, and the error a fault
 // while reading it wraps. Unregister it before unmapping.
@@ -50,18 +57,28 @@ func Unregister(b []byte) {
 	for i, r := range regions {
 		if r.lo == lo {
 			regions = append(regions[:i], regions[i+1:]...)
+			if len(closed) == keepClosed {
+				closed = append(closed[:0], closed[1:]...)
+			}
+			closed = append(closed, r)
 			break
 		}
 	}
 	mu.Unlock()
 }
 
-// lookup returns the registered mapping holding addr.
+// lookup returns the registered mapping holding addr: an open one, else
+// the one unregistered last.
 func lookup(addr uintptr) (region, bool) {
 	mu.RLock()
 	defer mu.RUnlock()
 	for _, r := range regions {
 		if r.lo <= addr && addr < r.hi {
+			return r, true
+		}
+	}
+	for i := len(closed) - 1; i >= 0; i-- {
+		if r := closed[i]; r.lo <= addr && addr < r.hi {
 			return r, true
 		}
 	}
