@@ -6,12 +6,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	vlc "github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -53,4 +55,54 @@ func TestCompressInputTruncatedWhileTraining(t *testing.T) {
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("an index was written: %v", err)
 	}
+}
+
+// Re-rank vectors through the store's API: a file truncated while mapped
+// gives ErrChanged naming it, a non-finite value ErrArgument naming the
+// id; never a crash or NaN distances.
+func TestStoreRerankVectorsChecked(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("testdata/deep10k/base.f16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "x.f16")
+	if err := os.WriteFile(in, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "x.vlc")
+	if _, err := vlc.Compress(context.Background(), in, out, vlc.Options{Dim: 96, Bits: 4, Backend: "cpu", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := vlc.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	orig, err := vecfile.Open(in, vecfile.Options{Dim: 96})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	q := orig.Row(0, nil)
+	opt := vlc.SearchOptions{K: 5, Rerank: vlc.RowOriginals(nanRows{orig})}
+	if _, err := ix.Search(context.Background(), q, opt); !errors.Is(err, index.ErrArgument) || !strings.Contains(err.Error(), "value 7 is NaN") {
+		t.Errorf("re-rank vectors with NaN: %v, want ErrArgument naming value 7", err)
+	}
+	opt.Rerank = vlc.RowOriginals(orig)
+	if err := os.Truncate(in, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Search(context.Background(), q, opt); !errors.Is(err, vecfile.ErrChanged) || !strings.HasPrefix(err.Error(), in+":") {
+		t.Errorf("re-rank file truncated: %v, want ErrChanged naming %s", err, in)
+	}
+}
+
+// nanRows is rows with value 7 of every row NaN.
+type nanRows struct{ *vecfile.Matrix }
+
+func (r nanRows) Row(i int, dst []float32) []float32 {
+	x := r.Matrix.Row(i, dst)
+	x[7] = float32(math.NaN())
+	return x
 }

@@ -5,12 +5,15 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/fault"
 	"github.com/vlc-embed/vlc/internal/vec"
+	"github.com/vlc-embed/vlc/vecfile"
 )
 
 // Rows is a read-only matrix of vectors, such as a file opened with
@@ -179,7 +182,11 @@ func (snap *snapshot) options(opt SearchOptions) (index.SearchOptions, error) {
 }
 
 // hits turns the group's hits into ids and payloads, re-ranked when asked.
-func (snap *snapshot) hits(q []float32, raw []index.Hit, opt SearchOptions) ([]Hit, error) {
+// The re-rank vectors are an input like the queries: a vector that is not
+// finite is an error naming its id, and a mapped file truncated meanwhile
+// gives vecfile.ErrChanged naming it (internal/fault), not a crash.
+func (snap *snapshot) hits(q []float32, raw []index.Hit, opt SearchOptions) (_ []Hit, err error) {
+	defer fault.Catch(&err, debug.SetPanicOnFault(true), "the re-rank vectors", vecfile.ErrChanged)
 	out := make([]Hit, len(raw))
 	for i, h := range raw {
 		rec, err := snap.record(h.ID)
@@ -204,6 +211,11 @@ func (snap *snapshot) hits(q []float32, raw []index.Hit, opt SearchOptions) ([]H
 		}
 		if len(v) != len(q) {
 			return nil, fmt.Errorf("%w: re-rank vector of %q has %d values, the index %d", index.ErrDim, out[i].ID, len(v), len(q))
+		}
+		for j, x := range v {
+			if x-x != 0 {
+				return nil, fmt.Errorf("%w: re-rank vector of %q: value %d is %v", index.ErrArgument, out[i].ID, j, x)
+			}
 		}
 		switch metric {
 		case index.L2:

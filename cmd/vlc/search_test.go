@@ -186,6 +186,14 @@ func TestSearchErrors(t *testing.T) {
 	if err := vecfile.WriteF16(smallBase, randomRows(10, deepDim, 5)); err != nil {
 		t.Fatal(err)
 	}
+	nanBase := filepath.Join(dir, "nan.f16") // the index's length, a NaN in every row
+	nanRows := randomRows(2000, deepDim, 6)
+	for _, r := range nanRows {
+		r[5] = float32(math.NaN())
+	}
+	if err := vecfile.WriteF16(nanBase, nanRows); err != nil {
+		t.Fatal(err)
+	}
 	notIndex := filepath.Join(dir, "not.vlc")
 	if err := os.WriteFile(notIndex, []byte("this is not an index at all, just text\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -200,6 +208,7 @@ func TestSearchErrors(t *testing.T) {
 		{"no query", []string{"search", ix}, []string{"-query is required"}},
 		{"k zero", []string{"search", ix, "-query", deepQuery, "-k", "0"}, []string{"-k must be at least 1, got 0"}},
 		{"rerank file of other length", []string{"search", ix, "-query", deepQuery, "-rerank", smallBase}, []string{smallBase, "10 vectors", "2000"}},
+		{"rerank file with NaN", []string{"search", ix, "-query", deepQuery, "-rerank", nanBase}, []string{"re-rank vector of", "value 5 is NaN"}},
 		{"index missing", []string{"search", filepath.Join(dir, "nope.vlc"), "-query", deepQuery}, []string{"nope.vlc", "no such file"}},
 		{"not an index", []string{"search", notIndex, "-query", deepQuery}, []string{notIndex, "not a vlc index"}},
 		{"query missing", []string{"search", ix, "-query", filepath.Join(dir, "nope.fvecs")}, []string{"nope.fvecs", "no such file"}},

@@ -1,0 +1,59 @@
+package vlc
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/index/format"
+)
+
+// FuzzManifest reads store manifests with fuzzed STOR JSON and DELS
+// bitmaps (in a valid container, so that the fuzzer gets past the
+// checksums). Nothing may panic; a manifest is refused with ErrCorrupt or
+// ErrVersion, or its segments and deletions are consistent.
+func FuzzManifest(f *testing.F) {
+	dir := f.TempDir()
+	seed := filepath.Join(dir, "seed.vlc")
+	del := roaring.BitmapOf(1, 5, 70000)
+	m := manifest{NextSegment: 3, Segments: []segmentEntry{{File: "seg-000001.vlc", Rows: 100000}, {File: "seg-000002.vlc", Rows: 10, Added: true}}}
+	if err := writeManifest(seed, m, []*roaring.Bitmap{del, roaring.New()}); err != nil {
+		f.Fatal(err)
+	}
+	sf, err := format.Open(seed, format.OpenOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	st, _ := sf.Section(secStore)
+	dels, _ := sf.Section(secDeleted)
+	f.Add(append([]byte(nil), st...), append([]byte(nil), dels...))
+	sf.Close()
+	f.Add([]byte(`{"version":2,"segments":[]}`), []byte{})
+	f.Add([]byte(`{"version":1,"segments":[{"file":"..","rows":1}]}`), []byte{})
+	path := filepath.Join(dir, "f.vlc")
+	f.Fuzz(func(t *testing.T, st, dels []byte) {
+		if err := format.WriteFile(path, []format.Section{{Kind: secStore, Data: st}, {Kind: secDeleted, Data: dels}}); err != nil {
+			t.Skip(err)
+		}
+		file, err := format.Open(path, format.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.Close()
+		m, bitmaps, err := readManifest(file, path)
+		if err != nil {
+			if !errors.Is(err, index.ErrCorrupt) && !errors.Is(err, index.ErrVersion) {
+				t.Fatalf("error %v wraps neither ErrCorrupt nor ErrVersion", err)
+			}
+			return
+		}
+		for i, s := range m.Segments {
+			b := bitmaps[i]
+			if int(b.GetCardinality()) != s.Deleted || s.Deleted > s.Rows || !b.IsEmpty() && int(b.Maximum()) >= s.Rows {
+				t.Fatalf("segment %d accepted with %d rows, %d deleted, bitmap of %d", i, s.Rows, s.Deleted, b.GetCardinality())
+			}
+		}
+	})
+}
