@@ -3,8 +3,10 @@
 package vlc_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -105,4 +107,55 @@ func (r nanRows) Row(i int, dst []float32) []float32 {
 	x := r.Matrix.Row(i, dst)
 	x[7] = float32(math.NaN())
 	return x
+}
+
+// A store's ids and payloads (sections KEYS, KIDX, PAYL) overwritten in
+// place under an open Index: Get and Search never panic; they answer or
+// fail with ErrCorrupt (or ErrNotFound for an id no longer found).
+func TestStoreKeysRewrittenInPlace(t *testing.T) {
+	orig, err := vecfile.Open("testdata/deep10k/base.f16", vecfile.Options{Dim: 96})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	docs := make([]vlc.Document, 2000)
+	for i := range docs {
+		docs[i] = vlc.Document{ID: fmt.Sprintf("doc-%d", i), Vector: orig.Row(i, nil), Payload: []byte(fmt.Sprintf("payload %d", i))}
+	}
+	for _, kind := range []string{"KEYS", "KIDX", "PAYL"} {
+		for _, fill := range []byte{0x00, 0xff} {
+			path := filepath.Join(t.TempDir(), "s.vlc")
+			ix, err := vlc.Build(context.Background(), path, docs, vlc.Options{Bits: 4, Backend: "cpu", Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := index.Open(path, index.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			secs := raw.Sections()
+			raw.Close()
+			for _, s := range secs {
+				if s.Kind.String() == kind {
+					w, err := os.OpenFile(path, os.O_WRONLY, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					w.WriteAt(bytes.Repeat([]byte{fill}, int(s.Length)), int64(s.Offset))
+					w.Close()
+				}
+			}
+			for i := 0; i < 2000; i += 97 {
+				_, err := ix.Get(fmt.Sprintf("doc-%d", i))
+				if err != nil && !errors.Is(err, index.ErrCorrupt) && !errors.Is(err, vlc.ErrNotFound) {
+					t.Errorf("%s filled with %#x: Get: %v", kind, fill, err)
+				}
+				_, err = ix.Search(context.Background(), docs[i].Vector, vlc.SearchOptions{K: 5})
+				if err != nil && !errors.Is(err, index.ErrCorrupt) {
+					t.Errorf("%s filled with %#x: Search: %v", kind, fill, err)
+				}
+			}
+			ix.Close()
+		}
+	}
 }
