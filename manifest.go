@@ -87,18 +87,42 @@ func readManifest(f *format.File, path string) (manifest, []*roaring.Bitmap, err
 		if s.Rows < 1 || s.Deleted < 0 || s.Deleted > s.Rows || s.DelOff < 0 || s.DelLen < 0 || s.DelOff > int64(len(dels)) || s.DelLen > int64(len(dels))-s.DelOff {
 			return m, nil, bad("segment %d (%s): rows %d, deleted %d, deletions at %d+%d of %d bytes", i, s.File, s.Rows, s.Deleted, s.DelOff, s.DelLen, len(dels))
 		}
-		b := roaring.New()
-		if s.DelLen > 0 {
-			if _, err := b.FromUnsafeBytes(append([]byte(nil), dels[s.DelOff:s.DelOff+s.DelLen]...)); err != nil {
-				return m, nil, bad("segment %d (%s): deletions: %v", i, s.File, err)
-			}
-		}
-		if int(b.GetCardinality()) != s.Deleted || !b.IsEmpty() && int(b.Maximum()) >= s.Rows {
-			return m, nil, bad("segment %d (%s): %d deleted rows recorded, %d in the bitmap (largest %d of %d)", i, s.File, s.Deleted, b.GetCardinality(), b.Maximum(), s.Rows)
+		b, err := deletions(dels[s.DelOff:s.DelOff+s.DelLen], s.Deleted, s.Rows)
+		if err != nil {
+			return m, nil, bad("segment %d (%s): deletions: %v", i, s.File, err)
 		}
 		bitmaps[i] = b
 	}
 	return m, bitmaps, nil
+}
+
+// deletions decodes a segment's bitmap of deleted rows and checks it
+// against the count recorded and the segment's rows. The bitmap comes
+// from a file: the roaring library trusts what it decodes (its Validate
+// checks the structure), and a crafted one could still make its methods
+// panic, so a panic here is an error too.
+func deletions(data []byte, deleted, rows int) (b *roaring.Bitmap, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("bitmap unreadable: %v", r)
+		}
+	}()
+	b = roaring.New()
+	if len(data) > 0 {
+		if _, err := b.FromUnsafeBytes(append([]byte(nil), data...)); err != nil {
+			return nil, err
+		}
+		if err := b.Validate(); err != nil { // the library's own consistency check
+			return nil, err
+		}
+	}
+	if n := b.GetCardinality(); n != uint64(deleted) {
+		return nil, fmt.Errorf("%d deleted rows recorded, %d in the bitmap", deleted, n)
+	}
+	if !b.IsEmpty() && uint64(b.Maximum()) >= uint64(rows) {
+		return nil, fmt.Errorf("deleted row %d of a segment of %d rows", b.Maximum(), rows)
+	}
+	return b, nil
 }
 
 // writeManifest writes m and the deletion bitmaps atomically over path.

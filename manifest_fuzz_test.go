@@ -54,6 +54,16 @@ func FuzzManifest(f *testing.F) {
 			if int(b.GetCardinality()) != s.Deleted || s.Deleted > s.Rows || !b.IsEmpty() && int(b.Maximum()) >= s.Rows {
 				t.Fatalf("segment %d accepted with %d rows, %d deleted, bitmap of %d", i, s.Rows, s.Deleted, b.GetCardinality())
 			}
+			// What a store does with it later: membership and iteration.
+			n := 0
+			b.Iterate(func(x uint32) bool {
+				if !b.Contains(x) {
+					t.Fatalf("segment %d: %d iterated but not contained", i, x)
+				}
+				n++
+				return n < 1000
+			})
+			b.Contains(uint32(s.Rows))
 		}
 	})
 }
