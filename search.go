@@ -200,8 +200,12 @@ func (snap *snapshot) hits(q []float32, raw []index.Hit, opt SearchOptions) (_ [
 	}
 	metric := snap.segs[0].ix.Meta().Metric
 	qq := append([]float32(nil), q...)
-	if metric == index.Cosine {
+	scale := 1.0
+	switch metric {
+	case index.Cosine:
 		vec.Normalize(qq)
+	case index.IP:
+		scale = index.ScaleIPQuery(qq) // a tiny query keeps its digits
 	}
 	x := make([]float32, len(q))
 	for i := range out {
@@ -221,13 +225,18 @@ func (snap *snapshot) hits(q []float32, raw []index.Hit, opt SearchOptions) (_ [
 		case index.L2:
 			out[i].Distance = vec.L2(qq, v)
 		case index.IP:
-			out[i].Distance = -vec.Dot(qq, v)
+			out[i].Distance = -vec.Dot(qq, v) // scaled back after the sort
 		case index.Cosine:
 			vec.Normalize(v)
 			out[i].Distance = vec.L2(qq, v) / 2
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Hit) int { return cmp.Compare(a.Distance, b.Distance) })
+	if scale != 1 {
+		for i := range out {
+			out[i].Distance = float32(float64(out[i].Distance) / scale)
+		}
+	}
 	return out[:min(len(out), opt.K)], nil
 }
 

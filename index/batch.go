@@ -60,7 +60,10 @@ func (ix *Index) SearchBatch(ctx context.Context, queries Rows, opt SearchOption
 				return ix.searchBlock(queries, lo, hi, opt, hits)
 			})
 		})
-		return hits, errs.get()
+		if err := errs.get(); err != nil {
+			return nil, err
+		}
+		return hits, nil
 	}
 	for lo := 0; lo < queries.Len() && errs.get() == nil; lo += batchChunk {
 		ix.searchChunk(ctx, queries, lo, min(lo+batchChunk, queries.Len()), opt, hits, &errs)

@@ -160,3 +160,26 @@ func TestSearchBatchCodes(t *testing.T) {
 type evenRows struct{}
 
 func (evenRows) Allows(row int) bool { return row%2 == 0 }
+
+// Batches of more than one chunk (batchChunk queries) on several workers
+// return Search's hits too.
+func TestSearchBatchChunks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	path := filepath.Join(t.TempDir(), "i.vlc")
+	if err := os.WriteFile(path, tinyIndex(t, 3000, 24, 29, quant.KindRotated, 4, index.L2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ix := open(t, path)
+	queries := randRows(2100, 24, 12) // two whole chunks and a part
+	opt := index.SearchOptions{K: 5, NProbe: 7}
+	got, err := ix.SearchBatch(context.Background(), queries, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range queries.Len() {
+		want, _ := ix.Search(queries.Row(i, nil), opt)
+		if !slices.Equal(got[i], want) {
+			t.Fatalf("query %d: batch %v, one by one %v", i, got[i], want)
+		}
+	}
+}

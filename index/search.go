@@ -163,11 +163,22 @@ func (ix *Index) load(s *scratch, q []float32) {
 	case Cosine:
 		vec.Normalize(s.q)
 	case IP:
-		s.scale = ipScale(s.q)
-		for j := range s.q {
-			s.q[j] = float32(float64(s.q[j]) * s.scale) // exact: a power of two, in range
+		s.scale = ScaleIPQuery(s.q)
+	}
+}
+
+// ScaleIPQuery scales an ip query whose largest magnitude lies outside
+// 2^-20..2^20 by the power of two (ipScale) that brings it to about 1,
+// in place, and returns the factor (1 for other queries): distances
+// computed with the scaled query, divided by it, are the query's.
+func ScaleIPQuery(q []float32) float64 {
+	f := ipScale(q)
+	if f != 1 {
+		for j := range q {
+			q[j] = float32(float64(q[j]) * f) // exact: a power of two, in range
 		}
 	}
+	return f
 }
 
 // ipScale is the power of two that brings an ip query whose largest

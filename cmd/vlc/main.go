@@ -143,9 +143,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (status i
 }
 
 // outWriter is stdout that remembers its first write error, so that a
-// command whose output was lost (stdout on a full disk, /dev/full, a
-// closed pipe) exits 1 however it printed, rather than each Fprintf being
-// checked. Later writes fail at once with the same error.
+// command whose output was lost (stdout on a full disk, /dev/full) exits
+// 1 however it printed, rather than each Fprintf being checked. Later
+// writes fail at once with the same error. (A closed pipe on stdout ends
+// the process with SIGPIPE first, as for any Go program: status 141.)
 type outWriter struct {
 	w   io.Writer
 	err error
