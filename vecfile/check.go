@@ -5,10 +5,12 @@ import (
 	"io/fs"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/fault"
 )
 
 // CheckFinite scans every value and returns an error wrapping ErrNonFinite
@@ -19,7 +21,8 @@ import (
 // outside the float32 range (|x| <= 3.4028235e+38)". Rows are scanned in
 // blocks by runtime.GOMAXPROCS(0) goroutines; the result does not depend on
 // scheduling. After Close it returns an error wrapping fs.ErrClosed.
-func (m *Matrix) CheckFinite() error {
+func (m *Matrix) CheckFinite() (err error) {
+	defer fault.Catch(&err, debug.SetPanicOnFault(true), m.path, ErrChanged)
 	if m.data == nil {
 		return newError(fs.ErrClosed, m.path, "CheckFinite after Close")
 	}
@@ -177,8 +180,20 @@ func parallelFirst(n, block int, scan func(lo, hi int) int) int {
 	var next, best atomic.Int64
 	best.Store(int64(n))
 	var wg sync.WaitGroup
+	var once sync.Once
+	var raised any
+	faults := fault.Enabled()
 	for range workers {
 		wg.Go(func() {
+			// As internal/par: a fault (the file cut short) is raised
+			// again in the caller, whose fault mode the worker takes.
+			defer func() {
+				if r := recover(); r != nil {
+					once.Do(func() { raised = r })
+					next.Store(int64(nblocks))
+				}
+			}()
+			debug.SetPanicOnFault(faults)
 			for {
 				b := next.Add(1) - 1
 				if b >= int64(nblocks) {
@@ -203,5 +218,8 @@ func parallelFirst(n, block int, scan func(lo, hi int) int) int {
 		})
 	}
 	wg.Wait()
+	if raised != nil {
+		panic(raised)
+	}
 	return int(best.Load())
 }

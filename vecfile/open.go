@@ -25,6 +25,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"unsafe"
@@ -73,7 +74,8 @@ var littleEndian = func() bool {
 
 // Open maps the file at path and validates its layout. For .fvecs this reads
 // every row's dimension field (in parallel); no values are read.
-func Open(path string, opt Options) (*Matrix, error) {
+func Open(path string, opt Options) (_ *Matrix, err error) {
+	defer fault.Catch(&err, debug.SetPanicOnFault(true), path, ErrChanged) // parsing reads the mapping
 	ext := strings.ToLower(filepath.Ext(path))
 	var parse func(m *Matrix, opt Options) error
 	switch ext {
