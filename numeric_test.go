@@ -339,3 +339,31 @@ func TestExactNumericExtremes(t *testing.T) {
 		}
 	}
 }
+
+// Under ip, queries far shorter or longer than the base (1e-44 to 1e-40, and
+// 1e25 against data of scale 1) keep their ground truth: each query is
+// scaled on its own.
+func TestExactIPQueriesOfOtherScale(t *testing.T) {
+	const n, d, nq = 400, 16, 20
+	dir := t.TempDir()
+	rs := scaled(n, d, 8, 1)
+	bp := filepath.Join(dir, "b.fvecs")
+	if err := vecfile.WriteFvecs(bp, rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []float64{1e-44, 1e-42, 1e-40, 1e25} {
+		qs := scaled(nq, d, 9, s)
+		qp := filepath.Join(dir, "q.fvecs")
+		if err := vecfile.WriteFvecs(qp, qs); err != nil {
+			t.Fatal(err)
+		}
+		got := index.Exact(mustMatrix(t, bp, 0), mustMatrix(t, qp, 0), 10, index.IP)
+		found := 0
+		for i, q := range qs {
+			found += overlap(got[i], exact64(rs, q, 10, "ip"))
+		}
+		if r := float64(found) / (10 * nq); r < 0.99 {
+			t.Errorf("queries scaled by %g: Exact agrees with float64 on %.3f of the top 10", s, r)
+		}
+	}
+}

@@ -15,7 +15,8 @@ import (
 // For l2 and ip, where base and queries are so small or so large that
 // float32 squares and products would underflow or overflow (the largest
 // |value| beyond 2^-30 .. 2^30), both are scaled by one power of two
-// first, which leaves every ranking as it is.
+// first, which leaves every ranking as it is; under ip each query is then
+// scaled on its own (ScaleIPQuery).
 func Exact(base, queries Rows, k int, metric Metric) [][]int {
 	n, d, nq := base.Len(), base.Dim(), queries.Len()
 	k = min(k, n)
@@ -31,6 +32,13 @@ func Exact(base, queries Rows, k int, metric Metric) [][]int {
 		scale = exactScale(base, q)
 		for j := range q {
 			q[j] = float32(math.Ldexp(float64(q[j]), scale))
+		}
+	}
+	if metric == IP {
+		// A query's length does not change its ranking under ip: each
+		// is brought near 1 on its own, whatever the others' scale.
+		for i := range nq {
+			ScaleIPQuery(q[i*d : (i+1)*d])
 		}
 	}
 	tops := make([]topK, nq)

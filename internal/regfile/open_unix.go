@@ -7,11 +7,16 @@ import (
 	"syscall"
 )
 
-// open opens with O_NONBLOCK, so that opening a FIFO with no writer
-// returns at once, checks the descriptor, and then clears O_NONBLOCK
-// (regular files ignore it, but a blocking descriptor is what os.File
-// and mmap expect).
+// open refuses a path that is not a regular file before opening it
+// (opening a device can act on it, and opening a FIFO completes a waiting
+// writer's open), then opens with O_NONBLOCK, so that a FIFO swapped in
+// meanwhile returns at once, checks the descriptor, and clears
+// O_NONBLOCK (regular files ignore it, but a blocking descriptor is what
+// os.File and mmap expect).
 func open(path string) (*os.File, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, &NotRegularError{Path: path, Mode: st.Mode()}
+	}
 	var fd int
 	var err error
 	for {
