@@ -59,6 +59,8 @@ var commands = map[string]command{
 	"compact":  {"rewrite an index without its deleted vectors", runCompact},
 	"retrain":  {"train an index anew on its own vectors, in place", runRetrain},
 
+	"serve": {"serve indexes over HTTP: search, get, add, delete, metrics", runServe},
+
 	"bench":       {"time annealing iterations of a backend: ms per iteration, TFLOP/s", runBench},
 	"test-cuda":   {"check the CUDA backend against the CPU and time both", runTestCUDA},
 	"test-webgpu": {"check the WebGPU backend against the CPU and time both", runTestWebGPU},

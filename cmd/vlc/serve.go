@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/serve"
+)
+
+// runServe serves indexes over HTTP (package serve) until the first
+// SIGINT or SIGTERM, then stops accepting, lets requests in flight finish
+// (up to -drain) and exits 0.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on (loopback unless told otherwise; port 0 picks a free one)")
+	tokenFile := fs.String("token-file", "", "`file` holding the bearer token that writes (add, delete) must present")
+	d := serve.DefaultLimits
+	fs.Int64Var(&d.BodyBytes, "max-body", d.BodyBytes, "largest request body in `bytes`")
+	fs.IntVar(&d.K, "max-k", d.K, "most hits a query may ask for")
+	fs.IntVar(&d.Batch, "max-batch", d.Batch, "most queries a search, documents an add, ids a delete may carry")
+	fs.IntVar(&d.NProbe, "max-nprobe", d.NProbe, "most lists a query may scan")
+	fs.DurationVar(&d.Timeout, "timeout", d.Timeout, "longest a request may take")
+	drain := fs.Duration("drain", 30*time.Second, "on SIGTERM, how long requests in flight may take to finish")
+	pos, err := parse(fs, args, []string{"INDEX..."}, stdout)
+	if err != nil {
+		return err
+	}
+	token := ""
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("-token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return fmt.Errorf("-token-file %s is empty", *tokenFile)
+		}
+	}
+	indexes := map[string]*vlc.Index{}
+	defer func() {
+		for _, ix := range indexes {
+			ix.Close()
+		}
+	}()
+	for _, arg := range pos {
+		// NAME=PATH, or PATH named after its file (x.vlc: x).
+		name, path, ok := strings.Cut(arg, "=")
+		if !ok {
+			path, name = arg, strings.TrimSuffix(filepath.Base(arg), filepath.Ext(arg))
+		}
+		if _, dup := indexes[name]; dup {
+			return fmt.Errorf("two indexes named %q: name them NAME=PATH", name)
+		}
+		ix, err := vlc.Open(path)
+		if err != nil {
+			return err
+		}
+		indexes[name] = ix
+	}
+	srv, err := serve.New(indexes, serve.Config{Token: token, Limits: d})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); token == "" && !net.ParseIP(host).IsLoopback() {
+		slog.Warn("listening beyond loopback without -token-file: anyone who can reach it can add and delete", "addr", ln.Addr().String())
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       d.Timeout, // a client that never finishes its body
+		WriteTimeout:      d.Timeout + 10*time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	fmt.Fprintf(stdout, "vlc serve: listening on http://%s (%d indexes)\n", ln.Addr(), len(indexes))
+	if f, ok := stdout.(interface{ Flush() error }); ok {
+		f.Flush()
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), *drain)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("requests still in flight after -drain %v: %w", *drain, err)
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Fprintln(stdout, "vlc serve: stopped")
+	return nil
+}

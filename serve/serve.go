@@ -1,0 +1,597 @@
+// Package serve answers vlc indexes over HTTP with JSON: search (one query
+// or a batch, with k, nprobe and filters), get, add and delete by id, and
+// the index's info, beside health checks, Prometheus metrics and an
+// OpenAPI description. It is the handler behind `vlc serve`; a Go program
+// can mount it in its own server.
+//
+// The server is meant to be small and safe by default: every request has
+// a size limit and a deadline, bad input gets a 4xx naming the problem,
+// and writes need the bearer token when one is set.
+package serve
+
+import (
+	"context"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	vlc "github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/index"
+)
+
+// Limits bounds what one request may ask for. A request beyond a limit
+// gets 413 (the body) or 400 (the others), naming the limit.
+type Limits struct {
+	BodyBytes int64         // request body (default 32 MiB)
+	K         int           // hits per query (default 1,000)
+	Batch     int           // queries per search, documents per add, ids per delete (default 1,000)
+	NProbe    int           // lists per query (default 4,096; beyond an index's lists is clamped)
+	Timeout   time.Duration // per request (default 30 s)
+}
+
+// DefaultLimits are the limits of a zero Limits field.
+var DefaultLimits = Limits{BodyBytes: 32 << 20, K: 1000, Batch: 1000, NProbe: 4096, Timeout: 30 * time.Second}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.BodyBytes > 0 {
+		d.BodyBytes = l.BodyBytes
+	}
+	if l.K > 0 {
+		d.K = l.K
+	}
+	if l.Batch > 0 {
+		d.Batch = l.Batch
+	}
+	if l.NProbe > 0 {
+		d.NProbe = l.NProbe
+	}
+	if l.Timeout > 0 {
+		d.Timeout = l.Timeout
+	}
+	return d
+}
+
+// Server serves a set of open indexes by name. Its handler is safe for
+// concurrent use; the indexes stay the caller's to close.
+type Server struct {
+	indexes map[string]*vlc.Index
+	token   string
+	limits  Limits
+	metrics *metrics
+	mux     *http.ServeMux
+}
+
+// Config configures New.
+type Config struct {
+	// Token, when not empty, is the bearer token that writes (add,
+	// delete) must present: "Authorization: Bearer TOKEN".
+	Token  string
+	Limits Limits
+}
+
+// New returns a server for the indexes, by name (names are path segments:
+// letters, digits, '.', '_' and '-').
+func New(indexes map[string]*vlc.Index, cfg Config) (*Server, error) {
+	for name := range indexes {
+		if !validName(name) {
+			return nil, fmt.Errorf("serve: index name %q: use letters, digits, '.', '_' and '-'", name)
+		}
+	}
+	s := &Server{indexes: indexes, token: cfg.Token, limits: cfg.Limits.withDefaults()}
+	s.metrics = newMetrics(s)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.HandleFunc("GET /openapi.json", s.openapi)
+	s.route(mux, "GET /v1/indexes", "indexes", s.list)
+	s.route(mux, "GET /v1/indexes/{name}", "info", s.info)
+	s.route(mux, "POST /v1/indexes/{name}/search", "search", s.search)
+	s.route(mux, "GET /v1/indexes/{name}/documents/{id}", "get", s.get)
+	s.route(mux, "POST /v1/indexes/{name}/documents", "add", s.write(s.add))
+	s.route(mux, "POST /v1/indexes/{name}/delete", "delete", s.write(s.delete))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		fail(w, http.StatusNotFound, "no such endpoint: %s %s (see /openapi.json)", r.Method, r.URL.Path)
+	})
+	s.mux = mux
+	return s, nil
+}
+
+func validName(name string) bool {
+	if name == "" || name == "." || name == ".." {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// route registers an API handler: its body bounded, its context given
+// the request deadline, a panic in it answered with 500, and its count
+// and latency recorded under endpoint.
+func (s *Server) route(mux *http.ServeMux, pattern, endpoint string, h func(http.ResponseWriter, *http.Request) (int, error)) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(r.Context(), s.limits.Timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+		r.Body = http.MaxBytesReader(w, r.Body, s.limits.BodyBytes)
+		status := func() (status int) {
+			defer func() {
+				if p := recover(); p != nil {
+					status = http.StatusInternalServerError
+					fail(w, status, "internal error: %v", p)
+				}
+			}()
+			status, err := h(w, r)
+			if err != nil {
+				if status < 400 {
+					status = statusOf(err)
+				}
+				fail(w, status, "%v", err)
+			}
+			return status
+		}()
+		name := r.PathValue("name")
+		if _, ok := s.indexes[name]; !ok {
+			name = "" // no label per unknown name a client makes up
+		}
+		s.metrics.observe(endpoint, name, status, time.Since(start))
+	})
+}
+
+// write wraps a handler that changes an index: it needs the token.
+func (s *Server) write(h func(http.ResponseWriter, *http.Request) (int, error)) func(http.ResponseWriter, *http.Request) (int, error) {
+	return func(w http.ResponseWriter, r *http.Request) (int, error) {
+		if s.token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="vlc"`)
+				return http.StatusUnauthorized, errors.New("writes need the bearer token: Authorization: Bearer TOKEN")
+			}
+			if subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
+				return http.StatusForbidden, errors.New("wrong bearer token")
+			}
+		}
+		return h(w, r)
+	}
+}
+
+// notFound is an error answered with 404 as it is.
+type notFound struct{ msg string }
+
+func (e *notFound) Error() string { return e.msg }
+
+// statusOf maps an error of the library to a status.
+func statusOf(err error) int {
+	var mbe *http.MaxBytesError
+	var nf *notFound
+	switch {
+	case errors.As(err, &nf):
+		return http.StatusNotFound
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, vlc.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, context.Canceled):
+		return 499 // the client went away
+	case errors.Is(err, index.ErrArgument), errors.Is(err, index.ErrDim), errors.Is(err, vlc.ErrDuplicateID),
+		errors.Is(err, vlc.ErrID), errors.Is(err, vlc.ErrPayload), errors.Is(err, vlc.ErrUnderflow), errors.Is(err, vlc.ErrRange):
+		return http.StatusBadRequest
+	case errors.Is(err, vlc.ErrLocked):
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
+}
+
+// errorBody is every error's JSON.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func fail(w http.ResponseWriter, status int, format string, args ...any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(errorBody{fmt.Sprintf(format, args...)})
+}
+
+func reply(w http.ResponseWriter, v any) (int, error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	json.NewEncoder(w).Encode(v)
+	return http.StatusOK, nil
+}
+
+// decode reads a JSON body into v, strictly: unknown fields and trailing
+// data are errors, so that a misspelt option is not silently ignored.
+func decode(r *http.Request, v any) (int, error) {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return http.StatusRequestEntityTooLarge, fmt.Errorf("request body over the limit of %d bytes", mbe.Limit)
+		}
+		if errors.Is(err, context.DeadlineExceeded) || r.Context().Err() != nil {
+			return http.StatusRequestTimeout, errors.New("request body not received in time")
+		}
+		return http.StatusBadRequest, fmt.Errorf("request body: %v", err)
+	}
+	if dec.More() {
+		return http.StatusBadRequest, errors.New("request body: data after the JSON object")
+	}
+	return 0, nil
+}
+
+func (s *Server) index(r *http.Request) (*vlc.Index, string, error) {
+	name := r.PathValue("name")
+	ix, ok := s.indexes[name]
+	if !ok {
+		return nil, name, &notFound{fmt.Sprintf("no index named %q (have: %s)", name, strings.Join(s.names(), ", "))}
+	}
+	return ix, name, nil
+}
+
+func (s *Server) names() []string {
+	var out []string
+	for n := range s.indexes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain")
+	fmt.Fprintln(w, "ok")
+}
+
+// readyz answers 200 when every index answers Info (it is open and
+// readable), else 503 naming the first that does not.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	for _, n := range s.names() {
+		if _, err := s.indexes[n].Info(); err != nil {
+			fail(w, http.StatusServiceUnavailable, "index %q: %v", n, err)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	fmt.Fprintln(w, "ready")
+}
+
+// InfoBody is an index's description.
+type InfoBody struct {
+	Name     string  `json:"name"`
+	Dim      int     `json:"dim"`
+	Metric   string  `json:"metric"`
+	Lists    int     `json:"lists"`
+	Live     int     `json:"live"`
+	Deleted  int     `json:"deleted"`
+	Bytes    int64   `json:"bytes"`
+	Segments int     `json:"segments"`
+	Drift    float64 `json:"drift"`
+}
+
+func (s *Server) describe(name string, ix *vlc.Index) (InfoBody, error) {
+	in, err := ix.Info()
+	if err != nil {
+		return InfoBody{}, err
+	}
+	return InfoBody{Name: name, Dim: in.Dim, Metric: in.Meta.Metric.String(), Lists: in.Lists, Live: in.Rows,
+		Deleted: in.Deleted, Bytes: in.Bytes, Segments: len(in.Segments), Drift: in.Drift}, nil
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) (int, error) {
+	out := []InfoBody{}
+	for _, n := range s.names() {
+		b, err := s.describe(n, s.indexes[n])
+		if err != nil {
+			return 0, err
+		}
+		out = append(out, b)
+	}
+	return reply(w, out)
+}
+
+func (s *Server) info(w http.ResponseWriter, r *http.Request) (int, error) {
+	ix, name, err := s.index(r)
+	if err != nil {
+		return 0, err
+	}
+	b, err := s.describe(name, ix)
+	if err != nil {
+		return 0, err
+	}
+	return reply(w, b)
+}
+
+// SearchRequest is a search: one vector, or a batch of them.
+type SearchRequest struct {
+	Vector  []float32   `json:"vector,omitempty"`
+	Vectors [][]float32 `json:"vectors,omitempty"`
+	K       *int        `json:"k,omitempty"`      // default 10
+	NProbe  *int        `json:"nprobe,omitempty"` // default 16
+	Filter  *Filter     `json:"filter,omitempty"`
+	// Payloads asks for each hit's payload (default: true).
+	Payloads *bool `json:"payloads,omitempty"`
+}
+
+// Filter restricts hits: to the given ids, and/or to payloads that are
+// JSON objects holding every key of Where with an equal value.
+type Filter struct {
+	IDs   []string                   `json:"ids,omitempty"`
+	Where map[string]json.RawMessage `json:"where,omitempty"`
+}
+
+// HitBody is one hit. Payload is the stored payload when it is JSON,
+// else PayloadBase64 holds it.
+type HitBody struct {
+	ID            string          `json:"id"`
+	Distance      float32         `json:"distance"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	PayloadBase64 []byte          `json:"payload_base64,omitempty"`
+}
+
+// SearchResponse holds the hits of a one-vector search in Hits, of a
+// batch in Results (one list per vector, in order).
+type SearchResponse struct {
+	Hits    []HitBody   `json:"hits,omitempty"`
+	Results [][]HitBody `json:"results,omitempty"`
+}
+
+func (s *Server) search(w http.ResponseWriter, r *http.Request) (int, error) {
+	ix, _, err := s.index(r)
+	if err != nil {
+		return 0, err
+	}
+	var req SearchRequest
+	if st, err := decode(r, &req); err != nil {
+		return st, err
+	}
+	queries := req.Vectors
+	switch {
+	case req.Vector != nil && req.Vectors != nil:
+		return http.StatusBadRequest, errors.New(`give "vector" or "vectors", not both`)
+	case req.Vector != nil:
+		queries = [][]float32{req.Vector}
+	case len(req.Vectors) == 0:
+		return http.StatusBadRequest, errors.New(`no query: give "vector" (one) or "vectors" (a batch)`)
+	case len(req.Vectors) > s.limits.Batch:
+		return http.StatusBadRequest, fmt.Errorf("%d vectors in one search, over the limit of %d", len(req.Vectors), s.limits.Batch)
+	}
+	for i, q := range queries {
+		if len(q) != ix.Dim() {
+			return http.StatusBadRequest, fmt.Errorf("vector %d has %d values, the index %d", i, len(q), ix.Dim())
+		}
+		for j, v := range q {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return http.StatusBadRequest, fmt.Errorf("vector %d, value %d is %v", i, j, v)
+			}
+		}
+	}
+	opt := vlc.SearchOptions{K: vlc.DefaultK, NProbe: vlc.DefaultNProbe}
+	if req.K != nil {
+		if opt.K = *req.K; opt.K < 1 || opt.K > s.limits.K {
+			return http.StatusBadRequest, fmt.Errorf("k %d: must be 1 to %d (the limit); leave it out for %d", opt.K, s.limits.K, vlc.DefaultK)
+		}
+	}
+	if req.NProbe != nil {
+		if opt.NProbe = *req.NProbe; opt.NProbe < 1 || opt.NProbe > s.limits.NProbe {
+			return http.StatusBadRequest, fmt.Errorf("nprobe %d: must be 1 to %d (the limit); leave it out for %d", opt.NProbe, s.limits.NProbe, vlc.DefaultNProbe)
+		}
+	}
+	if req.Filter != nil {
+		if opt.Filter, err = req.Filter.build(); err != nil {
+			return http.StatusBadRequest, err
+		}
+	}
+	withPayloads := req.Payloads == nil || *req.Payloads
+	hits, err := ix.SearchBatch(r.Context(), queries, opt)
+	if err != nil {
+		return 0, err
+	}
+	var resp SearchResponse
+	if req.Vector != nil {
+		resp.Hits = hitBodies(hits[0], withPayloads)
+	} else {
+		resp.Results = make([][]HitBody, len(hits))
+		for i, h := range hits {
+			resp.Results[i] = hitBodies(h, withPayloads)
+		}
+	}
+	return reply(w, resp)
+}
+
+func hitBodies(hits []vlc.Hit, payloads bool) []HitBody {
+	out := make([]HitBody, len(hits))
+	for i, h := range hits {
+		out[i] = HitBody{ID: h.ID, Distance: h.Distance}
+		if payloads {
+			out[i].Payload, out[i].PayloadBase64 = payloadBody(h.Payload)
+		}
+	}
+	return out
+}
+
+// payloadBody returns a payload as JSON when it is JSON, else as bytes
+// for base64.
+func payloadBody(p []byte) (json.RawMessage, []byte) {
+	if len(p) == 0 {
+		return nil, nil
+	}
+	if json.Valid(p) {
+		return p, nil
+	}
+	return nil, p
+}
+
+// build turns the filter into the library's: ids by AllowIDs, where by a
+// test of each candidate's payload.
+func (f *Filter) build() (vlc.Filter, error) {
+	if len(f.IDs) > 0 && len(f.Where) > 0 {
+		return nil, errors.New(`filter: give "ids" or "where", not both`)
+	}
+	if len(f.IDs) > 0 {
+		return vlc.AllowIDs(f.IDs...), nil
+	}
+	want := make(map[string]any, len(f.Where))
+	for k, raw := range f.Where {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("filter: where %q: %v", k, err)
+		}
+		want[k] = v
+	}
+	return vlc.Where(func(_ string, payload []byte) bool { return matches(payload, want) }), nil
+}
+
+// matches reports whether payload is a JSON object holding every key of
+// want with an equal value (numbers compared as float64).
+func matches(payload []byte, want map[string]any) bool {
+	if len(want) == 0 {
+		return true
+	}
+	var obj map[string]any
+	if json.Unmarshal(payload, &obj) != nil {
+		return false
+	}
+	for k, v := range want {
+		got, ok := obj[k]
+		if !ok || !equalJSON(got, v) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalJSON(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+// DocumentBody is a document to add, and what get returns (without the
+// vector). Payload is any JSON value, stored as its bytes; PayloadBase64
+// stores raw bytes.
+type DocumentBody struct {
+	ID            string          `json:"id"`
+	Vector        []float32       `json:"vector,omitempty"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	PayloadBase64 []byte          `json:"payload_base64,omitempty"`
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) (int, error) {
+	ix, _, err := s.index(r)
+	if err != nil {
+		return 0, err
+	}
+	rec, err := ix.Get(r.PathValue("id"))
+	if err != nil {
+		return 0, err
+	}
+	b := DocumentBody{ID: rec.ID}
+	b.Payload, b.PayloadBase64 = payloadBody(rec.Payload)
+	return reply(w, b)
+}
+
+// AddRequest adds documents; AddResponse gives their ids in order (ids
+// chosen by the index for documents without one).
+type AddRequest struct {
+	Documents []DocumentBody `json:"documents"`
+}
+
+type AddResponse struct {
+	IDs []string `json:"ids"`
+}
+
+func (s *Server) add(w http.ResponseWriter, r *http.Request) (int, error) {
+	ix, _, err := s.index(r)
+	if err != nil {
+		return 0, err
+	}
+	var req AddRequest
+	if st, err := decode(r, &req); err != nil {
+		return st, err
+	}
+	switch {
+	case len(req.Documents) == 0:
+		return http.StatusBadRequest, errors.New(`no "documents" to add`)
+	case len(req.Documents) > s.limits.Batch:
+		return http.StatusBadRequest, fmt.Errorf("%d documents in one add, over the limit of %d", len(req.Documents), s.limits.Batch)
+	}
+	docs := make([]vlc.Document, len(req.Documents))
+	for i, d := range req.Documents {
+		if d.Payload != nil && d.PayloadBase64 != nil {
+			return http.StatusBadRequest, fmt.Errorf(`document %d: give "payload" or "payload_base64", not both`, i)
+		}
+		if len(d.Vector) != ix.Dim() {
+			return http.StatusBadRequest, fmt.Errorf("document %d: vector has %d values, the index %d", i, len(d.Vector), ix.Dim())
+		}
+		docs[i] = vlc.Document{ID: d.ID, Vector: d.Vector, Payload: d.PayloadBase64}
+		if d.Payload != nil {
+			docs[i].Payload = d.Payload
+		}
+	}
+	// The add is made and committed (synced) before the reply: an id
+	// acknowledged survives a crash. It is not cut short by the
+	// request's deadline once started.
+	ids, err := ix.Add(context.WithoutCancel(r.Context()), docs)
+	if err != nil {
+		return 0, err
+	}
+	return reply(w, AddResponse{IDs: ids})
+}
+
+// DeleteRequest deletes documents by id; ids the index does not hold are
+// ignored.
+type DeleteRequest struct {
+	IDs []string `json:"ids"`
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request) (int, error) {
+	ix, _, err := s.index(r)
+	if err != nil {
+		return 0, err
+	}
+	var req DeleteRequest
+	if st, err := decode(r, &req); err != nil {
+		return st, err
+	}
+	switch {
+	case len(req.IDs) == 0:
+		return http.StatusBadRequest, errors.New(`no "ids" to delete`)
+	case len(req.IDs) > s.limits.Batch:
+		return http.StatusBadRequest, fmt.Errorf("%d ids in one delete, over the limit of %d", len(req.IDs), s.limits.Batch)
+	}
+	if err := ix.Delete(context.WithoutCancel(r.Context()), req.IDs); err != nil {
+		return 0, err
+	}
+	return reply(w, struct {
+		Deleted int `json:"requested"`
+	}{len(req.IDs)})
+}
+
+//go:embed openapi.json
+var openapiJSON []byte
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(openapiJSON)
+}
