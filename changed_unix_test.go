@@ -159,3 +159,57 @@ func TestStoreKeysRewrittenInPlace(t *testing.T) {
 		}
 	}
 }
+
+// Deleting every row of an added segment drops the segment and, once no
+// search reads it, its file: a store that adds and deletes all day does
+// not grow.
+func TestDeleteDropsEmptySegments(t *testing.T) {
+	orig, err := vecfile.Open("testdata/deep10k/base.f16", vecfile.Options{Dim: 96})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	docs := make([]vlc.Document, 1000)
+	for i := range docs {
+		docs[i] = vlc.Document{ID: fmt.Sprint(i), Vector: orig.Row(i, nil)}
+	}
+	path := filepath.Join(t.TempDir(), "s.vlc")
+	ix, err := vlc.Build(context.Background(), path, docs, vlc.Options{Bits: 4, Backend: "cpu", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for round := range 5 {
+		a, b := fmt.Sprintf("a%d", round), fmt.Sprintf("b%d", round)
+		if _, err := ix.Add(context.Background(), []vlc.Document{{ID: a, Vector: orig.Row(2000, nil)}, {ID: b, Vector: orig.Row(2001, nil)}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Delete(context.Background(), []string{a}); err != nil {
+			t.Fatal(err)
+		}
+		in, _ := ix.Info()
+		if len(in.Segments) != 2 {
+			t.Fatalf("round %d, half the segment deleted: %d segments, want 2", round, len(in.Segments))
+		}
+		if err := ix.Delete(context.Background(), []string{b}); err != nil {
+			t.Fatal(err)
+		}
+		in, _ = ix.Info()
+		if len(in.Segments) != 1 || in.Rows != 1000 {
+			t.Fatalf("round %d, all of it deleted: %d segments, %d rows; want 1 and 1000", round, len(in.Segments), in.Rows)
+		}
+	}
+	files, _ := os.ReadDir(path + ".d")
+	if len(files) != 1 {
+		t.Errorf("%d files in the segment folder after 5 adds deleted again, want 1 (the trained segment)", len(files))
+	}
+	hits, err := ix.Search(context.Background(), orig.Row(7, nil), vlc.SearchOptions{K: 1})
+	if err != nil || len(hits) != 1 || hits[0].ID != "7" {
+		t.Errorf("search after: %v %v", hits, err)
+	}
+	reopened, err := vlc.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reopened.Close()
+}

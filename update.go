@@ -308,6 +308,19 @@ func (ix *Index) Delete(ctx context.Context, ids []string) error {
 		i, local := snap.group.Locate(r)
 		deleted[i].Add(uint32(local))
 	}
+	// A segment added after training whose rows are now all deleted holds
+	// nothing: it leaves the store (its file is removed once no search
+	// reads it) rather than being read by every search until a
+	// compaction. The trained segment stays: it holds the model.
+	keep := 0
+	for i, e := range man.Segments {
+		if i > 0 && e.Added && int(deleted[i].GetCardinality()) == e.Rows {
+			continue
+		}
+		man.Segments[keep], deleted[keep], segs[keep] = e, deleted[i], segs[i]
+		keep++
+	}
+	man.Segments, deleted, segs = man.Segments[:keep], deleted[:keep], segs[:keep]
 	return ix.commit(man, deleted, segs)
 }
 

@@ -559,8 +559,8 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) (int, error) {
 	return reply(w, AddResponse{IDs: ids})
 }
 
-// DeleteRequest deletes documents by id; ids the index does not hold are
-// ignored.
+// DeleteRequest deletes documents by id. An id the index does not hold
+// is a 404 naming it, and then nothing is deleted.
 type DeleteRequest struct {
 	IDs []string `json:"ids"`
 }
@@ -584,7 +584,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) (int, error) {
 		return 0, err
 	}
 	return reply(w, struct {
-		Deleted int `json:"requested"`
+		Deleted int `json:"deleted"`
 	}{len(req.IDs)})
 }
 
