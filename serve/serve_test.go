@@ -151,8 +151,14 @@ func TestServeRoundTrip(t *testing.T) {
 			t.Fatalf("%s: %d %s", p, code, body)
 		}
 	}
+	if code, body = call(t, ts, "POST", "/v1/indexes/deep/delete", "secret", map[string]any{"ids": []string{"doc-3"}}); code != 200 {
+		t.Fatalf("delete doc-3: %d %s", code, body)
+	}
+	if code, body = call(t, ts, "POST", "/v1/indexes/deep/delete", "secret", map[string]any{"ids": []string{"doc-3"}}); code != 404 || !strings.Contains(string(body), "doc-3") {
+		t.Fatalf("delete doc-3 again: %d %s, want 404 naming it", code, body)
+	}
 	code, body = call(t, ts, "GET", "/metrics", "", nil)
-	for _, m := range []string{`vlc_requests_total{code="200",endpoint="search",index="deep"}`, `vlc_index_live_vectors{index="deep"} 2000`, `vlc_index_deleted_vectors{index="deep"} 1`, "vlc_request_duration_seconds_bucket"} {
+	for _, m := range []string{`vlc_requests_total{code="200",endpoint="search",index="deep"}`, `vlc_index_live_vectors{index="deep"} 1999`, `vlc_index_deleted_vectors{index="deep"} 1`, "vlc_request_duration_seconds_bucket"} {
 		if code != 200 || !strings.Contains(string(body), m) {
 			t.Errorf("metrics lack %s", m)
 		}
