@@ -22,6 +22,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +49,8 @@ func run() error {
 	clients := flag.Int("clients", 32, "concurrent clients")
 	duration := flag.Duration("duration", 30*time.Second, "length of each attack")
 	batch := flag.Int("batch", 100, "queries a request in the batch attack")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the attacks (server and load generator: one process) to `file`")
+	only := flag.String("only", "", "run only the attacks whose name holds this text")
 	flag.Parse()
 	if *indexPath == "" || *queryPath == "" {
 		return errors.New("-index and -query are required")
@@ -105,12 +109,28 @@ func run() error {
 		}
 		return out
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for _, w := range []bool{false, true} {
 		for _, per := range []int{1, *batch} {
 			name := fmt.Sprintf("%d clients, %d queries a request", *clients, per)
 			var stopWriter func() (writes, snapshotErrs int, err error)
 			if w {
 				name += ", a writer adding and deleting"
+			}
+			if !strings.Contains(name, *only) {
+				continue
+			}
+			if w {
 				stopWriter = writer(url, queries, *k, *nprobe)
 			}
 			m := attack(url+"/v1/indexes/x/search", bodies(per), *clients, *duration)

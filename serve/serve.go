@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -67,6 +68,10 @@ type Server struct {
 	limits  Limits
 	metrics *metrics
 	mux     *http.ServeMux
+	// searching admits GOMAXPROCS searches at a time: each already uses
+	// every core for a batch, and more at once only adds scheduling
+	// (many concurrent clients on few cores).
+	searching chan struct{}
 }
 
 // Config configures New.
@@ -85,7 +90,7 @@ func New(indexes map[string]*vlc.Index, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("serve: index name %q: use letters, digits, '.', '_' and '-'", name)
 		}
 	}
-	s := &Server{indexes: indexes, token: cfg.Token, limits: cfg.Limits.withDefaults()}
+	s := &Server{indexes: indexes, token: cfg.Token, limits: cfg.Limits.withDefaults(), searching: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	s.metrics = newMetrics(s)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -403,7 +408,13 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) (int, error) {
 		}
 	}
 	withPayloads := req.Payloads == nil || *req.Payloads
+	select {
+	case s.searching <- struct{}{}:
+	case <-r.Context().Done():
+		return 0, r.Context().Err()
+	}
 	hits, err := ix.SearchBatch(r.Context(), queries, opt)
+	<-s.searching
 	if err != nil {
 		return 0, err
 	}
