@@ -414,6 +414,47 @@ class ErrorTest(unittest.TestCase):
             Client("127.0.0.1:8080")  # no scheme
 
 
+def can_build_offline():
+    """Why pip cannot build this package here without the network, or ""."""
+    try:
+        import setuptools
+    except ImportError:
+        return "no setuptools in this python"
+    try:
+        import wheel  # noqa: F401
+    except ImportError:
+        major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
+        if (major, minor) < (70, 1):
+            return f"setuptools {setuptools.__version__} needs the wheel package, which this python lacks"
+    return ""
+
+
+class InstallTest(unittest.TestCase):
+    @unittest.skipIf(can_build_offline(), "pip install not tested: " + can_build_offline())
+    def test_pip_install_into_venv(self):
+        # A venv that sees this python's setuptools (the build must not
+        # need the network); the package is copied first so that the
+        # build leaves nothing in the source tree.
+        import shutil
+
+        with tempfile.TemporaryDirectory(prefix="vlc-client-venv-") as tmp:
+            src = Path(tmp) / "src"
+            shutil.copytree(PKG, src, ignore=shutil.ignore_patterns("tests", "__pycache__", "build", "*.egg-info"))
+            venv = Path(tmp) / "venv"
+            subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+            py = venv / "bin" / "python"
+            p = subprocess.run([str(py), "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", str(src)],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            p = subprocess.run([str(py), "-c", "import vlc_client; print(vlc_client.__file__, vlc_client.__version__)"],
+                               capture_output=True, text=True, cwd=tmp, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+            self.assertEqual(p.returncode, 0, p.stderr)
+            path, version = p.stdout.split()
+            self.assertTrue(Path(path).resolve().is_relative_to(venv.resolve()) if hasattr(Path, "is_relative_to")
+                            else str(Path(path).resolve()).startswith(str(venv.resolve())), path)
+            self.assertEqual(version, vlc_client.__version__)
+
+
 class ExampleTest(unittest.TestCase):
     """The README's "Python client" example is example.py, and it runs."""
 
