@@ -247,6 +247,11 @@ class ReadTest(unittest.TestCase):
         for hits in batch:
             self.assertTrue({h.id for h in hits} <= set(allowed))
 
+    def test_filter_ids_empty(self):
+        # Nothing allowed, no hits (not an unfiltered search).
+        self.assertEqual(self.c.search("ro", QUERIES[0], filter_ids=[]), [])
+        self.assertEqual(self.c.search_batch("ro", QUERIES[:2], filter_ids=[]), [[], []])
+
     def test_filter_both_refused(self):
         with self.assertRaises(ValueError):
             self.c.search("ro", QUERIES[0], filter_ids=["1"], where={"a": 1})

@@ -284,10 +284,9 @@ class Client:
         if filter_ids is not None:
             if isinstance(filter_ids, str):
                 raise TypeError("filter_ids: want a list of ids, got one string")
-            ids = [str(i) for i in filter_ids]
-            if not ids:
-                raise ValueError("filter_ids is empty: nothing could match")
-            body["filter"] = {"ids": ids}
+            # An empty list allows nothing (the callers answer without
+            # asking: the server would take it as no filter at all).
+            body["filter"] = {"ids": [str(i) for i in filter_ids]}
         elif where is not None:
             body["filter"] = {"where": dict(where)}
         if not payloads:
@@ -307,11 +306,13 @@ class Client:
         """The nearest documents of one vector, nearest first.
 
         k: hits (server default 10); nprobe: lists scanned (default 16);
-        filter_ids: only these ids; where: only documents whose payload is
-        a JSON object holding each key with an equal value; payloads:
-        return each hit's payload."""
+        filter_ids: only these ids (an empty list: no hits); where: only
+        documents whose payload is a JSON object holding each key with an
+        equal value; payloads: return each hit's payload."""
         body = self._search_body(k, nprobe, filter_ids, where, payloads)
         body["vector"] = _vector(vector)
+        if body.get("filter") == {"ids": []}:
+            return []
         resp = self._request("POST", self._index_path(index, "search"), body)
         return [_hit(h) for h in resp.get("hits") or []]
 
@@ -332,6 +333,8 @@ class Client:
         body["vectors"] = _vectors(vectors)
         if not body["vectors"]:
             return []
+        if body.get("filter") == {"ids": []}:
+            return [[] for _ in body["vectors"]]
         resp = self._request("POST", self._index_path(index, "search"), body)
         results = resp.get("results") or []
         return [[_hit(h) for h in row or []] for row in results]
