@@ -306,8 +306,7 @@ class WriteTest(unittest.TestCase):
                 self.assertEqual({h.id for h in hits}, set(ids))
             self.assertTrue(all(h.payload is None for h in self.c.search("deep10k", vs[0], k=5, payloads=False)))
         finally:
-            # An id the index does not hold refuses the whole delete (404;
-            # openapi.json says such ids are ignored, the server does not).
+            # An id the index does not hold refuses the whole delete (404).
             with self.assertRaises(NotFound) as cm:
                 self.c.delete("deep10k", ids + ["never-added"])
             self.assertIn("never-added", cm.exception.message)
@@ -316,6 +315,8 @@ class WriteTest(unittest.TestCase):
         for id_ in ids:
             with self.assertRaises(NotFound):
                 self.c.get("deep10k", id_)
+        with self.assertRaises(NotFound):
+            self.c.delete("deep10k", ids[:1])  # already deleted
         self.assertFalse({h.id for h in self.c.search("deep10k", vs[0], k=20)} & set(ids))
         self.assertEqual(self.c.info("deep10k")["live"], live)
 

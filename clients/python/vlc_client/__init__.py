@@ -357,16 +357,16 @@ class Client:
         return self._request("POST", self._index_path(index, "documents"), {"documents": docs})["ids"]
 
     def delete(self, index: str, ids: Iterable[str]) -> int:
-        """Delete documents by id; returns the number of ids sent. An id
-        the index does not hold raises NotFound and deletes nothing (the
-        server's openapi.json says such ids are ignored; vlc serve as
-        tested answers 404)."""
+        """Delete documents by id; returns the number deleted. An id the
+        index does not hold raises NotFound naming it, and then nothing is
+        deleted."""
         if isinstance(ids, str):
             raise TypeError("ids: want a list of ids, got one string")
         ids = [str(i) for i in ids]
         if not ids:
             return 0
-        return self._request("POST", self._index_path(index, "delete"), {"ids": ids})["requested"]
+        resp = self._request("POST", self._index_path(index, "delete"), {"ids": ids})
+        return resp["deleted"] if "deleted" in resp else resp["requested"]  # "requested": older servers
 
 
 def _document(body: Mapping[str, Any]) -> Document:
