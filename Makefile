@@ -4,7 +4,7 @@ BIN     := bin/vlc
 DEEP    := testdata/deep2k
 DEMO    := demo-out
 
-.PHONY: all build demo test test-arm64 vet bench bench-quality bench-search fuzz fuzz-brief clean
+.PHONY: all build demo test test-arm64 test-python vet bench bench-quality bench-search fuzz fuzz-brief clean
 
 # Fuzz targets (package:Target). make fuzz FUZZTIME=10m runs each in turn;
 # make test replays the corpus in testdata/fuzz and fuzzes each briefly, by
@@ -73,6 +73,7 @@ test: vet
 	$(GO) test -tags purego -count=1 ./internal/vec/ ./quant/ ./index/ ./cpu/ ./anneal/... .
 	cd internal/vec/asm && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory test-arm64
+	$(MAKE) --no-print-directory test-python
 	CGO_ENABLED=0 $(GO) test -tags cuda -count=1 -run '^$$' ./...
 	$(MAKE) --no-print-directory fuzz-brief
 	@lvp() { ls /usr/share/vulkan/icd.d/lvp_icd*.json /usr/lib/*/libvulkan.so.1 /usr/lib64/libvulkan.so.1 2>/dev/null | grep -q libvulkan; }; \
@@ -120,6 +121,17 @@ test-arm64:
 		CGO_ENABLED=0 GOARCH=arm64 $(GO) test -c -tags "$$tags" -o bin/arm64.test ./$$p; \
 		(cd $$p && $$qemu $(CURDIR)/bin/arm64.test -test.count=1 -test.short); \
 	done; done
+
+# The Python client (clients/python, standard library only) against a real
+# `vlc serve` that its tests start on loopback with bin/vlc (VLC_BIN). Where
+# python3 is missing the step says so and is skipped; the numpy test skips
+# where numpy is missing.
+PYTHON ?= python3
+test-python: build
+	@if ! command -v $(PYTHON) >/dev/null; then \
+		echo "make test: NOT running the Python client's tests (clients/python): no $(PYTHON)"; exit 0; \
+	fi; \
+	set -x; VLC_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m unittest discover -s clients/python/tests -t clients/python -v
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -1,0 +1,495 @@
+"""Tests of vlc_client against a real `vlc serve` on loopback.
+
+setUpModule compresses testdata/deep10k twice into a temporary folder
+(index "ro", only read, and "deep10k", which the write tests and the
+example change) and starts `vlc serve` on a free port with a bearer
+token. The binary is $VLC_BIN, else the repository's bin/vlc
+(../../../bin/vlc from this file; `go build -o bin/vlc ./cmd/vlc` or
+`make build` makes it). A missing binary is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PKG = HERE.parent  # clients/python
+ROOT = PKG.parent.parent  # the repository
+sys.path.insert(0, str(PKG))
+
+import vlc_client  # noqa: E402
+from vlc_client import (  # noqa: E402
+    BadRequest,
+    Client,
+    ConnectionFailed,
+    Document,
+    Forbidden,
+    Hit,
+    NotFound,
+    Unauthorized,
+    VLCError,
+)
+
+try:
+    import numpy as np
+except ImportError:  # numpy is optional
+    np = None
+
+DATA = ROOT / "testdata" / "deep10k"
+DIM = 96
+TOKEN = "test-token-42"
+
+
+def read_vecs(path: Path, fmt: str):
+    """Rows of an .fvecs ("f") or .ivecs ("i") file."""
+    raw = path.read_bytes()
+    rows, off = [], 0
+    while off < len(raw):
+        (d,) = struct.unpack_from("<i", raw, off)
+        rows.append(list(struct.unpack_from(f"<{d}{fmt}", raw, off + 4)))
+        off += 4 + 4 * d
+    return rows
+
+
+def vlc_bin() -> Path:
+    b = os.environ.get("VLC_BIN")
+    return Path(b).resolve() if b else (HERE / "../../../bin/vlc").resolve()
+
+
+class Server:
+    """A `vlc serve` process on 127.0.0.1, port chosen by the kernel."""
+
+    def __init__(self, binary: Path, indexes: dict, token_file: Path, log: Path):
+        args = [str(binary), "serve", "-addr", "127.0.0.1:0", "-token-file", str(token_file)]
+        args += [f"{name}={path}" for name, path in indexes.items()]
+        self.log = log
+        self._stderr = open(log, "wb")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self._stderr)
+        line = []
+        t = threading.Thread(target=lambda: line.append(self.proc.stdout.readline()), daemon=True)
+        t.start()
+        t.join(30)
+        first = line[0].decode() if line else ""
+        m = re.match(r"vlc serve: listening on (http://\S+) \((\d+) indexes\)", first)
+        if not m:
+            self.stop()
+            raise RuntimeError(f"vlc serve did not start: stdout {first!r}, stderr {log.read_text()!r}")
+        self.url = m.group(1)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+        self._stderr.close()
+        return self.proc.returncode
+
+
+TMP = None
+SERVER = None
+QUERIES = []
+GT = []
+
+
+def setUpModule():
+    global TMP, SERVER, QUERIES, GT
+    binary = vlc_bin()
+    if not binary.is_file():
+        raise RuntimeError(
+            f"no vlc binary at {binary}: build it (go build -o bin/vlc ./cmd/vlc, or make build) "
+            "or set VLC_BIN to its path"
+        )
+    TMP = tempfile.TemporaryDirectory(prefix="vlc-client-test-")
+    tmp = Path(TMP.name)
+    for name in ("ro", "deep10k"):
+        p = subprocess.run(
+            [str(binary), "compress", str(DATA / "base.f16"), "-dim", str(DIM), "-bits", "8",
+             "-o", str(tmp / f"{name}.vlc")],
+            capture_output=True, text=True,
+        )
+        if p.returncode != 0:
+            raise RuntimeError(f"vlc compress exited {p.returncode}: {p.stdout}{p.stderr}")
+    token_file = tmp / "token"
+    token_file.write_text(TOKEN + "\n")
+    SERVER = Server(binary, {"ro": tmp / "ro.vlc", "deep10k": tmp / "deep10k.vlc"}, token_file, tmp / "serve.log")
+    QUERIES = read_vecs(DATA / "query.fvecs", "f")
+    GT = read_vecs(DATA / "groundtruth.ivecs", "i")
+
+
+def tearDownModule():
+    try:
+        if SERVER is not None:
+            rc = SERVER.stop()
+            if rc != 0:
+                raise RuntimeError(f"vlc serve exited {rc} on SIGTERM: {SERVER.log.read_text()}")
+    finally:
+        if TMP is not None:
+            TMP.cleanup()
+
+
+def bumped(base: float, i: int):
+    """A vector far from deep10k's (all base), one coordinate raised by
+    1 + i/5, so that documents made with different i are well apart."""
+    v = [base] * DIM
+    v[i] += 1 + i / 5
+    return v
+
+
+def recall_at_10(results) -> float:
+    found = sum(len({h.id for h in hits[:10]} & {str(i) for i in GT[q][:10]}) for q, hits in enumerate(results))
+    return found / (10 * len(results))
+
+
+class ReadTest(unittest.TestCase):
+    """Search and info on the index "ro", which nothing changes."""
+
+    def setUp(self):
+        self.c = Client(SERVER.url)  # reads need no token
+
+    def test_health_and_ready(self):
+        self.assertTrue(self.c.health())
+        self.assertTrue(self.c.ready())
+
+    def test_health_unreachable(self):
+        # A port nothing listens on: the server's own, once it is closed.
+        import socket
+
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        c = Client(f"http://127.0.0.1:{port}", timeout=5)
+        self.assertFalse(c.health())
+        with self.assertRaises(ConnectionFailed) as cm:
+            c.info("ro")
+        self.assertIsNone(cm.exception.status)
+
+    def test_info_and_indexes(self):
+        info = self.c.info("ro")
+        self.assertEqual(info["name"], "ro")
+        self.assertEqual(info["dim"], DIM)
+        self.assertEqual(info["metric"], "l2")
+        self.assertEqual(info["live"], 10000)
+        names = [i["name"] for i in self.c.indexes()]
+        self.assertEqual(names, ["deep10k", "ro"])
+
+    def test_search_one_recall(self):
+        # One request per query; recall@10 against the exact ground truth
+        # (vlc eval gives 0.9635 for this index at the default nprobe 16).
+        results = [self.c.search("ro", q) for q in QUERIES]
+        for hits in results:
+            self.assertEqual(len(hits), 10)
+            self.assertIsInstance(hits[0], Hit)
+            d = [h.distance for h in hits]
+            self.assertEqual(d, sorted(d))
+            self.assertIsNone(hits[0].payload)  # compress stores no payloads
+        r = recall_at_10(results)
+        self.assertGreaterEqual(r, 0.93, f"recall@10 {r}")
+
+    def test_search_batch_equals_one_by_one(self):
+        batch = self.c.search_batch("ro", QUERIES, k=20)
+        self.assertEqual(len(batch), len(QUERIES))
+        for q in (0, 1, 57, 199):
+            self.assertEqual(batch[q], self.c.search("ro", QUERIES[q], k=20))
+        self.assertGreaterEqual(recall_at_10(batch), 0.93)
+
+    def test_search_batch_equals_cli(self):
+        # The server's answers are the library's: the same as `vlc search`
+        # on the same index file.
+        out = subprocess.run(
+            [str(vlc_bin()), "search", str(Path(TMP.name) / "ro.vlc"), "-query", str(DATA / "query.fvecs"),
+             "-k", "10", "-nprobe", "8"],
+            check=True, capture_output=True, text=True,
+        ).stdout
+        want = [[] for _ in QUERIES]
+        for line in out.splitlines():
+            q, _rank, id_, dist = line.split("\t")
+            want[int(q)].append((id_, float(dist)))
+        got = self.c.search_batch("ro", QUERIES, k=10, nprobe=8)
+        for q in range(len(QUERIES)):
+            self.assertEqual([h.id for h in got[q]], [w[0] for w in want[q]], f"query {q}")
+            for h, w in zip(got[q], want[q]):
+                self.assertTrue(math.isclose(h.distance, w[1], rel_tol=1e-6, abs_tol=1e-9), (h, w))
+
+    def test_nprobe(self):
+        few = recall_at_10(self.c.search_batch("ro", QUERIES, nprobe=1))
+        all_lists = recall_at_10(self.c.search_batch("ro", QUERIES, nprobe=100))
+        self.assertGreaterEqual(all_lists, 0.95)
+        self.assertGreater(all_lists, few)
+
+    def test_k(self):
+        for k in (1, 3, 100):
+            self.assertEqual(len(self.c.search("ro", QUERIES[3], k=k)), k)
+
+    def test_filter_ids(self):
+        # Five true neighbours of query 0 beyond its top 10: with every
+        # list scanned, the filtered search returns exactly those five.
+        allowed = [str(i) for i in GT[0][20:25]]
+        hits = self.c.search("ro", QUERIES[0], k=10, nprobe=100, filter_ids=allowed)
+        self.assertEqual({h.id for h in hits}, set(allowed))
+        batch = self.c.search_batch("ro", QUERIES[:3], k=10, nprobe=100, filter_ids=allowed)
+        self.assertEqual(batch[0], hits)
+        for hits in batch:
+            self.assertTrue({h.id for h in hits} <= set(allowed))
+
+    def test_filter_ids_empty(self):
+        # Nothing allowed, no hits (not an unfiltered search).
+        self.assertEqual(self.c.search("ro", QUERIES[0], filter_ids=[]), [])
+        self.assertEqual(self.c.search_batch("ro", QUERIES[:2], filter_ids=[]), [[], []])
+
+    def test_filter_both_refused(self):
+        with self.assertRaises(ValueError):
+            self.c.search("ro", QUERIES[0], filter_ids=["1"], where={"a": 1})
+
+    @unittest.skipIf(np is None, "numpy is not installed (it is optional): numpy inputs not tested")
+    def test_numpy(self):
+        qs = np.array(QUERIES[:10], dtype=np.float32)
+        self.assertEqual(self.c.search("ro", qs[0], k=5), self.c.search("ro", QUERIES[0], k=5))
+        batch = self.c.search_batch("ro", qs, k=5)
+        self.assertEqual(batch, self.c.search_batch("ro", QUERIES[:10], k=5))
+        ids, dist = vlc_client.as_arrays(batch)
+        self.assertEqual(ids.shape, (10, 5))
+        self.assertEqual(dist.dtype, np.float32)
+        self.assertEqual(ids[2, 0], batch[2][0].id)
+        with self.assertRaises(ValueError):
+            self.c.search_batch("ro", qs[0], k=5)  # one vector is not a batch
+
+
+class WriteTest(unittest.TestCase):
+    """Add, get, delete (with the token) on the index "deep10k"."""
+
+    def setUp(self):
+        self.c = Client(SERVER.url, token=TOKEN)
+
+    def test_add_get_delete(self):
+        live = self.c.info("deep10k")["live"]
+        vs = [bumped(0.5, i) for i in range(5)]
+        ids = self.c.add("deep10k", [
+            {"id": "w-json", "vector": vs[0], "payload": {"color": "red", "n": 1}},
+            ("w-tuple", vs[1], ["a", 2]),
+            ("w-bytes", vs[2], b"\x00\xffraw"),
+            ("w/slash and space", vs[3]),
+            {"vector": vs[4], "payload": "chosen"},  # the index picks the id
+        ])
+        try:
+            self.assertEqual(ids[:4], ["w-json", "w-tuple", "w-bytes", "w/slash and space"])
+            self.assertTrue(ids[4])
+            self.assertEqual(self.c.info("deep10k")["live"], live + 5)
+
+            self.assertEqual(self.c.get("deep10k", "w-json"), Document("w-json", {"color": "red", "n": 1}))
+            self.assertEqual(self.c.get("deep10k", "w-tuple").payload, ["a", 2])
+            self.assertEqual(self.c.get("deep10k", "w-bytes").payload, b"\x00\xffraw")
+            self.assertEqual(self.c.get("deep10k", "w/slash and space"), Document("w/slash and space", None))
+            self.assertEqual(self.c.get("deep10k", ids[4]).payload, "chosen")
+
+            # Each document is the nearest of its own vector, with its payload.
+            payloads = [{"color": "red", "n": 1}, ["a", 2], b"\x00\xffraw", None, "chosen"]
+            for id_, v, payload in zip(ids, vs, payloads):
+                hits = self.c.search("deep10k", v, k=5)
+                self.assertEqual(hits[0].id, id_)
+                self.assertEqual(hits[0].payload, payload)
+                self.assertEqual({h.id for h in hits}, set(ids))
+            self.assertTrue(all(h.payload is None for h in self.c.search("deep10k", vs[0], k=5, payloads=False)))
+        finally:
+            # An id the index does not hold refuses the whole delete (404).
+            with self.assertRaises(NotFound) as cm:
+                self.c.delete("deep10k", ids + ["never-added"])
+            self.assertIn("never-added", cm.exception.message)
+            self.assertEqual(self.c.info("deep10k")["live"], live + 5)
+            self.assertEqual(self.c.delete("deep10k", ids), 5)
+        for id_ in ids:
+            with self.assertRaises(NotFound):
+                self.c.get("deep10k", id_)
+        with self.assertRaises(NotFound):
+            self.c.delete("deep10k", ids[:1])  # already deleted
+        self.assertFalse({h.id for h in self.c.search("deep10k", vs[0], k=20)} & set(ids))
+        self.assertEqual(self.c.info("deep10k")["live"], live)
+
+    def test_where(self):
+        vs = [bumped(-0.5, i) for i in range(6)]
+        ids = self.c.add("deep10k", [
+            (f"c-{i}", vs[i], {"color": "red" if i % 2 else "blue", "n": i}) for i in range(6)
+        ])
+        try:
+            red = self.c.search("deep10k", vs[0], k=10, where={"color": "red"})
+            self.assertEqual(sorted(h.id for h in red), ["c-1", "c-3", "c-5"])
+            self.assertEqual(self.c.search("deep10k", vs[1], where={"color": "red"})[0].payload,
+                             {"color": "red", "n": 1})
+            self.assertEqual([h.id for h in self.c.search("deep10k", vs[0], where={"n": 4})], ["c-4"])
+            self.assertEqual(self.c.search("deep10k", vs[0], where={"color": "green"}), [])
+            batch = self.c.search_batch("deep10k", [vs[0], vs[5]], k=10, where={"color": "blue"})
+            self.assertEqual([sorted(h.id for h in r) for r in batch], [["c-0", "c-2", "c-4"]] * 2)
+            self.assertEqual(batch[0][0].id, "c-0")
+        finally:
+            self.c.delete("deep10k", ids)
+
+    def test_duplicate_id(self):
+        self.c.add("deep10k", [("dup", [0.25] * DIM)])
+        try:
+            with self.assertRaises(BadRequest) as cm:
+                self.c.add("deep10k", [("dup", [0.25] * DIM)])
+            self.assertIn("dup", cm.exception.message)
+        finally:
+            self.c.delete("deep10k", ["dup"])
+
+
+class ErrorTest(unittest.TestCase):
+    def test_no_token(self):
+        c = Client(SERVER.url)
+        with self.assertRaises(Unauthorized) as cm:
+            c.add("deep10k", [("t-none", [0.0] * DIM)])
+        self.assertNotIsInstance(cm.exception, Forbidden)
+        self.assertEqual(cm.exception.status, 401)
+        self.assertIn("bearer token", cm.exception.message)
+        with self.assertRaises(Unauthorized):
+            c.delete("deep10k", ["0"])
+
+    def test_wrong_token(self):
+        c = Client(SERVER.url, token="not-" + TOKEN)
+        with self.assertRaises(Forbidden) as cm:
+            c.add("deep10k", [("t-wrong", [0.0] * DIM)])
+        self.assertIsInstance(cm.exception, Unauthorized)
+        self.assertIsInstance(cm.exception, VLCError)
+        self.assertEqual(cm.exception.status, 403)
+        self.assertEqual(cm.exception.message, "wrong bearer token")
+        with self.assertRaises(Forbidden):
+            c.delete("deep10k", ["0"])
+        with self.assertRaises(NotFound):
+            c.get("deep10k", "t-wrong")  # nothing was added
+        self.assertEqual(c.get("deep10k", "0").id, "0")  # nor deleted
+
+    def test_wrong_dimension(self):
+        c = Client(SERVER.url, token=TOKEN)
+        with self.assertRaises(BadRequest) as cm:
+            c.search("ro", [0.0] * (DIM - 1))
+        self.assertEqual(cm.exception.status, 400)
+        self.assertIn("has 95 values, the index 96", cm.exception.message)
+        with self.assertRaises(BadRequest):
+            c.search_batch("ro", [[0.0] * DIM, [0.0] * (DIM + 1)])
+        with self.assertRaises(BadRequest) as cm:
+            c.add("deep10k", [("t-dim", [0.0] * 3)])
+        self.assertIn("vector has 3 values", cm.exception.message)
+
+    def test_unknown_index(self):
+        c = Client(SERVER.url, token=TOKEN)
+        for call in (lambda: c.search("nope", [0.0] * DIM), lambda: c.info("nope"),
+                     lambda: c.add("nope", [("x", [0.0] * DIM)]), lambda: c.get("nope", "0")):
+            with self.assertRaises(NotFound) as cm:
+                call()
+            self.assertEqual(cm.exception.status, 404)
+            self.assertIn('no index named "nope"', cm.exception.message)
+
+    def test_unknown_document(self):
+        with self.assertRaises(NotFound) as cm:
+            Client(SERVER.url).get("ro", "no-such-id")
+        self.assertEqual(cm.exception.status, 404)
+
+    def test_bad_k_and_nprobe(self):
+        c = Client(SERVER.url)
+        with self.assertRaises(BadRequest) as cm:
+            c.search("ro", QUERIES[0], k=0)
+        self.assertIn("k 0", cm.exception.message)
+        with self.assertRaises(BadRequest) as cm:
+            c.search("ro", QUERIES[0], k=100000)
+        self.assertIn("limit", cm.exception.message)
+        with self.assertRaises(BadRequest):
+            c.search("ro", QUERIES[0], nprobe=-1)
+
+    def test_refused_before_sending(self):
+        c = Client(SERVER.url)
+        with self.assertRaises(ValueError):
+            c.search("ro", [float("nan")] + [0.0] * (DIM - 1))
+        with self.assertRaises(TypeError):
+            c.search("ro", [[0.0] * DIM])  # a batch given to search
+        with self.assertRaises(ValueError):
+            Client("127.0.0.1:8080")  # no scheme
+
+
+def can_build_offline():
+    """Why pip cannot build this package here without the network, or ""."""
+    try:
+        import setuptools
+    except ImportError:
+        return "no setuptools in this python"
+    try:
+        import wheel  # noqa: F401
+    except ImportError:
+        major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
+        if (major, minor) < (70, 1):
+            return f"setuptools {setuptools.__version__} needs the wheel package, which this python lacks"
+    return ""
+
+
+class InstallTest(unittest.TestCase):
+    @unittest.skipIf(can_build_offline(), "pip install not tested: " + can_build_offline())
+    def test_pip_install_into_venv(self):
+        # A venv that sees this python's setuptools (the build must not
+        # need the network); the package is copied first so that the
+        # build leaves nothing in the source tree.
+        import shutil
+
+        with tempfile.TemporaryDirectory(prefix="vlc-client-venv-") as tmp:
+            src = Path(tmp) / "src"
+            shutil.copytree(PKG, src, ignore=shutil.ignore_patterns("tests", "__pycache__", "build", "*.egg-info"))
+            venv = Path(tmp) / "venv"
+            subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+            py = venv / "bin" / "python"
+            p = subprocess.run([str(py), "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", str(src)],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            p = subprocess.run([str(py), "-c", "import vlc_client; print(vlc_client.__file__, vlc_client.__version__)"],
+                               capture_output=True, text=True, cwd=tmp, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+            self.assertEqual(p.returncode, 0, p.stderr)
+            path, version = p.stdout.split()
+            self.assertTrue(Path(path).resolve().is_relative_to(venv.resolve()) if hasattr(Path, "is_relative_to")
+                            else str(Path(path).resolve()).startswith(str(venv.resolve())), path)
+            self.assertEqual(version, vlc_client.__version__)
+
+
+class ExampleTest(unittest.TestCase):
+    """The README's "Python client" example is example.py, and it runs."""
+
+    def readme_snippet(self) -> str:
+        text = (ROOT / "README.md").read_text()
+        m = re.search(r"^## Python client\n.*?^```python\n(.*?)^```", text, re.S | re.M)
+        self.assertIsNotNone(m, 'README.md has no "## Python client" section with a ```python block')
+        return m.group(1)
+
+    def test_readme_is_example(self):
+        self.assertEqual(self.readme_snippet(), (PKG / "example.py").read_text(),
+                         "README.md's Python client example and clients/python/example.py differ")
+
+    def test_example_runs(self):
+        code = (PKG / "example.py").read_text()
+        self.assertIn('"http://127.0.0.1:8080"', code)
+        self.assertIn('token="s3cret"', code)
+        code = code.replace('"http://127.0.0.1:8080"', repr(SERVER.url)).replace('"s3cret"', repr(TOKEN))
+        env = dict(os.environ, PYTHONPATH=str(PKG) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertIn("'name': 'deep10k'", lines[0])
+        self.assertRegex(lines[1], r"^doc-a 0\.0\d* \{'lang': 'en'\}$")
+        self.assertRegex(lines[2], r"^doc-b \d\.\d+ \{'lang': 'fr'\}$")
+        self.assertRegex(lines[6], r"^\[Hit\(id='doc-b', distance=\d\.\d+(e-\d+)?, payload=\{'lang': 'fr'\}\)\]$")
+        self.assertTrue(lines[7].startswith("[['doc-a', 'doc-b', "), lines[7])
+        self.assertTrue(lines[8].startswith("deleted: "), lines[8])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,396 @@
+"""A small client for `vlc serve`, the HTTP server of vlc indexes.
+
+Standard library only (urllib, json); numpy is optional: vectors may be
+numpy arrays as well as lists (or tuples) of numbers, and `as_arrays`
+turns batch results into arrays. Everything else comes back as plain
+Python values: hits as `Hit`, documents as `Document`, index
+descriptions as dicts.
+
+    from vlc_client import Client
+    client = Client("http://127.0.0.1:8080", token="s3cret")
+    hits = client.search("deep10k", [0.0] * 96, k=5)
+
+Errors the server answers (4xx, 5xx) raise a subclass of `VLCError`
+carrying the status and the server's message; a server that cannot be
+reached raises `ConnectionFailed` (status None).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import socket
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+__all__ = [
+    "Client",
+    "Hit",
+    "Document",
+    "as_arrays",
+    "VLCError",
+    "BadRequest",
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "Conflict",
+    "PayloadTooLarge",
+    "ServerError",
+    "ConnectionFailed",
+]
+
+__version__ = "0.1.0"
+
+
+# --- errors -----------------------------------------------------------------
+
+
+class VLCError(Exception):
+    """An error from the server: `status` is the HTTP status (None when
+    the server could not be reached) and `message` the server's own
+    message (its JSON "error")."""
+
+    def __init__(self, status: Optional[int], message: str):
+        self.status = status
+        self.message = message
+        super().__init__(f"{status}: {message}" if status is not None else message)
+
+
+class BadRequest(VLCError):
+    """400: the request was refused (wrong dimension, bad k, over a limit...)."""
+
+
+class Unauthorized(VLCError):
+    """401: a write without the bearer token (Forbidden, 403, is a subclass:
+    a wrong token)."""
+
+
+class Forbidden(Unauthorized):
+    """403: the bearer token is wrong."""
+
+
+class NotFound(VLCError):
+    """404: no such index, document or endpoint."""
+
+
+class Conflict(VLCError):
+    """409: the index is locked by another writer."""
+
+
+class PayloadTooLarge(VLCError):
+    """413: the request body is over the server's limit."""
+
+
+class ServerError(VLCError):
+    """5xx (and any other status not named above)."""
+
+
+class ConnectionFailed(VLCError):
+    """The server could not be reached, or did not answer in time (status None)."""
+
+
+_BY_STATUS = {400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict, 413: PayloadTooLarge}
+
+
+def _error_for(status: int, message: str) -> VLCError:
+    cls = _BY_STATUS.get(status)
+    if cls is None:
+        cls = BadRequest if 400 <= status < 500 else ServerError
+    return cls(status, message)
+
+
+# --- values -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search hit. `payload` is the stored payload: the decoded JSON
+    value when it is JSON, bytes when it is not, None when there is none
+    (or payloads were not asked for)."""
+
+    id: str
+    distance: float
+    payload: Any = None
+
+
+@dataclass(frozen=True)
+class Document:
+    """A stored document as `get` returns it: its id and payload (as in Hit)."""
+
+    id: str
+    payload: Any = None
+
+
+def _payload_of(body: Mapping[str, Any]) -> Any:
+    if "payload" in body:
+        return body["payload"]
+    if "payload_base64" in body:
+        return base64.b64decode(body["payload_base64"])
+    return None
+
+
+def _hit(body: Mapping[str, Any]) -> Hit:
+    return Hit(id=body["id"], distance=float(body["distance"]), payload=_payload_of(body))
+
+
+# --- vectors ----------------------------------------------------------------
+
+
+def _vector(v: Any, what: str = "vector") -> List[float]:
+    """A vector (numpy array, list or tuple of numbers) as a list of
+    finite floats."""
+    if hasattr(v, "tolist"):  # numpy arrays and scalars
+        v = v.tolist()
+    if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
+        raise TypeError(f"{what}: want a sequence of numbers, got {type(v).__name__}")
+    out = []
+    for j, x in enumerate(v):
+        if isinstance(x, (list, tuple)):
+            raise TypeError(f"{what}: value {j} is a sequence: give one vector (search_batch takes many)")
+        f = float(x)
+        if not math.isfinite(f):
+            raise ValueError(f"{what}, value {j} is {f}: vectors must be finite")
+        out.append(f)
+    return out
+
+
+def _vectors(vs: Any) -> List[List[float]]:
+    """A batch of vectors (2-D numpy array, or a sequence of vectors)."""
+    if hasattr(vs, "tolist") and getattr(vs, "ndim", 2) != 2:
+        raise ValueError(f"vectors: want a 2-D array, got {vs.ndim} dimensions")
+    if hasattr(vs, "tolist"):
+        vs = vs.tolist()
+    return [_vector(v, f"vector {i}") for i, v in enumerate(vs)]
+
+
+def as_arrays(results: Sequence[Sequence[Hit]], k: Optional[int] = None):
+    """Batch results (from search_batch) as numpy arrays (ids, distances),
+    each of shape (queries, k): ids of dtype object, distances float32.
+    Rows with fewer than k hits (k defaults to the longest row) are padded
+    with id None and distance inf. Needs numpy."""
+    import numpy as np
+
+    if k is None:
+        k = max((len(r) for r in results), default=0)
+    ids = np.full((len(results), k), None, dtype=object)
+    dist = np.full((len(results), k), np.inf, dtype=np.float32)
+    for i, row in enumerate(results):
+        for j, h in enumerate(row[:k]):
+            ids[i, j] = h.id
+            dist[i, j] = h.distance
+    return ids, dist
+
+
+# --- the client -------------------------------------------------------------
+
+DocumentLike = Union[Mapping[str, Any], Tuple[Any, ...]]
+
+
+class Client:
+    """A client of one `vlc serve` server.
+
+    url: the server's base URL, e.g. "http://127.0.0.1:8080".
+    token: the bearer token, sent with every request (the server asks for
+    it on writes: add, delete).
+    timeout: seconds to wait for each request.
+    """
+
+    def __init__(self, url: str, token: Optional[str] = None, timeout: float = 30):
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"url {url!r}: want http://HOST:PORT or https://HOST:PORT")
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"Client({self.url!r}, token={'***' if self.token else None}, timeout={self.timeout})"
+
+    # -- transport --
+
+    def _request(self, method: str, path: str, body: Any = None) -> Any:
+        data = None
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            data = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
+            headers["Content-Type"] = "application/json"
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                raw = resp.read()
+                ctype = resp.headers.get("Content-Type", "")
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            try:
+                message = json.loads(raw)["error"]
+            except (ValueError, KeyError, TypeError):
+                message = raw.decode("utf-8", "replace").strip() or e.reason
+            raise _error_for(e.code, message) from None
+        except (urllib.error.URLError, socket.timeout, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise ConnectionFailed(None, f"{method} {self.url}{path}: {reason}") from e
+        if ctype.startswith("application/json"):
+            return json.loads(raw)
+        return raw.decode("utf-8", "replace")
+
+    def _index_path(self, index: str, *rest: str) -> str:
+        parts = ["v1", "indexes", index, *rest]
+        return "/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
+
+    # -- health --
+
+    def health(self) -> bool:
+        """Whether the server answers /healthz (False when it cannot be
+        reached or answers otherwise)."""
+        try:
+            self._request("GET", "/healthz")
+            return True
+        except VLCError:
+            return False
+
+    def ready(self) -> bool:
+        """Whether every index is readable (/readyz)."""
+        try:
+            self._request("GET", "/readyz")
+            return True
+        except VLCError:
+            return False
+
+    # -- reads --
+
+    def indexes(self) -> List[Dict[str, Any]]:
+        """The indexes served, each described as by info."""
+        return self._request("GET", "/v1/indexes")
+
+    def info(self, index: str) -> Dict[str, Any]:
+        """An index's description: name, dim, metric, lists, live, deleted,
+        bytes, segments, drift."""
+        return self._request("GET", self._index_path(index))
+
+    def _search_body(self, k, nprobe, filter_ids, where, payloads) -> Dict[str, Any]:
+        body: Dict[str, Any] = {}
+        if k is not None:
+            body["k"] = int(k)
+        if nprobe is not None:
+            body["nprobe"] = int(nprobe)
+        if filter_ids is not None and where is not None:
+            raise ValueError("give filter_ids or where, not both")
+        if filter_ids is not None:
+            if isinstance(filter_ids, str):
+                raise TypeError("filter_ids: want a list of ids, got one string")
+            # An empty list allows nothing (the callers answer without
+            # asking: the server would take it as no filter at all).
+            body["filter"] = {"ids": [str(i) for i in filter_ids]}
+        elif where is not None:
+            body["filter"] = {"where": dict(where)}
+        if not payloads:
+            body["payloads"] = False
+        return body
+
+    def search(
+        self,
+        index: str,
+        vector: Any,
+        k: Optional[int] = None,
+        nprobe: Optional[int] = None,
+        filter_ids: Optional[Iterable[str]] = None,
+        where: Optional[Mapping[str, Any]] = None,
+        payloads: bool = True,
+    ) -> List[Hit]:
+        """The nearest documents of one vector, nearest first.
+
+        k: hits (server default 10); nprobe: lists scanned (default 16);
+        filter_ids: only these ids (an empty list: no hits); where: only
+        documents whose payload is a JSON object holding each key with an
+        equal value; payloads: return each hit's payload."""
+        body = self._search_body(k, nprobe, filter_ids, where, payloads)
+        body["vector"] = _vector(vector)
+        if body.get("filter") == {"ids": []}:
+            return []
+        resp = self._request("POST", self._index_path(index, "search"), body)
+        return [_hit(h) for h in resp.get("hits") or []]
+
+    def search_batch(
+        self,
+        index: str,
+        vectors: Any,
+        k: Optional[int] = None,
+        nprobe: Optional[int] = None,
+        filter_ids: Optional[Iterable[str]] = None,
+        where: Optional[Mapping[str, Any]] = None,
+        payloads: bool = True,
+    ) -> List[List[Hit]]:
+        """The nearest documents of each vector (a 2-D numpy array or a
+        list of vectors): one list of hits per vector, in order. The
+        options are search's."""
+        body = self._search_body(k, nprobe, filter_ids, where, payloads)
+        body["vectors"] = _vectors(vectors)
+        if not body["vectors"]:
+            return []
+        if body.get("filter") == {"ids": []}:
+            return [[] for _ in body["vectors"]]
+        resp = self._request("POST", self._index_path(index, "search"), body)
+        results = resp.get("results") or []
+        return [[_hit(h) for h in row or []] for row in results]
+
+    def get(self, index: str, id: str) -> Document:
+        """A document's id and payload (NotFound when the index has no such id)."""
+        return _document(self._request("GET", self._index_path(index, "documents", str(id))))
+
+    # -- writes (need the token when the server has one) --
+
+    def add(self, index: str, documents: Iterable[DocumentLike]) -> List[str]:
+        """Add documents and return their ids, in order. Each document is a
+        dict {"id", "vector", "payload"} or a tuple (id, vector) or (id,
+        vector, payload). An id of None or "" lets the index pick one. A
+        payload is any JSON value, or bytes (stored as they are). The add
+        is committed to disk before the server answers."""
+        docs = [_document_body(d, i) for i, d in enumerate(documents)]
+        if not docs:
+            return []
+        return self._request("POST", self._index_path(index, "documents"), {"documents": docs})["ids"]
+
+    def delete(self, index: str, ids: Iterable[str]) -> int:
+        """Delete documents by id; returns the number deleted. An id the
+        index does not hold raises NotFound naming it, and then nothing is
+        deleted."""
+        if isinstance(ids, str):
+            raise TypeError("ids: want a list of ids, got one string")
+        ids = [str(i) for i in ids]
+        if not ids:
+            return 0
+        resp = self._request("POST", self._index_path(index, "delete"), {"ids": ids})
+        return resp["deleted"] if "deleted" in resp else resp["requested"]  # "requested": older servers
+
+
+def _document(body: Mapping[str, Any]) -> Document:
+    return Document(id=body["id"], payload=_payload_of(body))
+
+
+def _document_body(d: DocumentLike, i: int) -> Dict[str, Any]:
+    if isinstance(d, Mapping):
+        unknown = set(d) - {"id", "vector", "payload"}
+        if unknown:
+            raise ValueError(f"document {i}: unknown keys {sorted(unknown)} (want id, vector, payload)")
+        if "vector" not in d:
+            raise ValueError(f"document {i}: no vector")
+        id_, vector, payload = d.get("id"), d["vector"], d.get("payload")
+    elif isinstance(d, (tuple, list)) and len(d) in (2, 3):
+        id_, vector = d[0], d[1]
+        payload = d[2] if len(d) == 3 else None
+    else:
+        raise TypeError(f"document {i}: want a dict or a tuple (id, vector[, payload]), got {type(d).__name__}")
+    body: Dict[str, Any] = {"vector": _vector(vector, f"document {i}: vector")}
+    if id_ is not None and id_ != "":
+        body["id"] = str(id_)
+    if isinstance(payload, (bytes, bytearray, memoryview)):
+        body["payload_base64"] = base64.b64encode(bytes(payload)).decode("ascii")
+    elif payload is not None:
+        body["payload"] = payload
+    return body
