@@ -32,6 +32,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&d.NProbe, "max-nprobe", d.NProbe, "most lists a query may scan")
 	fs.DurationVar(&d.Timeout, "timeout", d.Timeout, "longest a request may take")
 	drain := fs.Duration("drain", 30*time.Second, "on SIGTERM, how long requests in flight may take to finish")
+	refresh := fs.Duration("refresh", time.Second, "how often to look for changes other processes made to the indexes (vlc add, compact); 0: never")
 	pos, err := parse(fs, args, []string{"INDEX..."}, stdout)
 	if err != nil {
 		return err
@@ -91,6 +92,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
+	if *refresh > 0 {
+		rctx, stop := context.WithCancel(ctx)
+		defer stop() // before the indexes close
+		go func() {
+			t := time.NewTicker(*refresh)
+			defer t.Stop()
+			for {
+				select {
+				case <-rctx.Done():
+					return
+				case <-t.C:
+				}
+				for name, ix := range indexes {
+					if err := ix.Refresh(); err != nil && rctx.Err() == nil {
+						slog.Warn("refresh failed; serving the index as it was", "index", name, "err", err)
+					}
+				}
+			}
+		}()
+	}
 	select {
 	case err := <-done:
 		return err

@@ -129,3 +129,35 @@ func TestServeKilledDuringAdds(t *testing.T) {
 	}
 	t.Logf("%d adds acknowledged before SIGKILL, all found after", len(acked))
 }
+
+// vlc serve sees what another process adds to a store it serves, within
+// -refresh.
+func TestServeSeesOtherWriters(t *testing.T) {
+	dir := t.TempDir()
+	ix := cp(t, deepIndexPath(t), dir)
+	_, url, _ := startServe(t, "-refresh", "200ms", "docs="+ix)
+	st, err := vlc.Open(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := make([]float32, deepDim)
+	v[0] = 1
+	if _, err := st.Add(context.Background(), []vlc.Document{{ID: "from-elsewhere", Vector: v}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url + "/v1/indexes/docs/documents/from-elsewhere")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not see another process's add within 10 s: %v %v", resp, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
