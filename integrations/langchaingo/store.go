@@ -20,7 +20,8 @@
 // a document's Score is the similarity, 1 - distance, clamped to [-1, 1]
 // (the distance comes from the compressed codes: approximate, with an
 // error of about 1e-3 at 8 bits). vectorstores.WithScoreThreshold keeps
-// the hits whose Score is at least the threshold.
+// the hits whose Score is at least the threshold (0, the default, keeps
+// every hit).
 //
 // Each document's page content and metadata are its payload, the JSON
 // object {"content": ..., "metadata": {...}, "namespace": ...}; metadata
@@ -229,7 +230,8 @@ func (s *Store) AddDocuments(ctx context.Context, docs []schema.Document, option
 // SimilaritySearch embeds the query (EmbedQuery) and returns up to
 // numDocuments documents nearest to it, nearest first, with their page
 // content, metadata and Score (cosine similarity). It honours
-// vectorstores.WithScoreThreshold (0 to 1: hits scoring less are dropped),
+// vectorstores.WithScoreThreshold (0 to 1: hits scoring less are dropped;
+// 0 keeps every hit, those of negative similarity too),
 // WithFilters (metadata equality, applied before ranking), WithNameSpace
 // and WithEmbedder. An empty store returns no documents.
 func (s *Store) SimilaritySearch(ctx context.Context, query string, numDocuments int, options ...vectorstores.Option) ([]schema.Document, error) {
@@ -282,7 +284,7 @@ func (s *Store) SimilaritySearch(ctx context.Context, query string, numDocuments
 	out := make([]schema.Document, 0, len(hits))
 	for _, h := range hits {
 		score := min(1, max(-1, 1-h.Distance))
-		if score < opts.ScoreThreshold {
+		if opts.ScoreThreshold > 0 && score < opts.ScoreThreshold { // 0: no threshold
 			continue
 		}
 		var p payload
