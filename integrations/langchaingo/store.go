@@ -18,8 +18,9 @@
 //
 // The metric is cosine. vlc's distance is then 1 - cosine similarity, and
 // a document's Score is the similarity, 1 - distance, clamped to [-1, 1]
-// (the distance comes from the compressed codes: approximate, with an
-// error of about 1e-3 at 8 bits). vectorstores.WithScoreThreshold keeps
+// (the distance comes from the compressed codes, so it is approximate:
+// within 1e-3 of the exact one in this package's tests, at the default 8
+// bits). vectorstores.WithScoreThreshold keeps
 // the hits whose Score is at least the threshold (0, the default, keeps
 // every hit).
 //
