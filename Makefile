@@ -55,7 +55,10 @@ vet:
 # without it, every test in full. Then the packages that use the SIMD
 # kernels again under the purego tag (the pure-Go kernels, which must give
 # the same bits: the goldens hold both), and the check that the generated
-# assembly is what internal/vec/asm writes. The cuda-tagged tests are compiled (they
+# assembly is what internal/vec/asm writes; the LangChainGo store, a module
+# of its own (integrations/langchaingo: vet, staticcheck, tests under the race
+# detector; its first run downloads LangChainGo through the module proxy).
+# The cuda-tagged tests are compiled (they
 # run on a GPU machine: docs/CUDA.md says how); then brief fuzzing; then the
 # WebGPU backend's tests (cgo, build tag webgpu; -race works with its static
 # wgpu-native library) on a Vulkan device. Where Mesa's lavapipe (Vulkan on
@@ -72,6 +75,7 @@ test: vet
 	$(GO) run ./examples/rag
 	$(GO) test -tags purego -count=1 ./internal/vec/ ./quant/ ./index/ ./cpu/ ./anneal/... .
 	cd internal/vec/asm && $(GO) test -count=1 ./...
+	cd integrations/langchaingo && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory test-arm64
 	$(MAKE) --no-print-directory test-python
 	CGO_ENABLED=0 $(GO) test -tags cuda -count=1 -run '^$$' ./...
