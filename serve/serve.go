@@ -329,11 +329,11 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) (int, error) {
 
 // SearchRequest is a search: one vector, or a batch of them.
 type SearchRequest struct {
-	Vector  []float32   `json:"vector,omitempty"`
-	Vectors [][]float32 `json:"vectors,omitempty"`
-	K       *int        `json:"k,omitempty"`      // default 10
-	NProbe  *int        `json:"nprobe,omitempty"` // default 16
-	Filter  *Filter     `json:"filter,omitempty"`
+	Vector  vector   `json:"vector,omitempty"`
+	Vectors []vector `json:"vectors,omitempty"`
+	K       *int     `json:"k,omitempty"`      // default 10
+	NProbe  *int     `json:"nprobe,omitempty"` // default 16
+	Filter  *Filter  `json:"filter,omitempty"`
 	// Payloads asks for each hit's payload (default: true).
 	Payloads *bool `json:"payloads,omitempty"`
 }
@@ -370,7 +370,10 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) (int, error) {
 	if st, err := decode(r, &req); err != nil {
 		return st, err
 	}
-	queries := req.Vectors
+	queries := make([][]float32, len(req.Vectors))
+	for i, v := range req.Vectors {
+		queries[i] = v
+	}
 	switch {
 	case req.Vector != nil && req.Vectors != nil:
 		return http.StatusBadRequest, errors.New(`give "vector" or "vectors", not both`)
@@ -413,7 +416,14 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) (int, error) {
 	case <-r.Context().Done():
 		return 0, r.Context().Err()
 	}
-	hits, err := ix.SearchBatch(r.Context(), queries, opt)
+	var hits [][]vlc.Hit
+	if req.Vector != nil { // one query: no batch set-up
+		var h []vlc.Hit
+		h, err = ix.Search(r.Context(), req.Vector, opt)
+		hits = [][]vlc.Hit{h}
+	} else {
+		hits, err = ix.SearchBatch(r.Context(), queries, opt)
+	}
 	<-s.searching
 	if err != nil {
 		return 0, err
@@ -503,7 +513,7 @@ func equalJSON(a, b any) bool {
 // stores raw bytes.
 type DocumentBody struct {
 	ID            string          `json:"id"`
-	Vector        []float32       `json:"vector,omitempty"`
+	Vector        vector          `json:"vector,omitempty"`
 	Payload       json.RawMessage `json:"payload,omitempty"`
 	PayloadBase64 []byte          `json:"payload_base64,omitempty"`
 }
