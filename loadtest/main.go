@@ -15,10 +15,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -51,6 +53,7 @@ func run() error {
 	batch := flag.Int("batch", 100, "queries a request in the batch attack")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the attacks (server and load generator: one process) to `file`")
 	only := flag.String("only", "", "run only the attacks whose name holds this text")
+	f32 := flag.Bool("f32", false, "send batches as vectors_f32 (base64 float32) rather than JSON numbers")
 	flag.Parse()
 	if *indexPath == "" || *queryPath == "" {
 		return errors.New("-index and -query are required")
@@ -102,6 +105,14 @@ func run() error {
 			var b []byte
 			if per == 1 {
 				b, _ = json.Marshal(map[string]any{"vector": queries[lo], "k": *k, "nprobe": *nprobe, "payloads": false})
+			} else if *f32 {
+				var raw []byte
+				for _, q := range queries[lo:min(lo+per, len(queries))] {
+					for _, x := range q {
+						raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(x))
+					}
+				}
+				b, _ = json.Marshal(map[string]any{"vectors_f32": raw, "k": *k, "nprobe": *nprobe, "payloads": false})
 			} else {
 				b, _ = json.Marshal(map[string]any{"vectors": queries[lo:min(lo+per, len(queries))], "k": *k, "nprobe": *nprobe, "payloads": false})
 			}
@@ -123,6 +134,9 @@ func run() error {
 	for _, w := range []bool{false, true} {
 		for _, per := range []int{1, *batch} {
 			name := fmt.Sprintf("%d clients, %d queries a request", *clients, per)
+			if per > 1 && *f32 {
+				name += " (vectors_f32)"
+			}
 			var stopWriter func() (writes, snapshotErrs int, err error)
 			if w {
 				name += ", a writer adding and deleting"

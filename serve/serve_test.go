@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +109,18 @@ func TestServeRoundTrip(t *testing.T) {
 	if code != 200 || json.Unmarshal(body, &batch) != nil || len(batch.Results) != 2 || batch.Results[0][0].ID != want[0].ID {
 		t.Fatalf("batch search: %d %s", code, body)
 	}
+	// The same batch as base64 float32 bytes.
+	var raw []byte
+	for _, v := range [][]float32{q, base.Row(6, nil)} {
+		for _, x := range v {
+			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(x))
+		}
+	}
+	code, body = call(t, ts, "POST", "/v1/indexes/deep/search", "", map[string]any{"vectors_f32": raw, "k": 5, "nprobe": 8})
+	var batchF32 serve.SearchResponse
+	if code != 200 || json.Unmarshal(body, &batchF32) != nil || !reflect.DeepEqual(batchF32, batch) {
+		t.Fatalf("batch as vectors_f32: %d %s, want the batch's hits", code, body)
+	}
 	// Filters.
 	code, body = call(t, ts, "POST", "/v1/indexes/deep/search", "", map[string]any{"vector": q, "k": 3, "filter": map[string]any{"where": map[string]any{"group": 1}}})
 	var f serve.SearchResponse
@@ -181,6 +196,8 @@ func TestServeBadRequests(t *testing.T) {
 	ts, _, base := fixture(t, serve.Limits{BodyBytes: 64 << 10, K: 100, Batch: 10, NProbe: 50})
 	q := base.Row(1, nil)
 	short := q[:95]
+	nanRow := make([]byte, 4*96) // one row, its first value a NaN
+	nanRow[2], nanRow[3] = 0xc0, 0x7f
 	many := make([][]float32, 11)
 	for i := range many {
 		many[i] = q
@@ -195,7 +212,9 @@ func TestServeBadRequests(t *testing.T) {
 		{"unknown field", "POST", "/v1/indexes/deep/search", "", `{"vectr": [1]}`, 400, `unknown field "vectr"`},
 		{"trailing data", "POST", "/v1/indexes/deep/search", "", `{"k": 3} {}`, 400, "after the JSON object"},
 		{"no vector", "POST", "/v1/indexes/deep/search", "", map[string]any{"k": 3}, 400, "no query"},
-		{"both vector and vectors", "POST", "/v1/indexes/deep/search", "", map[string]any{"vector": q, "vectors": [][]float32{q}}, 400, "not both"},
+		{"both vector and vectors", "POST", "/v1/indexes/deep/search", "", map[string]any{"vector": q, "vectors": [][]float32{q}}, 400, "give one of"},
+		{"vectors_f32 of a partial row", "POST", "/v1/indexes/deep/search", "", map[string]any{"vectors_f32": make([]byte, 4*96+4)}, 400, "not a whole number of 96-value rows"},
+		{"vectors_f32 with NaN", "POST", "/v1/indexes/deep/search", "", map[string]any{"vectors_f32": nanRow}, 400, "vector 0, value 0 is NaN"},
 		{"wrong dimension", "POST", "/v1/indexes/deep/search", "", map[string]any{"vector": short}, 400, "95 values, the index 96"},
 		{"NaN", "POST", "/v1/indexes/deep/search", "", `{"vector": [NaN]}`, 400, "invalid character"},
 		{"beyond float32", "POST", "/v1/indexes/deep/search", "", `{"vector": [1e39]}`, 400, "float32"},
