@@ -131,7 +131,8 @@ test-arm64:
 # `vlc serve` that its tests start on loopback with bin/vlc (VLC_BIN). Where
 # python3 is missing the step says so and is skipped; the numpy test skips
 # where numpy is missing.
-PYTHON ?= python3
+# Debian's python3 (with its numpy) where there is one, else the PATH's.
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 test-python: build
 	@if ! command -v $(PYTHON) >/dev/null; then \
 		echo "make test: NOT running the Python client's tests (clients/python): no $(PYTHON)"; exit 0; \
