@@ -64,11 +64,12 @@ func (l Limits) withDefaults() Limits {
 // Server serves a set of open indexes by name. Its handler is safe for
 // concurrent use; the indexes stay the caller's to close.
 type Server struct {
-	indexes map[string]*vlc.Index
-	token   string
-	limits  Limits
-	metrics *metrics
-	mux     *http.ServeMux
+	indexes   map[string]*vlc.Index
+	originals map[string]vlc.Originals
+	token     string
+	limits    Limits
+	metrics   *metrics
+	mux       *http.ServeMux
 	// searching admits GOMAXPROCS searches at a time: each already uses
 	// every core for a batch, and more at once only adds scheduling
 	// (many concurrent clients on few cores).
@@ -81,6 +82,9 @@ type Config struct {
 	// delete) must present: "Authorization: Bearer TOKEN".
 	Token  string
 	Limits Limits
+	// Originals gives, by index name, the original vectors a search may
+	// re-rank with ("rerank": true); an index without them refuses it.
+	Originals map[string]vlc.Originals
 }
 
 // New returns a server for the indexes, by name (names are path segments:
@@ -91,7 +95,12 @@ func New(indexes map[string]*vlc.Index, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("serve: index name %q: use letters, digits, '.', '_' and '-'", name)
 		}
 	}
-	s := &Server{indexes: indexes, token: cfg.Token, limits: cfg.Limits.withDefaults(), searching: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	for name := range cfg.Originals {
+		if indexes[name] == nil {
+			return nil, fmt.Errorf("serve: originals for %q, which is not an index served", name)
+		}
+	}
+	s := &Server{indexes: indexes, originals: cfg.Originals, token: cfg.Token, limits: cfg.Limits.withDefaults(), searching: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	s.metrics = newMetrics(s)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -341,6 +350,11 @@ type SearchRequest struct {
 	Filter     *Filter `json:"filter,omitempty"`
 	// Payloads asks for each hit's payload (default: true).
 	Payloads *bool `json:"payloads,omitempty"`
+	// Rerank re-scores the best RerankFactor*k candidates (default 10)
+	// exactly from the index's original vectors (served with
+	// -rerank NAME=FILE) and returns the best k of those.
+	Rerank       bool `json:"rerank,omitempty"`
+	RerankFactor int  `json:"rerank_factor,omitempty"`
 }
 
 // Filter restricts hits: to the given ids, and/or to payloads that are
@@ -433,6 +447,18 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) (int, error) {
 		if opt.NProbe = *req.NProbe; opt.NProbe < 1 || opt.NProbe > s.limits.NProbe {
 			return http.StatusBadRequest, fmt.Errorf("nprobe %d: must be 1 to %d (the limit); leave it out for %d", opt.NProbe, s.limits.NProbe, vlc.DefaultNProbe)
 		}
+	}
+	if req.Rerank {
+		orig := s.originals[r.PathValue("name")]
+		if orig == nil {
+			return http.StatusBadRequest, errors.New("re-rank: this index is served without its original vectors (vlc serve -rerank NAME=FILE)")
+		}
+		if req.RerankFactor < 0 || req.RerankFactor > s.limits.K {
+			return http.StatusBadRequest, fmt.Errorf("rerank_factor %d: must be 1 to %d, or 0 for the default %d", req.RerankFactor, s.limits.K, vlc.DefaultRerankFactor)
+		}
+		opt.Rerank, opt.RerankFactor = orig, req.RerankFactor
+	} else if req.RerankFactor != 0 {
+		return http.StatusBadRequest, errors.New(`rerank_factor without "rerank": true`)
 	}
 	if req.Filter != nil {
 		if opt.Filter, err = req.Filter.build(); err != nil {

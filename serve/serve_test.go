@@ -270,3 +270,59 @@ func TestServeBadRequests(t *testing.T) {
 		t.Fatalf("after a slow client the server does not answer: %d", code)
 	}
 }
+
+// "rerank": true re-scores from the original vectors the server was given,
+// as the library does; an index served without them refuses it.
+func TestServeRerank(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "deep.vlc")
+	if _, err := vlc.Compress(context.Background(), deep+"base.f16", out, vlc.Options{Dim: 96, Bits: 4, Backend: "cpu", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := vlc.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	base, err := vecfile.Open(deep+"base.f16", vecfile.Options{Dim: 96})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	orig := vlc.RowOriginals(base)
+	if _, err := serve.New(map[string]*vlc.Index{"d": ix}, serve.Config{Originals: map[string]vlc.Originals{"other": orig}}); err == nil {
+		t.Error("originals for an index not served were accepted")
+	}
+	srv, err := serve.New(map[string]*vlc.Index{"d": ix, "plain": ix}, serve.Config{Originals: map[string]vlc.Originals{"d": orig}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	q := base.Row(11, nil)
+	want, err := ix.Search(context.Background(), q, vlc.SearchOptions{K: 5, Rerank: orig, RerankFactor: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := call(t, ts, "POST", "/v1/indexes/d/search", "", map[string]any{"vector": q, "k": 5, "rerank": true, "rerank_factor": 4})
+	var r serve.SearchResponse
+	if code != 200 || json.Unmarshal(body, &r) != nil || len(r.Hits) != 5 {
+		t.Fatalf("re-ranked search: %d %s", code, body)
+	}
+	for i, h := range r.Hits {
+		if h.ID != want[i].ID || h.Distance != want[i].Distance {
+			t.Fatalf("hit %d: %+v, library %+v", i, h, want[i])
+		}
+	}
+	if r.Hits[0].ID != "11" || r.Hits[0].Distance != 0 {
+		t.Errorf("the query's own row should come first at distance 0 once re-ranked: %+v", r.Hits[0])
+	}
+	code, body = call(t, ts, "POST", "/v1/indexes/plain/search", "", map[string]any{"vector": q, "rerank": true})
+	if code != 400 || !strings.Contains(string(body), "without its original vectors") {
+		t.Errorf("re-rank on an index without originals: %d %s", code, body)
+	}
+	code, body = call(t, ts, "POST", "/v1/indexes/d/search", "", map[string]any{"vector": q, "rerank_factor": 3})
+	if code != 400 || !strings.Contains(string(body), "without") {
+		t.Errorf("rerank_factor alone: %d %s", code, body)
+	}
+}

@@ -33,6 +33,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&d.Timeout, "timeout", d.Timeout, "longest a request may take")
 	drain := fs.Duration("drain", 30*time.Second, "on SIGTERM, how long requests in flight may take to finish")
 	refresh := fs.Duration("refresh", time.Second, "how often to look for changes other processes made to the indexes (vlc add, compact); 0: never")
+	rerank := map[string]string{}
+	fs.Func("rerank", "`NAME=FILE`: the original vectors of index NAME (row i is the vector of id i: an index compressed without -ids), for searches with \"rerank\": true; repeatable", func(v string) error {
+		name, file, ok := strings.Cut(v, "=")
+		if !ok || name == "" || file == "" {
+			return fmt.Errorf("want NAME=FILE, got %q", v)
+		}
+		rerank[name] = file
+		return nil
+	})
 	pos, err := parse(fs, args, []string{"INDEX..."}, stdout)
 	if err != nil {
 		return err
@@ -68,7 +77,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		indexes[name] = ix
 	}
-	srv, err := serve.New(indexes, serve.Config{Token: token, Limits: d})
+	originals := map[string]vlc.Originals{}
+	for name, file := range rerank {
+		ix := indexes[name]
+		if ix == nil {
+			return fmt.Errorf("-rerank %s=%s: no index named %s", name, file, name)
+		}
+		m, err := openLike(file, ix.Dim())
+		if err != nil {
+			return fmt.Errorf("-rerank %s: %w", name, err)
+		}
+		defer m.Close()
+		if err := m.CheckFinite(); err != nil {
+			return fmt.Errorf("-rerank %s: %w", name, err)
+		}
+		if in, err := ix.Info(); err == nil && m.Len() < in.Rows {
+			return fmt.Errorf("-rerank %s: %s has %d vectors, the index %d", name, file, m.Len(), in.Rows)
+		}
+		originals[name] = vlc.RowOriginals(m)
+	}
+	srv, err := serve.New(indexes, serve.Config{Token: token, Limits: d, Originals: originals})
 	if err != nil {
 		return err
 	}
