@@ -268,6 +268,12 @@ class ReadTest(unittest.TestCase):
         self.assertEqual(ids[2, 0], batch[2][0].id)
         with self.assertRaises(ValueError):
             self.c.search_batch("ro", qs[0], k=5)  # one vector is not a batch
+        # A float array goes as vectors_f32; float64 the same as float32.
+        self.assertEqual(self.c.search_batch("ro", qs.astype(np.float64), k=5), batch)
+        bad = qs.copy()
+        bad[3, 7] = np.nan
+        with self.assertRaisesRegex(ValueError, "vector 3, value 7"):
+            self.c.search_batch("ro", bad, k=5)
 
 
 class WriteTest(unittest.TestCase):
