@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -44,7 +45,7 @@ func main() {
 }
 
 func run() error {
-	indexPath := flag.String("index", "", "index (a copy is served: the writer changes it)")
+	indexPath := flag.String("index", "", "index file (a copy in a temporary folder is served: the writer changes it)")
 	queryPath := flag.String("query", "", "query vectors (.fvecs, .npy, .f16 with -dim)")
 	nprobe := flag.Int("nprobe", 8, "lists a query scans")
 	k := flag.Int("k", 10, "hits a query")
@@ -58,7 +59,17 @@ func run() error {
 	if *indexPath == "" || *queryPath == "" {
 		return errors.New("-index and -query are required")
 	}
-	ix, err := vlc.Open(*indexPath)
+	// The writer changes what it serves: serve a copy.
+	tmp, err := os.MkdirTemp("", "vlc-loadtest-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	served := filepath.Join(tmp, filepath.Base(*indexPath))
+	if err := copyFile(*indexPath, served); err != nil {
+		return err
+	}
+	ix, err := vlc.Open(served)
 	if err != nil {
 		return err
 	}
@@ -263,4 +274,16 @@ func writer(url string, queries [][]float32, k, nprobe int) func() (int, int, er
 		wg.Wait()
 		return int(writes.Load()), int(torn.Load()), firstErr
 	}
+}
+
+// copyFile copies an index file (not a store with segments).
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(from + ".d"); err == nil {
+		return fmt.Errorf("%s is a store with segments: give an index file (vlc compact it first)", from)
+	}
+	return os.WriteFile(to, b, 0o644)
 }

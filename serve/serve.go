@@ -5,11 +5,16 @@
 // can mount it in its own server.
 //
 // The server is meant to be small and safe by default: every request has
-// a size limit and a deadline, bad input gets a 4xx naming the problem,
-// and writes need the bearer token when one is set.
+// a size limit and a deadline, a bounded number are read at once, bad
+// input gets a 4xx naming the problem, and writes need the bearer token
+// when one is set (reads do not: search, get and metrics are open to
+// whoever reaches the address). A program mounting the handler should
+// give its http.Server a ReadTimeout, as vlc serve does, so that a body
+// that never ends is cut off.
 package serve
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	_ "embed"
@@ -36,10 +41,17 @@ type Limits struct {
 	Batch     int           // queries per search, documents per add, ids per delete (default 1,000)
 	NProbe    int           // lists per query (default 4,096; beyond an index's lists is clamped)
 	Timeout   time.Duration // per request (default 30 s)
+	// Hits bounds the candidates one search request may hold: queries
+	// times k, times the re-rank factor when re-ranking (default 100,000).
+	Hits int
+	// InFlight is the most requests read and answered at once (default
+	// 4 per core); others wait, their bodies unread, so that memory is
+	// bounded whatever the number of clients.
+	InFlight int
 }
 
 // DefaultLimits are the limits of a zero Limits field.
-var DefaultLimits = Limits{BodyBytes: 32 << 20, K: 1000, Batch: 1000, NProbe: 4096, Timeout: 30 * time.Second}
+var DefaultLimits = Limits{BodyBytes: 32 << 20, K: 1000, Batch: 1000, NProbe: 4096, Timeout: 30 * time.Second, Hits: 100_000, InFlight: 4 * runtime.GOMAXPROCS(0)}
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
@@ -58,6 +70,12 @@ func (l Limits) withDefaults() Limits {
 	if l.Timeout > 0 {
 		d.Timeout = l.Timeout
 	}
+	if l.Hits > 0 {
+		d.Hits = l.Hits
+	}
+	if l.InFlight > 0 {
+		d.InFlight = l.InFlight
+	}
 	return d
 }
 
@@ -74,6 +92,7 @@ type Server struct {
 	// every core for a batch, and more at once only adds scheduling
 	// (many concurrent clients on few cores).
 	searching chan struct{}
+	inFlight  chan struct{} // Limits.InFlight
 }
 
 // Config configures New.
@@ -101,6 +120,7 @@ func New(indexes map[string]*vlc.Index, cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{indexes: indexes, originals: cfg.Originals, token: cfg.Token, limits: cfg.Limits.withDefaults(), searching: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	s.inFlight = make(chan struct{}, s.limits.InFlight)
 	s.metrics = newMetrics(s)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -144,6 +164,14 @@ func (s *Server) route(mux *http.ServeMux, pattern, endpoint string, h func(http
 		ctx, cancel := context.WithTimeout(r.Context(), s.limits.Timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
+		select { // before the body is read: waiting requests hold no memory
+		case s.inFlight <- struct{}{}:
+			defer func() { <-s.inFlight }()
+		case <-ctx.Done():
+			fail(w, http.StatusServiceUnavailable, "server busy: no slot within the request timeout")
+			s.metrics.observe(endpoint, "", http.StatusServiceUnavailable, time.Since(start))
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.limits.BodyBytes)
 		status := func() (status int) {
 			defer func() {
@@ -173,8 +201,9 @@ func (s *Server) route(mux *http.ServeMux, pattern, endpoint string, h func(http
 func (s *Server) write(h func(http.ResponseWriter, *http.Request) (int, error)) func(http.ResponseWriter, *http.Request) (int, error) {
 	return func(w http.ResponseWriter, r *http.Request) (int, error) {
 		if s.token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok {
+			auth := r.Header.Get("Authorization")
+			scheme, got, ok := strings.Cut(auth, " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") { // the scheme is case-insensitive (RFC 7235)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="vlc"`)
 				return http.StatusUnauthorized, errors.New("writes need the bearer token: Authorization: Bearer TOKEN")
 			}
@@ -466,33 +495,43 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) (int, error) {
 		}
 	}
 	withPayloads := req.Payloads == nil || *req.Payloads
+	hits := len(queries) * opt.K
+	if opt.Rerank != nil {
+		hits *= cmp.Or(opt.RerankFactor, vlc.DefaultRerankFactor)
+	}
+	if hits > s.limits.Hits {
+		return http.StatusBadRequest, fmt.Errorf("%d queries x k %d (x the re-rank factor) is %d candidates, over the limit of %d a request", len(queries), opt.K, hits, s.limits.Hits)
+	}
 	select {
 	case s.searching <- struct{}{}:
+		defer func() { <-s.searching }() // held until the reply is written
 	case <-r.Context().Done():
 		return 0, r.Context().Err()
 	}
-	var hits [][]vlc.Hit
+	var found [][]vlc.Hit
 	if req.Vector != nil { // one query: no batch set-up
 		var h []vlc.Hit
 		h, err = ix.Search(r.Context(), req.Vector, opt)
-		hits = [][]vlc.Hit{h}
+		found = [][]vlc.Hit{h}
 	} else {
-		hits, err = ix.SearchBatch(r.Context(), queries, opt)
+		found, err = ix.SearchBatch(r.Context(), queries, opt)
 	}
-	<-s.searching
 	if err != nil {
 		return 0, err
 	}
-	var resp SearchResponse
+	// The field is there even when empty: {"hits": []}, not {}.
 	if req.Vector != nil {
-		resp.Hits = hitBodies(hits[0], withPayloads)
-	} else {
-		resp.Results = make([][]HitBody, len(hits))
-		for i, h := range hits {
-			resp.Results[i] = hitBodies(h, withPayloads)
-		}
+		return reply(w, struct {
+			Hits []HitBody `json:"hits"`
+		}{hitBodies(found[0], withPayloads)})
 	}
-	return reply(w, resp)
+	results := make([][]HitBody, len(found))
+	for i, h := range found {
+		results[i] = hitBodies(h, withPayloads)
+	}
+	return reply(w, struct {
+		Results [][]HitBody `json:"results"`
+	}{results})
 }
 
 func hitBodies(hits []vlc.Hit, payloads bool) []HitBody {
@@ -521,10 +560,10 @@ func payloadBody(p []byte) (json.RawMessage, []byte) {
 // build turns the filter into the library's: ids by AllowIDs, where by a
 // test of each candidate's payload.
 func (f *Filter) build() (vlc.Filter, error) {
-	if len(f.IDs) > 0 && len(f.Where) > 0 {
+	if f.IDs != nil && len(f.Where) > 0 {
 		return nil, errors.New(`filter: give "ids" or "where", not both`)
 	}
-	if len(f.IDs) > 0 {
+	if f.IDs != nil { // an empty list allows nothing
 		return vlc.AllowIDs(f.IDs...), nil
 	}
 	want := make(map[string]any, len(f.Where))
@@ -597,10 +636,23 @@ type AddResponse struct {
 	IDs []string `json:"ids"`
 }
 
+// readOnly refuses writes to an index served with its original vectors:
+// they are looked up by row number, which added or reused ids would not
+// match.
+func (s *Server) readOnly(name string) error {
+	if s.originals[name] != nil {
+		return fmt.Errorf("index %q is served with its original vectors for re-ranking (-rerank), and is read-only", name)
+	}
+	return nil
+}
+
 func (s *Server) add(w http.ResponseWriter, r *http.Request) (int, error) {
-	ix, _, err := s.index(r)
+	ix, name, err := s.index(r)
 	if err != nil {
 		return 0, err
+	}
+	if err := s.readOnly(name); err != nil {
+		return http.StatusConflict, err
 	}
 	var req AddRequest
 	if st, err := decode(r, &req); err != nil {
@@ -642,9 +694,12 @@ type DeleteRequest struct {
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) (int, error) {
-	ix, _, err := s.index(r)
+	ix, name, err := s.index(r)
 	if err != nil {
 		return 0, err
+	}
+	if err := s.readOnly(name); err != nil {
+		return http.StatusConflict, err
 	}
 	var req DeleteRequest
 	if st, err := decode(r, &req); err != nil {
@@ -659,9 +714,13 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) (int, error) {
 	if err := ix.Delete(context.WithoutCancel(r.Context()), req.IDs); err != nil {
 		return 0, err
 	}
+	distinct := map[string]bool{}
+	for _, id := range req.IDs {
+		distinct[id] = true
+	}
 	return reply(w, struct {
 		Deleted int `json:"deleted"`
-	}{len(req.IDs)})
+	}{len(distinct)})
 }
 
 //go:embed openapi.json

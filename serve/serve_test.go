@@ -137,6 +137,11 @@ func TestServeRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(body, &f); code != 200 || err != nil || len(f.Hits) != 2 {
 		t.Fatalf("ids filter: %d %s", code, body)
 	}
+	// An empty id list allows nothing (not everything).
+	code, body = call(t, ts, "POST", "/v1/indexes/deep/search", "", map[string]any{"vector": q, "filter": map[string]any{"ids": []string{}}})
+	if code != 200 || string(body) != "{\"hits\":[]}\n" {
+		t.Fatalf("empty ids filter: %d %s, want no hits", code, body)
+	}
 	// Add, get, search, delete.
 	v := base.Row(3000, nil)
 	code, body = call(t, ts, "POST", "/v1/indexes/deep/documents", "secret", map[string]any{"documents": []any{map[string]any{"id": "new-1", "vector": v, "payload": map[string]any{"group": 7}}}})
@@ -151,7 +156,7 @@ func TestServeRoundTrip(t *testing.T) {
 	if code != 200 || !strings.Contains(string(body), `"id":"new-1"`) {
 		t.Fatalf("search for the added vector: %d %s", code, body)
 	}
-	if code, body = call(t, ts, "POST", "/v1/indexes/deep/delete", "secret", map[string]any{"ids": []string{"new-1"}}); code != 200 {
+	if code, body = call(t, ts, "POST", "/v1/indexes/deep/delete", "secret", map[string]any{"ids": []string{"new-1", "new-1"}}); code != 200 || !strings.Contains(string(body), `"deleted":1`) {
 		t.Fatalf("delete: %d %s", code, body)
 	}
 	if code, body = call(t, ts, "GET", "/v1/indexes/deep/documents/new-1", "", nil); code != 404 {
@@ -193,7 +198,7 @@ func TestServeRoundTrip(t *testing.T) {
 // Bad requests get a 4xx with a message naming the problem, and the
 // server answers the next request.
 func TestServeBadRequests(t *testing.T) {
-	ts, _, base := fixture(t, serve.Limits{BodyBytes: 64 << 10, K: 100, Batch: 10, NProbe: 50})
+	ts, _, base := fixture(t, serve.Limits{BodyBytes: 64 << 10, K: 100, Batch: 10, NProbe: 50, Hits: 500})
 	q := base.Row(1, nil)
 	short := q[:95]
 	nanRow := make([]byte, 4*96) // one row, its first value a NaN
@@ -234,6 +239,7 @@ func TestServeBadRequests(t *testing.T) {
 		{"add of a duplicate id", "POST", "/v1/indexes/deep/documents", "secret", map[string]any{"documents": []any{map[string]any{"id": "doc-1", "vector": q}}}, 400, "doc-1"},
 		{"add of nothing", "POST", "/v1/indexes/deep/documents", "secret", map[string]any{"documents": []any{}}, 400, "no \"documents\""},
 		{"delete of nothing", "POST", "/v1/indexes/deep/delete", "secret", map[string]any{}, 400, "no \"ids\""},
+		{"queries x k over the hit limit", "POST", "/v1/indexes/deep/search", "", map[string]any{"vectors": many[:10], "k": 100}, 400, "1000 candidates, over the limit of 500"},
 		{"where of bad JSON", "POST", "/v1/indexes/deep/search", "", `{"vector": [` + strings.Repeat("0,", 95) + `0], "filter": {"ids": ["a"], "where": {"g": 1}}}`, 400, "not both"},
 	}
 	for _, c := range cases {
@@ -320,6 +326,10 @@ func TestServeRerank(t *testing.T) {
 	code, body = call(t, ts, "POST", "/v1/indexes/plain/search", "", map[string]any{"vector": q, "rerank": true})
 	if code != 400 || !strings.Contains(string(body), "without its original vectors") {
 		t.Errorf("re-rank on an index without originals: %d %s", code, body)
+	}
+	code, body = call(t, ts, "POST", "/v1/indexes/d/documents", "", map[string]any{"documents": []any{map[string]any{"vector": q}}})
+	if code != 409 || !strings.Contains(string(body), "read-only") {
+		t.Errorf("add to an index served with originals: %d %s, want 409", code, body)
 	}
 	code, body = call(t, ts, "POST", "/v1/indexes/d/search", "", map[string]any{"vector": q, "rerank_factor": 3})
 	if code != 400 || !strings.Contains(string(body), "without") {

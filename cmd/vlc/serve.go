@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vlc-embed/vlc"
@@ -91,8 +92,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := m.CheckFinite(); err != nil {
 			return fmt.Errorf("-rerank %s: %w", name, err)
 		}
-		if in, err := ix.Info(); err == nil && m.Len() < in.Rows {
-			return fmt.Errorf("-rerank %s: %s has %d vectors, the index %d", name, file, m.Len(), in.Rows)
+		in, err := ix.Info()
+		if err != nil {
+			return err
+		}
+		for _, seg := range in.Segments {
+			if seg.Added || seg.IDs {
+				return fmt.Errorf("-rerank %s: the index has ids of its own or added vectors, which rows of %s do not match (re-rank needs an index compressed without -ids, never added to)", name, file)
+			}
+		}
+		if m.Len() != in.Rows+in.Deleted {
+			return fmt.Errorf("-rerank %s: %s has %d vectors, the index %d", name, file, m.Len(), in.Rows+in.Deleted)
 		}
 		originals[name] = vlc.RowOriginals(m)
 	}
@@ -105,7 +115,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); token == "" && !net.ParseIP(host).IsLoopback() {
-		slog.Warn("listening beyond loopback without -token-file: anyone who can reach it can add and delete", "addr", ln.Addr().String())
+		slog.Warn("listening beyond loopback without -token-file: anyone who can reach it can add and delete (and, with or without a token, search, get and read metrics)", "addr", ln.Addr().String())
 	}
 	hs := &http.Server{
 		Handler:           srv,
@@ -122,8 +132,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	go func() { done <- hs.Serve(ln) }()
 	if *refresh > 0 {
 		rctx, stop := context.WithCancel(ctx)
-		defer stop() // before the indexes close
+		var wg sync.WaitGroup
+		defer wg.Wait() // no Refresh after the indexes close
+		defer stop()
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			t := time.NewTicker(*refresh)
 			defer t.Stop()
 			for {

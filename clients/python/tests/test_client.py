@@ -378,6 +378,9 @@ class ErrorTest(unittest.TestCase):
         with self.assertRaises(NotFound):
             c.get("deep10k", "t-wrong")  # nothing was added
         self.assertEqual(c.get("deep10k", "0").id, "0")  # nor deleted
+        for odd in (".", ".."):  # path segments a URL would resolve
+            with self.assertRaises(NotFound):
+                c.get("deep10k", odd)
 
     def test_wrong_dimension(self):
         c = Client(SERVER.url, token=TOKEN)

@@ -158,6 +158,13 @@ def _vector(v: Any, what: str = "vector") -> List[float]:
     return out
 
 
+def _segment(p: str) -> str:
+    """A URL path segment for p: percent-encoded, and "." and ".." (which
+    quote leaves alone, and which a URL would resolve) as %2E."""
+    q = urllib.parse.quote(p, safe="")
+    return q.replace(".", "%2E") if q in (".", "..") else q
+
+
 def _is_float_array(vs: Any) -> bool:
     """Whether vs is a 2-D numpy array of floats with at least one column
     (sent as vectors_f32)."""
@@ -247,7 +254,7 @@ class Client:
 
     def _index_path(self, index: str, *rest: str) -> str:
         parts = ["v1", "indexes", index, *rest]
-        return "/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
+        return "/" + "/".join(_segment(p) for p in parts)
 
     # -- health --
 
