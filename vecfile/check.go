@@ -6,11 +6,11 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/fault"
+	"github.com/vlc-embed/vlc/internal/par"
 )
 
 // CheckFinite scans every value and returns an error wrapping ErrNonFinite
@@ -179,47 +179,30 @@ func parallelFirst(n, block int, scan func(lo, hi int) int) int {
 	}
 	var next, best atomic.Int64
 	best.Store(int64(n))
-	var wg sync.WaitGroup
-	var once sync.Once
-	var raised any
-	faults := fault.Enabled()
-	for range workers {
-		wg.Go(func() {
-			// As internal/par: a fault (the file cut short) is raised
-			// again in the caller, whose fault mode the worker takes.
-			defer func() {
-				if r := recover(); r != nil {
-					once.Do(func() { raised = r })
-					next.Store(int64(nblocks))
-				}
-			}()
-			debug.SetPanicOnFault(faults)
-			for {
-				b := next.Add(1) - 1
-				if b >= int64(nblocks) {
-					return
-				}
-				lo := int(b) * block
-				if int64(lo) >= best.Load() {
-					return
-				}
-				r := scan(lo, min(lo+block, n))
-				if r < 0 {
-					continue
-				}
-				for {
-					cur := best.Load()
-					if int64(r) >= cur || best.CompareAndSwap(cur, int64(r)) {
-						break
-					}
-				}
-				return // later blocks only hold higher indexes
+	// par.Go: a fault (the file cut short) is raised again in the caller,
+	// whose fault mode the workers take.
+	par.Go(workers, func() {
+		for {
+			b := next.Add(1) - 1
+			if b >= int64(nblocks) {
+				return
 			}
-		})
-	}
-	wg.Wait()
-	if raised != nil {
-		panic(raised)
-	}
+			lo := int(b) * block
+			if int64(lo) >= best.Load() {
+				return
+			}
+			r := scan(lo, min(lo+block, n))
+			if r < 0 {
+				continue
+			}
+			for {
+				cur := best.Load()
+				if int64(r) >= cur || best.CompareAndSwap(cur, int64(r)) {
+					break
+				}
+			}
+			return // later blocks only hold higher indexes
+		}
+	}, func() { next.Store(int64(nblocks)) })
 	return int(best.Load())
 }

@@ -9,13 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/internal/regfile"
 	"github.com/vlc-embed/vlc/serve"
 )
 
@@ -49,7 +49,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	token := ""
 	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
+		b, err := regfile.ReadFile(*tokenFile) // a FIFO or device is refused, not waited on
 		if err != nil {
 			return fmt.Errorf("-token-file: %w", err)
 		}

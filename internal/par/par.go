@@ -38,30 +38,42 @@ func For(n, block int, body func(lo, hi int)) {
 		return
 	}
 	var next atomic.Int64
+	Go(w, func() {
+		for {
+			b := int(next.Add(1) - 1)
+			if b >= blocks {
+				return
+			}
+			lo := b * block
+			body(lo, min(lo+block, n))
+		}
+	}, func() { next.Store(int64(blocks)) }) // hand out no more blocks
+}
+
+// Go runs worker on w goroutines and returns when all are done. Each
+// turns memory faults into panics when the caller does
+// (debug.SetPanicOnFault: reading a mapped file cut short). A panic in a
+// worker ends that worker and calls stop (when not nil), so that the
+// others can end early; once all are done it is raised again in the
+// caller's goroutine, where the caller may recover it.
+func Go(w int, worker func(), stop func()) {
 	var wg sync.WaitGroup
 	var once sync.Once
 	var raised any
 	faults := fault.Enabled()
 	for range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() {
 				if r := recover(); r != nil {
 					once.Do(func() { raised = r })
-					next.Store(int64(blocks)) // hand out no more blocks
+					if stop != nil {
+						stop()
+					}
 				}
 			}()
 			debug.SetPanicOnFault(faults)
-			for {
-				b := int(next.Add(1) - 1)
-				if b >= blocks {
-					return
-				}
-				lo := b * block
-				body(lo, min(lo+block, n))
-			}
-		}()
+			worker()
+		})
 	}
 	wg.Wait()
 	if raised != nil {
