@@ -566,20 +566,22 @@ func (f *Filter) build() (vlc.Filter, error) {
 	if f.IDs != nil { // an empty list allows nothing
 		return vlc.AllowIDs(f.IDs...), nil
 	}
-	want := make(map[string]any, len(f.Where))
+	// Each value in a canonical form (decoded, encoded again) once, not
+	// once for every candidate a search tests.
+	want := make(map[string]string, len(f.Where))
 	for k, raw := range f.Where {
 		var v any
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return nil, fmt.Errorf("filter: where %q: %v", k, err)
 		}
-		want[k] = v
+		want[k] = canonical(v)
 	}
 	return vlc.Where(func(_ string, payload []byte) bool { return matches(payload, want) }), nil
 }
 
 // matches reports whether payload is a JSON object holding every key of
 // want with an equal value (numbers compared as float64).
-func matches(payload []byte, want map[string]any) bool {
+func matches(payload []byte, want map[string]string) bool {
 	if len(want) == 0 {
 		return true
 	}
@@ -589,17 +591,18 @@ func matches(payload []byte, want map[string]any) bool {
 	}
 	for k, v := range want {
 		got, ok := obj[k]
-		if !ok || !equalJSON(got, v) {
+		if !ok || canonical(got) != v {
 			return false
 		}
 	}
 	return true
 }
 
-func equalJSON(a, b any) bool {
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return string(ja) == string(jb)
+// canonical is a decoded JSON value encoded again: equal values give
+// equal text (numbers as float64, object keys sorted).
+func canonical(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // DocumentBody is a document to add, and what get returns (without the
