@@ -1,0 +1,153 @@
+package devicetest
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/f16"
+)
+
+// Reference is index.DeviceData's search written plainly in Go, one query
+// at a time: what the GPU kernels compute, in the same float32 steps,
+// without their parallel layout. Its parity with the CPU path (the
+// package's own test) checks the description a device works from; a
+// backend's kernels are then checked against the CPU path the same way.
+func Reference() index.SearchDevice { return reference{} }
+
+type reference struct{}
+
+type refResident struct {
+	d       *index.DeviceData
+	words   []uint32
+	scalars []uint32
+}
+
+func (reference) UploadIndex(d *index.DeviceData) (index.Resident, error) {
+	r := &refResident{d: d, words: make([]uint32, d.Tiles()*d.Words*index.DeviceTile), scalars: make([]uint32, d.Tiles()*index.DeviceTile)}
+	if err := d.Fill(0, d.Tiles(), r.words, r.scalars); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *refResident) Bytes() int64 { return int64(4 * (len(r.words) + len(r.scalars))) }
+func (r *refResident) Close() error { r.words, r.scalars = nil, nil; return nil }
+
+// Rotate applies the rotation d describes to x (Dim values) in place.
+func Rotate(d *index.DeviceData, x []float32) {
+	for _, signs := range d.Signs {
+		for j, s := range signs {
+			x[j] *= s
+		}
+		fwht(x[:d.RotP], d.RotScale)
+		if d.RotP != d.Dim {
+			fwht(x[d.Dim-d.RotP:], d.RotScale)
+		}
+	}
+}
+
+func fwht(x []float32, scale float32) {
+	n := len(x)
+	for h := 1; h < n; h *= 2 {
+		for i := 0; i < n; i += 2 * h {
+			for j := i; j < i+h; j++ {
+				a, b := x[j], x[j+h]
+				x[j], x[j+h] = a+b, a-b
+			}
+		}
+	}
+	for j := range x {
+		x[j] *= scale
+	}
+}
+
+type cand struct {
+	e    int32
+	dist float32
+}
+
+func (r *refResident) Search(ctx context.Context, queries []float32, nq, nprobe, keep int, entries []int32, dists []float32) error {
+	d := r.d
+	D := d.Dim
+	rq := make([]float32, D)
+	qp := make([]float32, D)
+	probe := make([]cand, d.Lists)
+	L := float32(int(1)<<d.Bits - 1)
+	for i := range nq {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		q := queries[i*D : (i+1)*D]
+		var qq float32
+		for _, v := range q {
+			qq += v * v
+		}
+		copy(rq, q)
+		Rotate(d, rq)
+		qa := make([]float32, d.Lists)
+		for a := range d.Lists {
+			var s float32
+			for j, v := range d.RotAnchors[a*D : (a+1)*D] {
+				s += rq[j] * v
+			}
+			qa[a] = s
+			dist := d.Norms[a] - 2*s
+			if d.Metric == index.IP {
+				dist = -s
+			}
+			probe[a] = cand{int32(a), dist}
+		}
+		slices.SortFunc(probe, func(x, y cand) int { return cmp.Or(cmp.Compare(x.dist, y.dist), cmp.Compare(x.e, y.e)) })
+		var found []cand
+		for _, p := range probe[:nprobe] {
+			a := int(p.e)
+			dot, mul, bias := false, float32(1), float32(0)
+			switch {
+			case d.IPCodes && qq-2*qa[a]+d.Norms[a] < qq:
+				mul, bias = 0.5, -(qq+d.Norms[a])/2
+			case d.Metric == index.IP:
+				dot, mul, bias = true, -1, -qa[a]
+			}
+			var sum, sq float32
+			for j := range D {
+				qp[j] = rq[j]
+				if !dot {
+					qp[j] -= d.RotAnchors[a*D+j]
+				}
+				sum += qp[j]
+				sq += qp[j] * qp[j]
+			}
+			qsum := sum * L / 2
+			for e := int(d.Offsets[a]); e < int(d.Offsets[a+1]); e++ {
+				tile := r.words[(e/index.DeviceTile)*d.Words*index.DeviceTile:]
+				var t float32
+				for j := range D {
+					bit := j * d.Bits
+					w := tile[(bit/32)*index.DeviceTile+e%index.DeviceTile]
+					l := w >> (bit % 32) & (1<<d.Bits - 1)
+					t += qp[j] * float32(l)
+				}
+				qu := t - qsum
+				sc := r.scalars[e]
+				beta := f16.ToFloat32(uint16(sc>>16)) * d.SqrtScale[a]
+				score := beta * qu
+				if !dot {
+					norm := f16.ToFloat32(uint16(sc)) * d.Scale[a]
+					score = sq + norm - 2*beta*qu
+				}
+				found = append(found, cand{int32(e), mul*score + bias})
+			}
+		}
+		slices.SortFunc(found, func(x, y cand) int { return cmp.Or(cmp.Compare(x.dist, y.dist), cmp.Compare(x.e, y.e)) })
+		for j := range keep {
+			entries[i*keep+j], dists[i*keep+j] = -1, float32(math.Inf(1))
+			if j < len(found) {
+				entries[i*keep+j], dists[i*keep+j] = found[j].e, found[j].dist
+			}
+		}
+	}
+	return nil
+}
