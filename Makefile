@@ -187,4 +187,5 @@ asm:
 ptx:
 	nvcc -ptx -arch=compute_80 -O3 -o gpu/cuda/kernels.ptx gpu/cuda/kernels.cu
 	nvcc -ptx -arch=compute_90a -O3 -o gpu/cuda/kernels_sm90.ptx gpu/cuda/kernels_sm90.cu
-	cd gpu/cuda && sha256sum consts.cuh kernels.cu > kernels.cu.sha256 && sha256sum consts.cuh kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256
+	nvcc -ptx -arch=compute_80 -O3 -o gpu/cuda/search.ptx gpu/cuda/search.cu
+	cd gpu/cuda && sha256sum consts.cuh kernels.cu > kernels.cu.sha256 && sha256sum consts.cuh kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256 && sha256sum search.cu > search.cu.sha256

@@ -54,6 +54,17 @@ type Result struct {
 	Elapsed time.Duration `json:"-"` // the time they took
 }
 
+// Searcher is what Measure measures: an *index.Index searched on the
+// CPU, or an *index.DeviceIndex searched on a GPU.
+type Searcher interface {
+	SearchBatch(ctx context.Context, queries index.Rows, opt index.SearchOptions) ([][]index.Hit, error)
+	Search(q []float32, opt index.SearchOptions) ([]index.Hit, error)
+	Len() int
+	EffectiveNProbe(nprobe int) int
+	BytesPerVector() float64
+	SizeRatio() float64
+}
+
 // Options set what Measure searches with.
 type Options struct {
 	// Search is the search to measure. Recall@10 needs 10 hits, so
@@ -67,27 +78,33 @@ type Options struct {
 	// goroutine and times each (Result.LatencyP50, LatencyP99): what one
 	// request sees, where QPS is what all cores serve.
 	Latency bool
+	// Batch, when positive, is the most queries one SearchBatch call
+	// takes: the queries go in batches of that many, one after another,
+	// as a service answering requests of Batch queries would send them.
+	// Zero: all the queries in one call.
+	Batch int
 }
 
-// Measure searches for every query on all cores (Index.SearchBatch) and
+// Measure searches for every query on all cores (SearchBatch, in batches
+// of opt.Batch) and
 // measures recall against gt (the true neighbours of each query, nearest
 // first, as ReadGroundTruth or Exact give them), speed and size. gt must
 // pass CheckGroundTruth for the index and recall@10, else the error wraps
 // ErrGroundTruth.
-func Measure(ctx context.Context, ix *index.Index, queries index.Rows, gt [][]int, opt Options) (Result, error) {
+func Measure(ctx context.Context, ix Searcher, queries index.Rows, gt [][]int, opt Options) (Result, error) {
 	if err := CheckGroundTruth(gt, queries.Len(), ix.Len(), 10); err != nil {
 		return Result{}, err
 	}
 	so := opt.Search
 	so.K = max(so.K, 10)
 	start := time.Now()
-	hits, err := ix.SearchBatch(ctx, queries, so)
+	hits, err := batches(ctx, ix, queries, so, opt.Batch)
 	if err != nil {
 		return Result{}, err
 	}
 	searched := queries.Len()
 	for time.Since(start) < opt.MinTime {
-		if _, err := ix.SearchBatch(ctx, queries, so); err != nil {
+		if _, err := batches(ctx, ix, queries, so, opt.Batch); err != nil {
 			return Result{}, err
 		}
 		searched += queries.Len()
@@ -114,9 +131,36 @@ func Measure(ctx context.Context, ix *index.Index, queries index.Rows, gt [][]in
 	}, nil
 }
 
+// batches searches the queries in batches of batch (all at once for 0).
+func batches(ctx context.Context, ix Searcher, queries index.Rows, so index.SearchOptions, batch int) ([][]index.Hit, error) {
+	n := queries.Len()
+	if batch <= 0 || batch >= n {
+		return ix.SearchBatch(ctx, queries, so)
+	}
+	hits := make([][]index.Hit, 0, n)
+	for lo := 0; lo < n; lo += batch {
+		h, err := ix.SearchBatch(ctx, rowRange{queries, lo, min(lo+batch, n)}, so)
+		if err != nil {
+			return nil, fmt.Errorf("queries %d..: %w", lo, err)
+		}
+		hits = append(hits, h...)
+	}
+	return hits, nil
+}
+
+// rowRange is rows lo to hi-1 of r.
+type rowRange struct {
+	r      index.Rows
+	lo, hi int
+}
+
+func (r rowRange) Len() int                           { return r.hi - r.lo }
+func (r rowRange) Dim() int                           { return r.r.Dim() }
+func (r rowRange) Row(i int, dst []float32) []float32 { return r.r.Row(r.lo+i, dst) }
+
 // latency searches each query once, in order, and returns the median and
 // the 99th percentile (nearest rank) of the times, in milliseconds.
-func latency(ctx context.Context, ix *index.Index, queries index.Rows, so index.SearchOptions) (p50, p99 float64, err error) {
+func latency(ctx context.Context, ix Searcher, queries index.Rows, so index.SearchOptions) (p50, p99 float64, err error) {
 	n := queries.Len()
 	if n == 0 {
 		return 0, 0, nil

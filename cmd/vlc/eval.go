@@ -21,6 +21,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	basePath := fs.String("base", "", "base vectors `file` to compute exact ground truth from when -gt is not given")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (with -sweep: an array, one object per row, each with an index key too when several indexes are given)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the searches to `file` (go tool pprof; with -sweep, of the whole sweep)")
+	batch := fs.Int("batch", 0, "search the queries in batches of this many, one after another (0: all in one batch)")
 	lat := fs.Bool("latency", false, "also time each query alone, one at a time on one goroutine, and print the median and 99th percentile (not with -sweep)")
 	var sw sweepFlags
 	sw.register(fs)
@@ -39,6 +40,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *gtPath != "" && *basePath != "" {
 		return fmt.Errorf("-gt %s and -base %s both given: give the ground truth or the base vectors to compute it from, not both", *gtPath, *basePath)
+	}
+	if sw.on() && sf.backend != "cpu" {
+		return fmt.Errorf("-sweep searches on the CPU: leave out -backend %s, or -sweep", sf.backend)
 	}
 	if sw.on() && *lat {
 		return fmt.Errorf("-latency measures one setting: leave out -sweep, or -latency")
@@ -62,11 +66,20 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	di, release, err := sf.onDevice(ix, stderr)
+	if err != nil {
+		return err
+	}
+	defer release()
+	var searcher eval.Searcher = ix
+	if di != nil {
+		searcher = di
+	}
 	stop, err := startProfile(*cpuProfile)
 	if err != nil {
 		return err
 	}
-	res, err := eval.Measure(ctx, ix, q, gt, eval.Options{Search: sf.options(rr, sf.k), Latency: *lat})
+	res, err := eval.Measure(ctx, searcher, q, gt, eval.Options{Search: sf.options(rr, sf.k), Latency: *lat, Batch: *batch})
 	stop()
 	if err != nil {
 		return err
@@ -81,9 +94,19 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "queries          %d (nprobe %d, %s)\n", q.Len(), res.NProbe, rerank)
 	fmt.Fprintf(stdout, "recall@1         %.4f\n", res.Recall1)
 	fmt.Fprintf(stdout, "recall@10        %.4f\n", res.Recall10)
-	fmt.Fprintf(stdout, "qps              %.0f (%s on all cores)\n", res.QPS, res.Elapsed.Round(1e6))
+	where := "on all cores"
+	if di != nil {
+		where = "on " + sf.backend
+	}
+	if *batch > 0 {
+		where += fmt.Sprintf(", batches of %d", *batch)
+	}
+	fmt.Fprintf(stdout, "qps              %.0f (%s %s)\n", res.QPS, res.Elapsed.Round(1e6), where)
 	if *lat {
-		fmt.Fprintf(stdout, "latency          p50 %.3f ms, p99 %.3f ms (one query at a time, one goroutine)\n", res.LatencyP50, res.LatencyP99)
+		fmt.Fprintf(stdout, "latency          p50 %.3f ms, p99 %.3f ms (one query at a time)\n", res.LatencyP50, res.LatencyP99)
+	}
+	if di != nil {
+		fmt.Fprintf(stdout, "device memory    %.1f MiB held (the index file is %.1f MiB)\n", float64(di.DeviceBytes())/(1<<20), float64(ix.Size())/(1<<20))
 	}
 	fmt.Fprintf(stdout, "bytes/vector     %.1f\n", res.BytesPerVector)
 	fmt.Fprintf(stdout, "size ratio       %.3f of float16\n", res.SizeRatio)

@@ -7,8 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"strings"
 
 	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
 )
@@ -16,6 +19,7 @@ import (
 // searchFlags are the flags search and eval share.
 type searchFlags struct {
 	query, rerank string
+	backend       string
 	k, nprobe     int
 	rerankFactor  int
 }
@@ -26,6 +30,44 @@ func (f *searchFlags) register(fs *flag.FlagSet, k int) {
 	fs.IntVar(&f.nprobe, "nprobe", 16, "lists to scan per query (clamped to the number of lists)")
 	fs.StringVar(&f.rerank, "rerank", "", "original vectors `file` to re-rank the best candidates exactly")
 	fs.IntVar(&f.rerankFactor, "rerank-factor", 10, "re-rank this many times k candidates")
+	fs.StringVar(&f.backend, "backend", "cpu", "where to search: cpu, or a GPU (cuda, webgpu) holding the index in its memory, or auto (cuda, then webgpu, then cpu)")
+}
+
+// onDevice opens the backend f.backend names and uploads ix to it. For
+// cpu it returns nil; for auto, nil when no backend that can search
+// starts (saying so on stderr). The returned close frees the device's
+// copy, then the device.
+func (f *searchFlags) onDevice(ix *index.Index, stderr io.Writer) (*index.DeviceIndex, func(), error) {
+	if f.backend == "cpu" || f.backend == "" {
+		return nil, func() {}, nil
+	}
+	dev, skipped, err := anneal.OpenBackend(f.backend)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, s := range skipped {
+		slog.Info("backend skipped", "reason", s)
+	}
+	if _, ok := dev.(index.SearchDevice); !ok && f.backend == "auto" {
+		why := "none is built in"
+		if len(skipped) > 0 {
+			why = strings.Join(skipped, "; ")
+		}
+		fmt.Fprintf(stderr, "vlc: no GPU backend could search (%s): searching on the CPU\n", why)
+		dev.Close()
+		return nil, func() {}, nil
+	}
+	di, err := ix.OnDevice(dev)
+	if err != nil {
+		dev.Close()
+		if f.backend == "auto" && errors.Is(err, index.ErrNoDeviceSearch) {
+			fmt.Fprintf(stderr, "vlc: searching on the CPU: %v\n", err)
+			return nil, func() {}, nil
+		}
+		return nil, nil, err
+	}
+	slog.Info("searching on a device", "backend", dev.Name(), "device_mib", di.DeviceBytes()>>20)
+	return di, func() { di.Close(); dev.Close() }, nil
 }
 
 // opened holds what a search reads: the index, the queries and, with
@@ -109,6 +151,9 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if sf.nprobe < 1 {
 		return fmt.Errorf("-nprobe must be at least 1, got %d", sf.nprobe)
 	}
+	if sf.backend != "cpu" {
+		return searchOnDevice(ctx, pos[0], &sf, *payload, stdout, stderr)
+	}
 	ix, err := vlc.Open(pos[0])
 	if err != nil {
 		return err
@@ -157,6 +202,55 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			} else {
 				fmt.Fprintf(w, "%d\t%d\t%s\t%g\n", i, r+1, h.ID, h.Distance)
 			}
+		}
+	}
+	return w.Flush()
+}
+
+// searchOnDevice is vlc search with -backend: the index file (not a
+// store with added or deleted vectors: vlc compact makes one) uploaded to
+// the device, the queries searched there in one batch.
+func searchOnDevice(ctx context.Context, path string, sf *searchFlags, payload bool, stdout, stderr io.Writer) error {
+	o, err := sf.open(path)
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	di, release, err := sf.onDevice(o.ix, stderr)
+	if err != nil {
+		return err
+	}
+	defer release()
+	var hits [][]index.Hit
+	opt := sf.options(o.rr, sf.k)
+	if di != nil {
+		hits, err = di.SearchBatch(ctx, o.q, opt)
+	} else {
+		hits, err = o.ix.SearchBatch(ctx, o.q, opt)
+	}
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(stdout)
+	for i, hs := range hits {
+		for r, h := range hs {
+			id := fmt.Sprint(h.ID)
+			if o.ix.HasKeys() {
+				k, err := o.ix.Key(h.ID)
+				if err != nil {
+					return err
+				}
+				id = string(k)
+			}
+			if !payload {
+				fmt.Fprintf(w, "%d\t%d\t%s\t%g\n", i, r+1, id, h.Distance)
+				continue
+			}
+			p, err := o.ix.Payload(h.ID)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "%d\t%d\t%s\t%g\t%s\n", i, r+1, id, h.Distance, p)
 		}
 	}
 	return w.Flush()

@@ -25,6 +25,7 @@ type Device struct {
 	dev      int32
 	ctx      uintptr
 	mod      uintptr
+	smod     uintptr // the search kernels' module, loaded on first use (search.go)
 	fn       map[string]uintptr
 	info     Info
 	variant  assignVariant   // the one Steps use
@@ -288,6 +289,10 @@ func (d *Device) init(ptx []byte, src string) error {
 }
 
 func (d *Device) unload() {
+	if d.smod != 0 {
+		d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, d.smod)
+		d.smod = 0
+	}
 	if d.mod != 0 {
 		d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, d.mod)
 		d.mod = 0

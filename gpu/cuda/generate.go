@@ -11,3 +11,5 @@ package cuda
 //go:generate sh -c "sha256sum consts.cuh kernels.cu > kernels.cu.sha256"
 //go:generate nvcc -ptx -arch=compute_90a -O3 -o kernels_sm90.ptx kernels_sm90.cu
 //go:generate sh -c "sha256sum consts.cuh kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256"
+//go:generate nvcc -ptx -arch=compute_80 -O3 -o search.ptx search.cu
+//go:generate sh -c "sha256sum search.cu > search.cu.sha256"

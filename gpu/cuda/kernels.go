@@ -85,6 +85,9 @@ var kernelNames = func() []string {
 	return names
 }()
 
+// searchKernelNames are the entry points of search.ptx (search.go).
+var searchKernelNames = []string{"vlc_s_rotate", "vlc_s_dots", "vlc_s_dots_few", "vlc_s_probe", "vlc_s_starts", "vlc_s_order", "vlc_s_scan1", "vlc_s_scan2", "vlc_s_scan4", "vlc_s_scan8", "vlc_s_topk"}
+
 // constsHeader is the text of consts.cuh.
 func constsHeader() string {
 	var b strings.Builder
