@@ -9,7 +9,7 @@
 //	    (entry NONE, i.e. -1, and +Inf past len(best))
 //	when another round follows: cand[i*slots + j] = best[j]
 //
-// The chosen items are gathered in index order, then sorted by a bitonic
+// The chosen items are gathered, then sorted by a bitonic
 // network (every comparator ascending, so that items past the count act
 // as +Inf without being stored): in workgroup memory when they fit
 // SORTLEN, else in place in out, with storage barriers.
@@ -22,6 +22,7 @@
 var<private> ibase: u32;
 var<workgroup> sk: array<vec2<u32>, SORTLEN>;
 var<workgroup> wg_count: u32;
+var<workgroup> gathered: atomic<u32>;
 
 fn item(x: u32) -> vec2<u32> {
     return cand[ibase + x];
@@ -125,28 +126,22 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     let in_wg = p2 <= SORTLEN;
     let eb = i * keep;
     let kb = P.dist_off + i * keep;
-    // Invocation t gathers items lo .. hi-1, so the taken ones keep their
-    // order (and the sort its determinism).
-    let per = (n + WG - 1u) / WG;
-    let lo = min(t * per, n);
-    let hi = min(lo + per, n);
-    var c = 0u;
-    for (var x = lo; x < hi; x++) {
-        if (taken(item(x), th)) {
-            c++;
-        }
+    // Gathered in any order (neighbouring invocations read neighbouring
+    // items): the sort's order is total, so its result is not.
+    if (t == 0u) {
+        atomicStore(&gathered, 0u);
     }
-    var pos = wg_scan(t, c).x;
-    for (var x = lo; x < hi; x++) {
+    workgroupBarrier();
+    for (var x = t; x < n; x += WG) {
         let it = item(x);
         if (taken(it, th)) {
+            let pos = atomicAdd(&gathered, 1u);
             if (in_wg) {
                 sk[pos] = it;
             } else {
                 out[kb + pos] = it.x;
                 out[eb + pos] = it.y;
             }
-            pos++;
         }
     }
     if (in_wg) {

@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -532,15 +533,8 @@ func (r *resident) ensure(p plan) error {
 // per batch (per round of candidates where a query has more than a round
 // holds), each bringing back its entries and distances only.
 func (r *resident) Search(ctx context.Context, queries []float32, nq, nprobe, keep int, entries []int32, dists []float32) error {
-	switch {
-	case nq < 0 || len(queries) < nq*r.dim:
-		return fmt.Errorf("webgpu: search: %d query values for %d queries of dimension %d", len(queries), nq, r.dim)
-	case keep < 1 || keep > index.MaxDeviceKeep:
-		return fmt.Errorf("webgpu: search: keep %d: want 1 to %d", keep, index.MaxDeviceKeep)
-	case nprobe < 1:
-		return fmt.Errorf("webgpu: search: nprobe %d: want at least 1", nprobe)
-	case len(entries) < nq*keep || len(dists) < nq*keep:
-		return fmt.Errorf("webgpu: search: room for %d entries and %d distances, want %d (%d queries, keep %d)", len(entries), len(dists), nq*keep, nq, keep)
+	if err := r.checkSearch(queries, nq, nprobe, keep, entries, dists); err != nil {
+		return err
 	}
 	if nq == 0 {
 		return nil
@@ -591,66 +585,211 @@ func (r *resident) searchParams(p plan, nb, round int) []byte {
 	return b
 }
 
-// batch searches nb queries: one submission per round; the last copies
-// the results to the read-back buffer, which is mapped and read.
-func (r *resident) batch(p plan, queries []float32, nb int, entries []int32, dists []float32) error {
+// searchStages are the kernels of a round, in order (the first three in
+// round 0 only).
+var searchStages = []string{"rotate", "coarse", "probe", "score", "topk"}
+
+// record adds kernel stage of round to pass, for a batch of nb queries.
+func (r *resident) record(pass *wgpu.ComputePassEncoder, p plan, nb, round int, stage string) {
 	d := r.dev
-	d.lock()
-	defer d.unlock()
-	if r.closed {
-		return errors.New("webgpu: search: resident index closed")
-	}
-	if err := r.ensure(p); err != nil {
-		return err
-	}
-	if err := r.write(r.qbuf, 0, f32bytes(queries)); err != nil {
-		return err
-	}
-	for round := range p.rounds {
-		if err := r.write(r.params, 0, r.searchParams(p, nb, round)); err != nil {
-			return err
+	pipe := d.pipes[r.keys[stage]]
+	switch stage {
+	case "rotate", "probe", "topk":
+		if round == 0 || stage == "topk" {
+			dispatch(pass, pipe, r.bg[stage], nb)
 		}
-		enc, err := d.dev.CreateCommandEncoder(nil)
-		if err != nil {
-			return err
-		}
-		pass := enc.BeginComputePass(nil)
+	case "coarse":
 		if round == 0 {
-			dispatch(pass, d.pipes[r.keys["rotate"]], r.bg["rotate"], nb)
-			dispatch(pass, d.pipes[r.keys["coarse"]], r.bg["coarse"],
-				((nb+shaders.CoarseQ-1)/shaders.CoarseQ)*((r.lists+shaders.CoarseA-1)/shaders.CoarseA))
-			dispatch(pass, d.pipes[r.keys["probe"]], r.bg["probe"], nb)
+			dispatch(pass, pipe, r.bg[stage], ((nb+shaders.CoarseQ-1)/shaders.CoarseQ)*((r.lists+shaders.CoarseA-1)/shaders.CoarseA))
 		}
+	case "score":
 		for _, pt := range r.parts {
-			dispatch(pass, d.pipes[r.keys["score"]], pt.bg, nb*p.nprobe*p.slices)
+			dispatch(pass, pipe, pt.bg, nb*p.nprobe*p.slices)
 		}
-		dispatch(pass, d.pipes[r.keys["topk"]], r.bg["topk"], nb)
+	}
+}
+
+// encode records the stages of round in one compute pass and, when last,
+// the copy of the results to the read-back buffer, and submits them.
+func (r *resident) encode(p plan, nb, round int, stages []string, last bool) error {
+	d := r.dev
+	enc, err := d.dev.CreateCommandEncoder(nil)
+	if err != nil {
+		return err
+	}
+	if len(stages) > 0 {
+		pass := enc.BeginComputePass(nil)
+		for _, st := range stages {
+			r.record(pass, p, nb, round, st)
+		}
 		err = pass.End()
 		pass.Release() // before Finish: this binding requires it
 		if err != nil {
 			enc.Release()
 			return err
 		}
-		if round == p.rounds-1 {
-			if err := enc.CopyBufferToBuffer(r.out, 0, r.stage, 0, uint64(nb*p.keep*8)); err != nil {
-				enc.Release()
-				return err
-			}
-		}
-		if err := d.submit(enc); err != nil {
+	}
+	if last {
+		if err := enc.CopyBufferToBuffer(r.out, 0, r.stage, 0, uint64(nb*p.keep*8)); err != nil {
+			enc.Release()
 			return err
 		}
 	}
-	n := nb * p.keep
+	return d.submit(enc)
+}
+
+// prepare makes the batch buffers ready and queues the queries.
+func (r *resident) prepare(p plan, queries []float32) error {
+	if r.closed {
+		return errors.New("webgpu: search: resident index closed")
+	}
+	if err := r.ensure(p); err != nil {
+		return err
+	}
+	return r.write(r.qbuf, 0, f32bytes(queries))
+}
+
+// readResults maps the read-back buffer and splits it into entries and
+// distances.
+func (r *resident) readResults(n int, entries []int32, dists []float32) error {
 	if cap(r.host) < 8*n {
 		r.host = make([]byte, 8*n)
 	}
 	host := r.host[:8*n]
-	if err := d.mapCopy(host, r.stage); err != nil {
+	if err := r.dev.mapCopy(host, r.stage); err != nil {
 		return fmt.Errorf("webgpu: search: %w", err)
 	}
 	r.toHost.Add(int64(len(host)))
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(&entries[0])), 4*n), host[:4*n])
 	copy(f32bytes(dists[:n]), host[4*n:])
 	return nil
+}
+
+// batch searches nb queries: one submission per round; the last copies
+// the results to the read-back buffer, which is mapped and read.
+func (r *resident) batch(p plan, queries []float32, nb int, entries []int32, dists []float32) error {
+	d := r.dev
+	d.lock()
+	defer d.unlock()
+	if err := r.prepare(p, queries); err != nil {
+		return err
+	}
+	for round := range p.rounds {
+		if err := r.write(r.params, 0, r.searchParams(p, nb, round)); err != nil {
+			return err
+		}
+		if err := r.encode(p, nb, round, searchStages, round == p.rounds-1); err != nil {
+			return err
+		}
+	}
+	return r.readResults(nb*p.keep, entries, dists)
+}
+
+// checkSearch checks Search's arguments.
+func (r *resident) checkSearch(queries []float32, nq, nprobe, keep int, entries []int32, dists []float32) error {
+	switch {
+	case nq < 0 || len(queries) < nq*r.dim:
+		return fmt.Errorf("webgpu: search: %d query values for %d queries of dimension %d", len(queries), nq, r.dim)
+	case keep < 1 || keep > index.MaxDeviceKeep:
+		return fmt.Errorf("webgpu: search: keep %d: want 1 to %d", keep, index.MaxDeviceKeep)
+	case nprobe < 1:
+		return fmt.Errorf("webgpu: search: nprobe %d: want at least 1", nprobe)
+	case len(entries) < nq*keep || len(dists) < nq*keep:
+		return fmt.Errorf("webgpu: search: room for %d entries and %d distances, want %d (%d queries, keep %d)", len(entries), len(dists), nq*keep, nq, keep)
+	}
+	return nil
+}
+
+var _ SearchProfiler = (*resident)(nil)
+
+// ProfileSearch times the first batch of a search (see SearchProfiler).
+func (r *resident) ProfileSearch(queries []float32, nq, nprobe, keep, reps int) (SearchTimes, error) {
+	var st SearchTimes
+	if nq < 1 || reps < 1 {
+		return st, fmt.Errorf("webgpu: profile: %d queries, %d repetitions: want at least 1 of each", nq, reps)
+	}
+	ent, dist := make([]int32, nq*keep), make([]float32, nq*keep)
+	if err := r.checkSearch(queries, nq, nprobe, keep, ent, dist); err != nil {
+		return st, err
+	}
+	p, err := r.planSearch(nq, min(nprobe, r.lists), keep)
+	if err != nil {
+		return st, err
+	}
+	nb := min(p.nb, nq)
+	st.Batch, st.Rounds = nb, p.rounds
+	queries = queries[:nb*r.dim]
+	names := append([]string{"upload"}, append(searchStages, "read")...)
+	ms := make([][]float64, len(names))
+	var whole []float64
+	since := func(t0 time.Time) float64 { return float64(time.Since(t0).Nanoseconds()) / 1e6 }
+	for range reps {
+		t0 := time.Now()
+		if err := r.batch(p, queries, nb, ent, dist); err != nil {
+			return st, err
+		}
+		whole = append(whole, since(t0))
+		if err := r.profileStages(p, queries, nb, ent, dist, func(i int, t float64) { ms[i] = append(ms[i], t) }, since); err != nil {
+			return st, err
+		}
+	}
+	st.Batched = median(whole)
+	for i, n := range names {
+		st.Stages = append(st.Stages, StageTime{Name: n, Ms: median(ms[i])})
+	}
+	return st, nil
+}
+
+// profileStages runs one batch with every stage in a submission of its
+// own, waiting for each; add(i, ms) gets stage i's time (summed over
+// rounds), in the order upload, the kernels, read.
+func (r *resident) profileStages(p plan, queries []float32, nb int, ent []int32, dist []float32, add func(int, float64), since func(time.Time) float64) error {
+	d := r.dev
+	d.lock()
+	defer d.unlock()
+	t0 := time.Now()
+	if err := r.prepare(p, queries); err != nil {
+		return err
+	}
+	if err := d.idle(); err != nil {
+		return err
+	}
+	add(0, since(t0))
+	sums := make([]float64, len(searchStages)+1)
+	for round := range p.rounds {
+		if err := r.write(r.params, 0, r.searchParams(p, nb, round)); err != nil {
+			return err
+		}
+		for i, stage := range searchStages {
+			t0 := time.Now()
+			if err := r.encode(p, nb, round, []string{stage}, false); err != nil {
+				return err
+			}
+			if err := d.idle(); err != nil {
+				return err
+			}
+			sums[i] += since(t0)
+		}
+	}
+	t0 = time.Now()
+	if err := r.encode(p, nb, p.rounds-1, nil, true); err != nil {
+		return err
+	}
+	if err := r.readResults(nb*p.keep, ent, dist); err != nil {
+		return err
+	}
+	sums[len(searchStages)] = since(t0)
+	for i, s := range sums {
+		add(i+1, s)
+	}
+	return nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
