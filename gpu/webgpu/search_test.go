@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +24,82 @@ import (
 // of one query to 300, re-ranking; hits against the CPU path's.
 func TestSearchParity(t *testing.T) {
 	devicetest.Parity(t, device(t), devicetest.Options{})
+}
+
+// Shapes the default cases do not reach: wide queries (2048 and 1536
+// dimensions, whose rotation and q' fill several KiB of workgroup
+// memory, and 1000, whose two Walsh-Hadamard halves of 512 overlap), and
+// more lists than the probe selection has invocations (700: several lists
+// per invocation, and keys that share their first digits).
+func TestSearchParityShapes(t *testing.T) {
+	devicetest.Parity(t, device(t), devicetest.Options{Cases: []devicetest.Case{
+		{Name: "l2-d2048-b1", N: 333, Dim: 2048, Lists: 5, Bits: 1, Metric: index.L2, Queries: 20},
+		{Name: "ip-d1536-b8", N: 250, Dim: 1536, Lists: 4, Bits: 8, Metric: index.IP, Queries: 15},
+		{Name: "cos-d1000-b2", N: 300, Dim: 1000, Lists: 6, Bits: 2, Metric: index.Cosine, Queries: 15},
+		{Name: "l2-d16-lists700", N: 3000, Dim: 16, Lists: 700, Bits: 4, Metric: index.L2, Queries: 60},
+	}})
+}
+
+// The rotate kernel gives devicetest.Rotate's values bit for bit (the
+// same butterflies in the same order), and |q|^2 within float rounding.
+func TestSearchRotateExact(t *testing.T) {
+	for _, c := range []devicetest.Case{
+		{Name: "rot-d96", N: 100, Dim: 96, Lists: 3, Bits: 4, Metric: index.L2, Queries: 7},
+		{Name: "rot-d1000", N: 100, Dim: 1000, Lists: 3, Bits: 2, Metric: index.L2, Queries: 5},
+		{Name: "rot-d33", N: 100, Dim: 33, Lists: 3, Bits: 8, Metric: index.L2, Queries: 300},
+	} {
+		t.Run(c.Name, func(t *testing.T) {
+			b := devicetest.Build(t, t.TempDir(), c)
+			g := &grab{dev: device(t)}
+			di, err := b.Index.OnDevice(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer di.Close()
+			r, nq, d := g.res, c.Queries, c.Dim
+			q := make([]float32, nq*d)
+			for i := range nq {
+				b.Queries.Row(i, q[i*d:(i+1)*d])
+			}
+			p, err := r.planSearch(nq, 1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]float32, nq*(d+1))
+			func() {
+				r.dev.lock()
+				defer r.dev.unlock()
+				if err := r.prepare(p, q); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.write(r.params, 0, r.searchParams(p, nq, 0)); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.encode(p, nq, 0, []string{"rotate"}, false); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.dev.read(f32bytes(got), r.qbuf, 0); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			for i := range nq {
+				x := slices.Clone(q[i*d : (i+1)*d])
+				var qq float64
+				for _, v := range x {
+					qq += float64(v) * float64(v)
+				}
+				devicetest.Rotate(g.data, x)
+				for j := range d {
+					if math.Float32bits(got[i*d+j]) != math.Float32bits(x[j]) {
+						t.Fatalf("query %d value %d: %g, reference %g", i, j, got[i*d+j], x[j])
+					}
+				}
+				if gq := float64(got[nq*d+i]); math.Abs(gq-qq) > 1e-6*qq {
+					t.Errorf("query %d: |q|^2 %g, want %g", i, gq, qq)
+				}
+			}
+		})
+	}
 }
 
 // grab is a SearchDevice that keeps what index.OnDevice hands the
