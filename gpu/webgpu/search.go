@@ -96,11 +96,12 @@ func (h *Device) UploadIndex(d *index.DeviceData) (index.Resident, error) {
 	defer c.unlock()
 	r := &resident{dev: c, n: d.N, dim: d.Dim, lists: d.Lists, bits: d.Bits, words: d.Words,
 		rounds: len(d.Signs), rotp: d.RotP, rotScale: d.RotScale, keys: map[string]string{}, bg: map[string]*wgpu.BindGroup{}}
+	// As DeviceData reads: IPCodes picks the form before the metric does.
 	if d.Metric == index.IP {
 		r.flags |= shaders.FlagIP
-		if d.IPCodes {
-			r.flags |= shaders.FlagIPCodes
-		}
+	}
+	if d.IPCodes {
+		r.flags |= shaders.FlagIPCodes
 	}
 	sizes := make([]int, d.Lists)
 	for a := range sizes {
