@@ -273,6 +273,11 @@ func (d *core) compile(key, name string, t shaders.AssignTile) error {
 	if err != nil {
 		return err
 	}
+	return d.compileSource(key, name, src)
+}
+
+// compileSource compiles WGSL src (file name.wgsl) into pipeline key.
+func (d *core) compileSource(key, name, src string) error {
 	mod, err := d.dev.CreateShaderModule(&wgpu.ShaderModuleDescriptor{Label: key, WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: src}})
 	if err != nil {
 		return fmt.Errorf("webgpu: compiling %s.wgsl: %w", name, err)

@@ -22,6 +22,11 @@
 // sort, so the last bits of the anchors and statistics can vary from run
 // to run.
 //
+// The Device also searches indexes (index.SearchDevice, search.go): the
+// entries of an index stay on the device, and a batch of queries runs
+// through five kernels (rotate, coarse, probe, score, topk) and brings
+// back only each query's best entries and their distances.
+//
 // docs/WEBGPU.md describes the buffers, the kernels and what crosses the
 // bus, with measured numbers.
 package webgpu

@@ -27,3 +27,36 @@ type Profiler interface {
 	// Tile names the assign shape Steps use.
 	Tile() string
 }
+
+// SearchProfiler is implemented by the resident indexes this backend's
+// UploadIndex returns (index.Resident): benchmarks use it to time the
+// search kernels one by one. (An index.DeviceIndex does not expose its
+// Resident; wrap the Device in an index.SearchDevice that keeps what
+// UploadIndex returns, as BenchmarkSearch does.)
+type SearchProfiler interface {
+	// ProfileSearch runs the first batch of a search of nq prepared
+	// queries (as Resident.Search takes them) reps times: once as Search
+	// runs it (one submission per round), timed whole, and once with
+	// every kernel in a submission of its own, each waited for. It
+	// returns the medians, in milliseconds of wall clock (submission and
+	// wait included).
+	ProfileSearch(queries []float32, nq, nprobe, keep, reps int) (SearchTimes, error)
+}
+
+// SearchTimes is what ProfileSearch measured.
+type SearchTimes struct {
+	Batch  int // queries in the batch timed
+	Rounds int // rounds of candidates per query (1 unless they exceed the budget)
+	// Stages: upload (the queries), rotate, coarse, probe, score, topk
+	// (summed over rounds), read (the copy to the read-back buffer, its
+	// map and copy to the host).
+	Stages []StageTime
+	// Batched is the same batch as Search runs it.
+	Batched float64
+}
+
+// StageTime is one stage's median time.
+type StageTime struct {
+	Name string
+	Ms   float64
+}
