@@ -219,3 +219,33 @@ func TestSearchErrors(t *testing.T) {
 		})
 	}
 }
+
+// -backend auto without a GPU that can search falls back to the CPU, says
+// so once on stderr, and prints the CPU's hits; a backend not built in is
+// refused naming how to build it; eval's -batch changes no hit.
+func TestSearchBackend(t *testing.T) {
+	ix := deepIndexPath(t)
+	want, _ := mustVLC(t, "search", ix, "-query", deepQuery, "-k", "5", "-nprobe", "8")
+	code, out, errs := runVLC(t, "search", ix, "-query", deepQuery, "-k", "5", "-nprobe", "8", "-backend", "auto")
+	if code != 0 || out != want {
+		t.Errorf("-backend auto: exit %d, output equal to the CPU's: %v; stderr %q", code, out == want, errs)
+	}
+	if gpu := strings.Contains(errs, "searching on a device"); !gpu && !strings.Contains(errs, "searching on the CPU") {
+		t.Errorf("-backend auto: stderr %q does not say where it searched", errs)
+	}
+	for _, b := range []string{"cuda", "webgpu"} {
+		code, _, errs := runVLC(t, "search", ix, "-query", deepQuery, "-backend", b)
+		if code == 0 {
+			continue // built in, with a GPU: the device's parity tests cover it
+		}
+		if !strings.Contains(errs, b) {
+			t.Errorf("-backend %s: exit %d, stderr %q does not name the backend", b, code, errs)
+		}
+	}
+	all, _ := mustVLC(t, "eval", ix, "-query", deepQuery, "-gt", deepGT, "-nprobe", "8", "-json")
+	batched, _ := mustVLC(t, "eval", ix, "-query", deepQuery, "-gt", deepGT, "-nprobe", "8", "-json", "-batch", "7")
+	recall := func(s string) string { return s[strings.Index(s, `"recall@1"`):strings.Index(s, `"qps"`)] }
+	if recall(all) != recall(batched) {
+		t.Errorf("eval -batch 7 %s, one batch %s", recall(batched), recall(all))
+	}
+}
