@@ -141,7 +141,7 @@ func batches(ctx context.Context, ix Searcher, queries index.Rows, so index.Sear
 	for lo := 0; lo < n; lo += batch {
 		h, err := ix.SearchBatch(ctx, rowRange{queries, lo, min(lo+batch, n)}, so)
 		if err != nil {
-			return nil, fmt.Errorf("queries %d..: %w", lo, err)
+			return nil, fmt.Errorf("the batch of queries from %d (numbered from 0 within it): %w", lo, err)
 		}
 		hits = append(hits, h...)
 	}

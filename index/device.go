@@ -179,6 +179,18 @@ func (d *DeviceData) MaxCandidates(nprobe int) int {
 	return total
 }
 
+// lockedDeviceData is deviceData with the index held open and a fault in
+// its mapping (PARM) returned as an error naming the file.
+func (ix *Index) lockedDeviceData() (d *DeviceData, err error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return nil, ErrClosed
+	}
+	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
+	return ix.deviceData()
+}
+
 // deviceData describes ix for a device, or says why it cannot.
 func (ix *Index) deviceData() (*DeviceData, error) {
 	rc, ok := ix.code.(*quant.Rotated)
@@ -227,13 +239,7 @@ func (ix *Index) OnDevice(dev any) (*DeviceIndex, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: the backend %T has no device search", ErrNoDeviceSearch, dev)
 	}
-	ix.mu.RLock()
-	closed := ix.file == nil
-	ix.mu.RUnlock()
-	if closed {
-		return nil, ErrClosed
-	}
-	d, err := ix.deviceData()
+	d, err := ix.lockedDeviceData()
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +335,7 @@ func (di *DeviceIndex) SearchBatch(ctx context.Context, queries Rows, opt Search
 		return nil, err
 	}
 	if keep > MaxDeviceKeep {
-		return nil, fmt.Errorf("%w: a device search keeps at most %d candidates a query, this one %d (k %d, re-rank factor %d): search on the CPU", ErrArgument, MaxDeviceKeep, keep, opt.K, opt.RerankFactor)
+		return nil, fmt.Errorf("%w: a device search keeps at most %d candidates a query, this one %d (k %d, times the re-rank factor): search on the CPU", ErrArgument, MaxDeviceKeep, keep, opt.K)
 	}
 	nprobe := ix.EffectiveNProbe(opt.NProbe)
 	n := queries.Len()
@@ -357,7 +363,8 @@ func (di *DeviceIndex) searchChunk(ctx context.Context, queries Rows, lo, hi int
 	scales := make([]float64, nq)
 	var errs firstError
 	par.For(nq, 64, func(a, b int) {
-		errs.run(ctx, fmt.Sprintf("queries %d..%d", lo+a, lo+b-1), func() error {
+		errs.run(ctx, fmt.Sprintf("queries %d..%d", lo+a, lo+b-1), func() (err error) {
+			defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
 			s := ix.getScratch()
 			defer ix.pool.Put(s)
 			for i := a; i < b; i++ {
@@ -379,7 +386,8 @@ func (di *DeviceIndex) searchChunk(ctx context.Context, queries Rows, lo, hi int
 		return err
 	}
 	par.For(nq, 64, func(a, b int) {
-		errs.run(ctx, fmt.Sprintf("queries %d..%d", lo+a, lo+b-1), func() error {
+		errs.run(ctx, fmt.Sprintf("queries %d..%d", lo+a, lo+b-1), func() (err error) {
+			defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
 			s := ix.getScratch()
 			defer ix.pool.Put(s)
 			for i := a; i < b; i++ {

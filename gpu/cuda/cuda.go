@@ -20,17 +20,20 @@ import (
 // thread; a Device and its Datasets may be used from any goroutine, one
 // call at a time.
 type Device struct {
-	drv      *driver
-	w        *worker
-	dev      int32
-	ctx      uintptr
-	mod      uintptr
-	smod     uintptr // the search kernels' module, loaded on first use (search.go)
-	fn       map[string]uintptr
-	info     Info
-	variant  assignVariant   // the one Steps use
-	variants []assignVariant // those this device's PTX has
-	hopper   bool            // the sm_90a PTX is loaded
+	drv  *driver
+	w    *worker
+	dev  int32
+	ctx  uintptr
+	mod  uintptr
+	smod uintptr // the search kernels' module, loaded on first use (search.go)
+	// smemOptin is the most shared memory a block may have, static and
+	// dynamic together, after an opt-in.
+	smemOptin int
+	fn        map[string]uintptr
+	info      Info
+	variant   assignVariant   // the one Steps use
+	variants  []assignVariant // those this device's PTX has
+	hopper    bool            // the sm_90a PTX is loaded
 	// batchRows, when positive, caps the rows kept on the device (the
 	// points then stream through in batches of that many): from
 	// VLC_CUDA_BATCH_ROWS, for tests and measurements. Zero: every point
@@ -217,11 +220,10 @@ func (d *Device) init(ptx []byte, src string) error {
 		return int(v), err
 	}
 	var err error
-	var smemOptin int
 	for _, a := range []struct {
 		p    *int
 		attr int
-	}{{&d.info.SMs, cuAttrSMCount}, {&d.info.CCMajor, cuAttrCCMajor}, {&d.info.CCMinor, cuAttrCCMinor}, {&smemOptin, cuAttrSmemOptin}} {
+	}{{&d.info.SMs, cuAttrSMCount}, {&d.info.CCMajor, cuAttrCCMajor}, {&d.info.CCMinor, cuAttrCCMinor}, {&d.smemOptin, cuAttrSmemOptin}} {
 		if *a.p, err = attr(a.attr); err != nil {
 			d.releaseCtx()
 			return err
@@ -276,9 +278,9 @@ func (d *Device) init(ptx []byte, src string) error {
 	for _, v := range d.variants {
 		// Static shared memory (1 KiB of row keys, 64 bytes of mbarriers)
 		// comes on top.
-		if need := v.smem() + 1024 + 64; need > smemOptin {
+		if need := v.smem() + 1024 + 64; need > d.smemOptin {
 			d.unload()
-			return fmt.Errorf("cuda: assign variant %s needs %d bytes of shared memory, %s allows %d", v.name, need, d.info.Name, smemOptin)
+			return fmt.Errorf("cuda: assign variant %s needs %d bytes of shared memory, %s allows %d", v.name, need, d.info.Name, d.smemOptin)
 		}
 		if err := dr.call("cuFuncSetAttribute", dr.cuFuncSetAttribute, d.fn["vlc_assign_"+v.name], cuFuncMaxDynSmem, uintptr(v.smem())); err != nil {
 			d.unload()

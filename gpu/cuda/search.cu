@@ -93,8 +93,8 @@ __device__ unsigned select_key(Key key, int n, int want, int* ties) {
         }
         __syncthreads();
         int c = hist[threadIdx.x], total;
+        int w = s_want;  // read by all before scan_block's barriers, written after them
         int before = scan_block(c, &total);
-        int w = s_want;
         if (before < w && w <= before + c) {
             s_prefix = prefix | ((unsigned)threadIdx.x << shift);
             s_want = w - before;
@@ -110,10 +110,11 @@ __device__ unsigned select_key(Key key, int n, int want, int* ties) {
 
 // take_smallest calls out(at, i), at = 0 .. min(want, n)-1 in no set
 // order, with the index i of each of the want smallest keys of key(0..n-1),
-// ties at the boundary to the lowest indexes, and returns how many.
+// ties at the boundary to the lowest tie(i) (up to TIES of them; beyond,
+// to the lowest indexes), and returns how many.
 #define TIES 256
-template <typename Key, typename Out>
-__device__ int take_smallest(Key key, int n, int want, Out out) {
+template <typename Key, typename Tie, typename Out>
+__device__ int take_smallest(Key key, Tie tie, int n, int want, Out out) {
     if (want >= n) {
         for (int i = threadIdx.x; i < n; i += SBLOCK) out(i, i);
         return n;
@@ -137,7 +138,11 @@ __device__ int take_smallest(Key key, int n, int want, Out out) {
     if (s_eq <= TIES) {  // the ties' lowest indexes, by rank among them
         for (int e = threadIdx.x; e < s_eq; e += SBLOCK) {
             int rank = 0, i = s_tie[e];
-            for (int f = 0; f < s_eq; f++) rank += s_tie[f] < i;
+            unsigned ti = tie(i);
+            for (int f = 0; f < s_eq; f++) {
+                unsigned tf = tie(s_tie[f]);
+                rank += tf < ti || (tf == ti && s_tie[f] < i);
+            }
             if (rank < ties) out(less + rank, i);
         }
     } else {  // many equal keys: an ordered pass
@@ -269,7 +274,7 @@ extern "C" __global__ void vlc_s_dots_few(const float* __restrict__ rq, const fl
 }
 
 // vlc_s_probe: one block per query: the nprobe lists of least distance
-// (norms - 2 qa, or -qa for ip), ties to the lower list, in list order;
+// (norms - 2 qa, or -qa for ip), ties to the lower list, in no set order;
 // coff their candidates' offsets, exclusive, and the total; cnt[a], when
 // cnt is not null, counts the batch's queries probing list a (zeroed
 // beforehand).
@@ -279,7 +284,7 @@ extern "C" __global__ void vlc_s_probe(const float* __restrict__ dots, const flo
     const float* qa = dots + (size_t)blockIdx.x * m;
     int* pr = probe + (size_t)blockIdx.x * nprobe;
     auto key = [&](int a) { return okey(ip ? -qa[a] : norms[a] - 2.f * qa[a]); };
-    take_smallest(key, m, nprobe, [&](int at, int a) { pr[at] = a; });
+    take_smallest(key, [](int a) { return (unsigned)a; }, m, nprobe, [&](int at, int a) { pr[at] = a; });
     __syncthreads();
     int* co = coff + (size_t)blockIdx.x * (nprobe + 1);
     int run = 0;
@@ -409,8 +414,10 @@ __device__ __forceinline__ void score(const unsigned* __restrict__ words, const 
 // of an entry's levels read and unpacked once for all the run's queries.
 // Every entry of the list gets index.DeviceData's estimate for each query
 // of the run, written to the query's candidates. A query's sums are the
-// same float32 operations in the same order whatever its run, so its
-// results do not depend on the batch.
+// same float32 operations in the same order whatever its run; but small
+// batches split an entry's words between 4 threads (and take the few-query
+// dots), which adds in another order: a query alone and in a large batch
+// can differ in the last bits.
 template <int B>
 __device__ void scan(const float* __restrict__ rq, const float* __restrict__ qqs, const float* __restrict__ dots,
                      const float* __restrict__ rotA, const float* __restrict__ norms, const unsigned long long* __restrict__ offs,
@@ -519,7 +526,7 @@ extern "C" __global__ void vlc_s_topk(const uint2* __restrict__ cand, int cap, c
     for (int i = threadIdx.x; i < size; i += SBLOCK) sel[i] = ~0ull;
     __syncthreads();
     auto key = [&](int i) { return okey(__uint_as_float(c[i].x)); };
-    take_smallest(key, n, keep, [&](int at, int i) { sel[at] = ((unsigned long long)okey(__uint_as_float(c[i].x)) << 32) | c[i].y; });
+    take_smallest(key, [&](int i) { return c[i].y; }, n, keep, [&](int at, int i) { sel[at] = ((unsigned long long)okey(__uint_as_float(c[i].x)) << 32) | c[i].y; });
     __syncthreads();
     for (int k = 2; k <= size; k <<= 1) {
         for (int j = k >> 1; j > 0; j >>= 1) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -28,15 +29,15 @@ var searchPTX []byte
 var searchSteps = []string{"memset", "vlc_s_rotate", "vlc_s_dots", "vlc_s_probe", "vlc_s_starts", "vlc_s_order", "vlc_s_scan", "vlc_s_topk"}
 
 const (
-	scanGroup   = 8           // GQ: the most queries a scan block scores together
-	fewQueries  = 8           // up to this many, the dots go a warp per anchor (vlc_s_dots_few)
-	scanSmem    = 99 << 10    // the scan's shared memory opt-in (compute 8.x and 9.0 allow 99 KiB or more)
-	searchBlock = 256         // SBLOCK
-	dotsTile    = 128         // DT
-	maxSmem     = 48 << 10    // shared memory without an opt-in
-	maxBatch    = 1 << 15     // queries a launch (grid y of the scan <= 65535)
-	batchShare  = 2           // a batch may take 1/batchShare of free memory
-	searchMaxD  = maxSmem / 4 // a query held in shared memory as float32
+	scanGroup   = 8                   // GQ: the most queries a scan block scores together
+	fewQueries  = 8                   // up to this many, the dots go a warp per anchor (vlc_s_dots_few)
+	searchBlock = 256                 // SBLOCK
+	dotsTile    = 128                 // DT
+	maxSmem     = 48 << 10            // shared memory without an opt-in
+	maxBatch    = 1 << 15             // queries a launch (grid y of the scan <= 65535)
+	batchShare  = 2                   // a batch may take 1/batchShare of free memory
+	searchMaxD  = (maxSmem - 256) / 4 // a query held in shared memory as float32 (rotate's static memory aside)
+	scanStatic  = 1024                // room left for the scan's static shared memory
 )
 
 var _ index.SearchDevice = (*Device)(nil)
@@ -72,7 +73,7 @@ func (d *Device) loadSearch() error {
 		d.fn[name] = f
 	}
 	for b := 1; b <= 8; b *= 2 {
-		if err := d.drv.call("cuFuncSetAttribute", d.drv.cuFuncSetAttribute, d.fn[fmt.Sprintf("vlc_s_scan%d", b)], cuFuncMaxDynSmem, scanSmem); err != nil {
+		if err := d.drv.call("cuFuncSetAttribute", d.drv.cuFuncSetAttribute, d.fn[fmt.Sprintf("vlc_s_scan%d", b)], cuFuncMaxDynSmem, uintptr(d.scanSmem())); err != nil {
 			d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, mod)
 			return err
 		}
@@ -80,6 +81,11 @@ func (d *Device) loadSearch() error {
 	d.smod = mod
 	return nil
 }
+
+// scanSmem is the dynamic shared memory the scan kernels may use: the
+// device's opt-in limit (which counts static memory too) less room for
+// their static arrays.
+func (d *Device) scanSmem() int { return max(maxSmem, d.smemOptin-scanStatic) }
 
 // resident is an index on the device (index.Resident).
 type resident struct {
@@ -117,8 +123,8 @@ func (dev *Device) UploadIndex(data *index.DeviceData) (index.Resident, error) {
 	if data.Dim > searchMaxD {
 		return nil, fmt.Errorf("%w: cuda: dimension %d: the search kernels hold a query in shared memory, at most %d values", index.ErrNoDeviceSearch, data.Dim, searchMaxD)
 	}
-	if pad := data.Words * 32 / data.Bits; 4*scanGroup*pad > scanSmem {
-		return nil, fmt.Errorf("%w: cuda: dimension %d: the scan holds %d queries' residuals in shared memory, at most %d values each", index.ErrNoDeviceSearch, data.Dim, scanGroup, scanSmem/4/scanGroup)
+	if pad := data.Words * 32 / data.Bits; 4*scanGroup*pad > dev.scanSmem() {
+		return nil, fmt.Errorf("%w: cuda: dimension %d: the scan holds %d queries' residuals in shared memory, at most %d values each on %s", index.ErrNoDeviceSearch, data.Dim, scanGroup, dev.scanSmem()/4/scanGroup, dev.info.Name)
 	}
 	r := &resident{d: dev, data: data, scan: fmt.Sprintf("vlc_s_scan%d", data.Bits), pad: data.Words * 32 / data.Bits, caps: map[int]int{}, sizes: map[[3]int]int{},
 		timing: os.Getenv("VLC_CUDA_SEARCH_TIMES") != ""}
@@ -352,7 +358,7 @@ func (r *resident) Search(ctx context.Context, queries []float32, nq, nprobe, ke
 		}
 		r.sizes[key] = batch
 	}
-	batch = min(batch, nq)
+	batch = min(batch, nq, math.MaxInt32/nprobe) // pair numbers are int32 in the kernels
 	for lo := 0; lo < nq; lo += batch {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -425,7 +431,7 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, entries []
 			}
 			continue
 		}
-		if s.smem > maxSmem && (s.name != r.scan || s.smem > scanSmem) {
+		if s.smem > maxSmem && (s.name != r.scan || s.smem > d.scanSmem()) {
 			return fmt.Errorf("cuda: %s needs %d bytes of shared memory", s.name, s.smem)
 		}
 		if err := r.record(i + 1); err != nil {
