@@ -67,12 +67,17 @@ func testModel(t *testing.T) string {
 	return path
 }
 
-// reference is the single-process build: every row of the input
-// encoded in one vlc.Compress under modelPath.
+// reference is the single-process build: every row of deep10k encoded
+// in one vlc.Compress under modelPath.
 func reference(t *testing.T, modelPath string) string {
 	t.Helper()
+	return referenceOf(t, deepBase, deepDim, modelPath)
+}
+
+func referenceOf(t *testing.T, input string, dim int, modelPath string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "reference.vlc")
-	if _, err := vlc.Compress(context.Background(), deepBase, path, vlc.Options{Dim: deepDim, AnchorsFrom: modelPath}); err != nil {
+	if _, err := vlc.Compress(context.Background(), input, path, vlc.Options{Dim: dim, AnchorsFrom: modelPath}); err != nil {
 		t.Fatalf("single-process build: %v", err)
 	}
 	return path
@@ -156,6 +161,32 @@ func TestBuildWithModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A float32 .npy input (deep10k's values, which float16 holds exactly):
+// no -dim, the rows read as float32 and encoded as the single-process
+// build encodes them.
+func TestBuildNpy(t *testing.T) {
+	m := testModel(t)
+	in, err := vecfile.Open(deepBase, vecfile.Options{Dim: deepDim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([][]float32, in.Len())
+	for i := range rows {
+		rows[i] = in.Row(i, nil)
+	}
+	in.Close()
+	dir := t.TempDir()
+	npy := filepath.Join(dir, "deep10k.npy")
+	if err := vecfile.WriteNpy(npy, rows, "<f4"); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "deep10k.vlc")
+	if err := run(t, Config{Input: npy, Output: out, Shards: 8, Model: m}); err != nil {
+		t.Fatal(err)
+	}
+	sameIndex(t, out, referenceOf(t, npy, 0, m))
 }
 
 // Trained in the pipeline, on 3,000 evenly spaced rows gathered from 8
