@@ -16,6 +16,7 @@ import (
 type Result struct {
 	Output   string
 	Rows     int
+	Bytes    int64    // the index's size
 	Segments []string // merged, in shard order; removed by the cleanup
 }
 
@@ -41,9 +42,11 @@ func (f *commitFn) ProcessElement(ctx context.Context, _ int, segs func(*Segment
 	if err != nil {
 		return Result{}, fmt.Errorf("vlcbeam: merging %d segments into %s: %w", len(paths), f.Cfg.Output, err)
 	}
-	_ = sum
-	log.Infof(ctx, "vlcbeam: wrote %s: %d rows from %d segments", f.Cfg.Output, rows, len(paths))
-	return Result{Output: f.Cfg.Output, Rows: rows, Segments: paths}, nil
+	if sum.Rows != rows {
+		return Result{}, fmt.Errorf("vlcbeam: %s holds %d rows, the shards %d", f.Cfg.Output, sum.Rows, rows)
+	}
+	log.Infof(ctx, "vlcbeam: wrote %s: %d rows from %d segments, %d bytes", f.Cfg.Output, rows, len(paths), sum.Bytes)
+	return Result{Output: f.Cfg.Output, Rows: rows, Bytes: sum.Bytes, Segments: paths}, nil
 }
 
 // ordered checks that segs are every shard of one split exactly once

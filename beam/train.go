@@ -116,6 +116,7 @@ func (f *trainFn) ProcessElement(ctx context.Context, _ int, chunks func(*Sample
 	sum, err := vlc.Compress(ctx, tmp.Name(), cfg.ModelOut, vlc.Options{
 		Dim: d, Bits: cfg.Bits, Anchors: cfg.anchors(n), Code: cfg.Code, Metric: cfg.Metric,
 		Seed: cfg.Seed, MaxIter: cfg.MaxIter, Backend: cfg.Backend,
+		TrainSample: total, // every row of the sample, not a sample of it
 	})
 	if err != nil {
 		return "", fmt.Errorf("vlcbeam: training on %d sampled rows: %w", total, err)
