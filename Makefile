@@ -4,7 +4,7 @@ BIN     := bin/vlc
 DEEP    := testdata/deep2k
 DEMO    := demo-out
 
-.PHONY: all build demo test test-arm64 test-python vet bench bench-quality bench-search fuzz fuzz-brief clean
+.PHONY: all build demo test test-arm64 test-beam test-python vet bench bench-quality bench-search fuzz fuzz-brief clean
 
 # Fuzz targets (package:Target). make fuzz FUZZTIME=10m runs each in turn;
 # make test replays the corpus in testdata/fuzz and fuzzes each briefly, by
@@ -77,6 +77,7 @@ test: vet
 	cd internal/vec/asm && $(GO) test -count=1 ./...
 	cd integrations/langchaingo && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -race -count=1 ./...
 	cd loadtest && $(GO) vet ./... && $(STATICCHECK) ./...
+	$(MAKE) --no-print-directory test-beam
 	$(MAKE) --no-print-directory test-arm64
 	$(MAKE) --no-print-directory test-python
 	CGO_ENABLED=0 $(GO) test -tags cuda -count=1 -run '^$$' ./...
@@ -126,6 +127,22 @@ test-arm64:
 		CGO_ENABLED=0 GOARCH=arm64 $(GO) test -c -tags "$$tags" -o bin/arm64.test ./$$p; \
 		(cd $$p && $$qemu $(CURDIR)/bin/arm64.test -test.count=1 -test.short); \
 	done; done
+
+# The Apache Beam pipeline (beam/, a module of its own, so that the core
+# carries none of Beam's dependencies): go vet, staticcheck, and its tests,
+# which run the pipeline on Prism, Beam's local runner, in this process
+# (no cluster). The first run downloads the Beam Go SDK through the module
+# proxy; where that fails the step says so and is skipped (REQUIRE_BEAM=1
+# makes that a failure); SKIP_BEAM=1 skips it, saying so.
+test-beam:
+	@if [ -n "$(SKIP_BEAM)" ]; then \
+		echo "make test: NOT running the Beam pipeline's tests (beam/): SKIP_BEAM is set"; exit 0; \
+	fi; \
+	if ! (cd beam && $(GO) mod download) >/dev/null 2>&1; then \
+		echo "make test: NOT running the Beam pipeline's tests (beam/): its modules could not be downloaded (cd beam && go mod download says why)"; \
+		[ -z "$(REQUIRE_BEAM)" ] || exit 1; exit 0; \
+	fi; \
+	set -x; cd beam && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -count=1 ./...
 
 # The Python client (clients/python, standard library only) against a real
 # `vlc serve` that its tests start on loopback with bin/vlc (VLC_BIN). Where
