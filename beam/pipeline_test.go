@@ -305,3 +305,62 @@ func TestFailedShardRerun(t *testing.T) {
 		})
 	}
 }
+
+// What a runner that retries, or runs a straggler twice, does to a
+// stage, done here by calling the DoFns directly (Prism never repeats
+// one): two attempts of one shard's encode at once, then the commit
+// twice and the cleanup twice. Each repeat writes the same bytes or
+// finds its work done.
+func TestStagesRepeat(t *testing.T) {
+	m := testModel(t)
+	want := reference(t, m)
+	cfg, err := Config{Input: deepBase, Dim: deepDim, Output: filepath.Join(t.TempDir(), "deep10k.vlc"), Shards: 4, Model: m}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var segs []Segment
+	for i, r := range shardRanges(10000, cfg.Shards) {
+		sh := Shard{Index: i, Count: cfg.Shards, Lo: r[0], Hi: r[1], N: 10000, Dim: deepDim}
+		var got [2]Segment
+		var errs [2]error
+		var wg sync.WaitGroup
+		for a := range 2 {
+			wg.Go(func() { got[a], errs[a] = (&encodeFn{Cfg: cfg}).ProcessElement(ctx, sh, m) })
+		}
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil || got[0] != got[1] {
+			t.Fatalf("shard %d encoded twice at once: %v, %v; %+v, %+v", i, errs[0], errs[1], got[0], got[1])
+		}
+		segs = append(segs, got[0], got[0]) // delivered twice, too
+	}
+	iter := func() func(*Segment) bool {
+		i := 0
+		return func(s *Segment) bool {
+			if i == len(segs) {
+				return false
+			}
+			*s, i = segs[i], i+1
+			return true
+		}
+	}
+	var r Result
+	for attempt := range 2 {
+		r, err = (&commitFn{Cfg: cfg}).ProcessElement(ctx, 0, iter())
+		if err != nil {
+			t.Fatalf("commit, attempt %d: %v", attempt+1, err)
+		}
+		if r.Rows != 10000 || len(r.Segments) != cfg.Shards {
+			t.Fatalf("commit, attempt %d: %+v", attempt+1, r)
+		}
+		sameIndex(t, cfg.Output, want)
+	}
+	for attempt := range 2 {
+		if _, err := (&cleanupFn{Cfg: cfg}).ProcessElement(ctx, r); err != nil {
+			t.Fatalf("cleanup, attempt %d: %v", attempt+1, err)
+		}
+	}
+	if _, err := os.Stat(cfg.WorkDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("work folder left behind: %v", err)
+	}
+}
