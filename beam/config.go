@@ -24,7 +24,8 @@ type Config struct {
 
 	// Model, when set, is an existing index whose anchors, rotation,
 	// codebooks and list parameters every shard is encoded with: no
-	// training, and the options below except Backend are the model's.
+	// training, and the options below except Backend are the model's
+	// (Seed is then ignored).
 	Model string
 	// ModelOut is where a model trained by the pipeline is written and
 	// kept (default Output + ".model.vlc"); pass it as Model to encode

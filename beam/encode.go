@@ -61,5 +61,3 @@ func (f *encodeFn) ProcessElement(ctx context.Context, sh Shard, model string) (
 	}
 	return Segment{Index: sh.Index, Count: sh.Count, Lo: sh.Lo, Hi: sh.Hi, Path: path}, nil
 }
-
-func dirOf(path string) string { return filepath.Dir(path) }

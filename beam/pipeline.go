@@ -11,7 +11,6 @@ package vlcbeam
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -65,13 +64,4 @@ func Build(s beam.Scope, cfg Config) (beam.PCollection, error) {
 	// A stage boundary: a cleanup that fails and is retried never makes
 	// the commit run again without its segments.
 	return beam.ParDo(s.Scope("cleanup"), &cleanupFn{Cfg: cfg}, beam.Reshuffle(s, res)), nil
-}
-
-// String describes cfg's build in one line, for logs.
-func (c Config) String() string {
-	train := "train on a sample"
-	if c.Model != "" {
-		train = "model " + c.Model
-	}
-	return fmt.Sprintf("%s -> %s, %d shards, %s", c.Input, c.Output, c.Shards, train)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/vlc-embed/vlc"
@@ -109,7 +110,7 @@ func (f *trainFn) ProcessElement(ctx context.Context, _ int, chunks func(*Sample
 	if err := tmp.Close(); err != nil {
 		return "", fmt.Errorf("vlcbeam: sample file: %w", err)
 	}
-	if err := os.MkdirAll(dirOf(f.Cfg.ModelOut), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(f.Cfg.ModelOut), 0o755); err != nil {
 		return "", err
 	}
 	cfg := f.Cfg
