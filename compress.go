@@ -180,11 +180,16 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 		return nil, err
 	}
 	defer dev.Close()
-	if opt.DeviceMemory > 0 {
-		if lim, ok := dev.(anneal.MemoryLimiter); ok {
-			if err := lim.SetMemoryLimit(opt.DeviceMemory); err != nil {
-				return nil, err
-			}
+	if lim, ok := dev.(anneal.MemoryLimiter); ok && opt.DeviceMemory > 0 {
+		// The device caps what its datasets allocate beyond the anchors'
+		// state, which comes first.
+		points := pointMemory(opt.DeviceMemory, m, d)
+		if points < opt.DeviceMemory/4 {
+			return nil, &OptionError{Fields: []string{"DeviceMemory"}, Value: opt.DeviceMemory,
+				Reason: fmt.Sprintf("too small: %d anchors of dimension %d take %d MiB of it on the device", m, d, (opt.DeviceMemory-points)>>20)}
+		}
+		if err := lim.SetMemoryLimit(points); err != nil {
+			return nil, err
 		}
 	}
 	sample := trainRows(opt, n, d, m)
@@ -213,7 +218,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 			plan.Meta.Flags |= index.FlagSegment // a shard may hold fewer rows than lists
 		}
 		plan.Anchors, plan.Params, plan.Global = model.anchors, model.params, model.global
-		if plan.Assign, sum.Energy, err = assignRows(ctx, dev, src, rows, normalise, model.anchors, m, window(n, d, sample), opt.AssignProgress); err != nil {
+		if plan.Assign, sum.Energy, err = assignRows(ctx, dev, src, rows, normalise, model.anchors, m, window(n, d, sample, src.f16 == nil || normalise), opt.AssignProgress); err != nil {
 			return nil, err
 		}
 		plan.Meta.Energy, plan.Meta.InitEnergy = sum.Energy, 0
@@ -237,7 +242,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 		plan.Anchors = trained.Anchors
 		sum.TrainTime = time.Since(trainStart)
 		assignStart := time.Now()
-		if plan.Assign, sum.Energy, err = assignRows(ctx, dev, src, rows, normalise, trained.Anchors, m, window(n, d, sample), opt.AssignProgress); err != nil {
+		if plan.Assign, sum.Energy, err = assignRows(ctx, dev, src, rows, normalise, trained.Anchors, m, window(n, d, sample, src.f16 == nil || normalise), opt.AssignProgress); err != nil {
 			return nil, err
 		}
 		plan.Meta.Energy = sum.Energy

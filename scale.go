@@ -21,22 +21,33 @@ func trainRows(opt Options, n, d, m int) int {
 	s := DefaultSamplePerAnchor * m
 	if opt.DeviceMemory > 0 {
 		// A GPU holds a point as float16, padded to 64 columns, with
-		// its assignment, distance and sort key (24 bytes); the anchors
-		// as float32 and float16 with their sums and variances (about
-		// 24 bytes a value); an eighth is kept for scratch.
+		// its assignment, distance and sort key (24 bytes); an eighth
+		// is kept for scratch.
 		dp := int64((d + 63) / 64 * 64)
-		free := opt.DeviceMemory - opt.DeviceMemory/8 - int64(m)*dp*24
-		s = min(s, int(max(free, 0)/(2*dp+24)))
+		free := pointMemory(opt.DeviceMemory, m, d)
+		s = min(s, int(max(free-free/8, 0)/(2*dp+24)))
 	}
 	return min(n, max(s, 1))
 }
 
+// pointMemory is what a device budget leaves for points (and search's
+// batches) once m anchors of dimension d have their state: as float32
+// and float16, with their fixed-point sums and variances, about 40 bytes
+// a value (measured: a 512 MiB cap with 4096 x 768 anchors peaked at 616
+// MiB when the cap counted points alone).
+func pointMemory(budget int64, m, d int) int64 {
+	return budget - int64(m)*int64((d+63)/64*64)*40
+}
+
 // window is the rows assigned at a time after training on sample of n
 // rows of dimension d: as many as trained at once (which fit the device),
-// but no more than 128 MiB of float16 rows when the window is a converted
-// copy, and at least 64K rows.
-func window(n, d, sample int) int {
-	w := min(sample, (128<<20)/(2*d))
+// but, when the window is a converted copy (copied), no more than 128 MiB
+// of float16 rows; at least 64K rows.
+func window(n, d, sample int, copied bool) int {
+	w := sample
+	if copied {
+		w = min(w, (128<<20)/(2*d))
+	}
 	return min(n, max(w, 1<<16))
 }
 
