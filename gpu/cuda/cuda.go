@@ -382,6 +382,7 @@ func (d *Device) alloc(bytes int64) (uint64, error) {
 		}
 		return 0, err
 	}
+	d.usage() // the peak
 	return p, nil
 }
 
