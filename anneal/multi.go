@@ -218,6 +218,10 @@ var (
 	_ PlusPlusDrawer = (*multiSet)(nil)
 )
 
+// Shards returns the shards, in share order: for tests and tools that
+// look at one backend's shares.
+func (s *multiSet) Shards() []Shard { return s.shards }
+
 // each runs f on every shard, at once when there are several, and
 // returns the error of the first shard that failed.
 func (s *multiSet) each(f func(i int, sh Shard) error) error {
