@@ -168,7 +168,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 		return nil, err
 	}
 
-	dev, skipped, err := anneal.OpenBackend(opt.Backend)
+	dev, skipped, err := anneal.OpenDevices(opt.Backend, opt.Devices)
 	for _, s := range skipped {
 		log.Info("backend skipped", "reason", s)
 	}

@@ -29,6 +29,13 @@ type Options struct {
 	Seed      uint64 // same input, options and seed: byte-identical index
 	MaxIter   int    // annealing iterations at most (default anneal.DefaultMaxIter)
 
+	// Devices trains on several devices of the backend at once, the
+	// points split between them (anneal.Multi; the result is one
+	// device's bits): "all", or device numbers separated by commas
+	// ("0,1"). "" is one device. A number given twice puts two shares on
+	// one device (for tests; the CPU is device 0, "0,0,0" three shares).
+	Devices string
+
 	// IDs and Payloads, for Compress: the ids and payloads of the input's
 	// rows, in row order (nil: rows named by their number, no payloads).
 	// Build takes them from its documents.
@@ -93,6 +100,11 @@ func (o Options) check() error {
 		return &OptionError{Fields: []string{"Anchors"}, Value: o.Anchors, Reason: "must be 0 (about sqrt(n)) or more"}
 	case o.MaxIter < 0:
 		return &OptionError{Fields: []string{"MaxIter"}, Value: o.MaxIter, Reason: fmt.Sprintf("must be 0 (the default, %d) or more", anneal.DefaultMaxIter)}
+	}
+	if o.Devices != "" {
+		if _, err := anneal.ParseDevices(o.Devices); err != nil {
+			return &OptionError{Fields: []string{"Devices"}, Value: o.Devices, Reason: "want all, or device numbers separated by commas (0,1)"}
+		}
 	}
 	if o.autoCode() {
 		return nil

@@ -56,7 +56,7 @@ func TestOpenDevices(t *testing.T) {
 		}
 	}
 	_, _, err = anneal.OpenDevices("cpu", "0,1")
-	if err == nil || !strings.Contains(err.Error(), "cpu: no device 1: the CPU is device 0") {
+	if err == nil || !strings.Contains(err.Error(), "cpu: no CPU device 1: the CPU is device 0") {
 		t.Errorf("0,1: %v", err)
 	}
 	_, _, err = anneal.OpenDevices("cpu", "0;1")

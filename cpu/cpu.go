@@ -303,7 +303,7 @@ func OpenDevices(ordinals []int) ([]anneal.Device, error) {
 	devs := make([]anneal.Device, len(ordinals))
 	for i, o := range ordinals {
 		if o != 0 {
-			return nil, fmt.Errorf("cpu: no device %d: the CPU is device 0 (give 0 more than once, 0,0, to split training over simulated devices)", o)
+			return nil, fmt.Errorf("no CPU device %d: the CPU is device 0 (give 0 more than once, 0,0, to split training over simulated devices)", o)
 		}
 		devs[i] = New()
 	}
