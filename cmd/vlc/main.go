@@ -13,7 +13,7 @@
 //	vlc info INDEX [-json]
 //	vlc verify INDEX
 //	vlc bench [-backend B] [-devices all|0,1,...] [-n N] [-dim D] [-anchors M] [-iters K] [-json]
-//	vlc test-cuda [--large], vlc test-webgpu [--large]
+//	vlc test-cuda [--large] [-devices all|0,1,...], vlc test-webgpu [--large]
 //	vlc help [COMMAND], vlc version
 //
 // Flags may come before or after the positional arguments. Output for people
