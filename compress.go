@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -28,10 +29,13 @@ type Summary struct {
 	Converged       bool
 	Energy          float64 // mean squared distance to the final anchors
 	IndexBytes      int64
+	TrainRows       int           // rows training learned from (Options.TrainSample); 0 under Options.AnchorsFrom
+	DevicePeak      int64         // the most device memory a GPU backend used (beyond its context), in bytes; 0 on the CPU
 	BytesPerVector  float64       // index bytes / n, everything included
 	SizeRatio       float64       // index bytes / (n * dim * 2), i.e. against float16
 	ReadTime        time.Duration // opening and checking the input, opening the backend
 	TrainTime       time.Duration
+	AssignTime      time.Duration // assigning every row after training on a sample, or under AnchorsFrom
 	EncodeTime      time.Duration // encoding and writing the index
 	Encoder         string        // "host", or the backend that encoded (the rotated code of float16 input on a GPU)
 	Total           time.Duration
@@ -62,8 +66,18 @@ func Compress(ctx context.Context, input, output string, opt Options) (sum *Summ
 		return nil, err
 	}
 	defer mat.Close()
-	src := source{name: input, rows: mat, checkFinite: mat.CheckFinite, keys: opt.IDs, payloads: opt.Payloads}
-	src.f16, _ = mat.Float16()
+	lo, hi := opt.Start, opt.End
+	if hi == 0 {
+		hi = mat.Len()
+	}
+	if lo >= hi || hi > mat.Len() {
+		return nil, fmt.Errorf("%s: %w: rows %d to %d asked, the file has %d", input, index.ErrArgument, lo, hi, mat.Len())
+	}
+	src := source{name: input, rows: rowRange{mat, lo, hi - lo}, first: lo, keys: opt.IDs, payloads: opt.Payloads,
+		checkFinite: func() error { return mat.CheckFiniteRows(lo, hi) }}
+	if f16, ok := mat.Float16(); ok {
+		src.f16 = f16[lo*mat.Dim() : hi*mat.Dim()]
+	}
 	return compress(ctx, src, output, opt, log, start)
 }
 
@@ -77,14 +91,18 @@ func (opt Options) prepare(output string) (Options, *slog.Logger, error) {
 	if err := opt.check(); err != nil {
 		return opt, log, err
 	}
-	if opt.Bits == 0 && opt.Ratio == 0 && opt.Subspaces == 0 {
-		opt.Bits = 8
+	if opt.AnchorsFrom == "" { // else the model sets them
+		if opt.Bits == 0 && opt.Ratio == 0 && opt.Subspaces == 0 {
+			opt.Bits = 8
+		}
+		if opt.Metric == "" {
+			opt.Metric = "l2"
+		}
 	}
-	if opt.Metric == "" {
-		opt.Metric = "l2"
-	}
-	if _, err := index.ParseMetric(opt.Metric); err != nil {
-		return opt, log, err
+	if opt.Metric != "" {
+		if _, err := index.ParseMetric(opt.Metric); err != nil {
+			return opt, log, err
+		}
 	}
 	removed, err := index.PrepareWrite(output)
 	for _, name := range removed {
@@ -98,6 +116,7 @@ func (opt Options) prepare(output string) (Options, *slog.Logger, error) {
 type source struct {
 	name        string     // the input file, for errors
 	rows        index.Rows // as given (not normalised)
+	first       int        // the file's number of rows[0], for errors
 	f16         []uint16   // the rows when the input holds exactly them as float16, else nil
 	checkFinite func() error
 	keys        []string // nil: rows named by number
@@ -124,33 +143,22 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 	if err := index.CheckPayloads(src.payloads); err != nil {
 		return nil, fmt.Errorf("%s: %w", input, err)
 	}
+	var model *frozenModel
 	m := opt.Anchors
+	if opt.AnchorsFrom != "" {
+		var err error
+		if model, err = loadModel(opt.AnchorsFrom, d, opt); err != nil {
+			return nil, err
+		}
+		m, metric = model.m, model.meta.Metric
+	}
 	if m == 0 {
 		m = anneal.DefaultAnchors(n)
 	}
-	if n < m {
+	if n < m && model == nil {
 		return nil, fmt.Errorf("%s: %w: %d vectors, %d anchors", input, anneal.ErrTooFewPoints, n, m)
 	}
-	kind, _ := quant.ParseKind(opt.Code) // checked by opt.check
-	if opt.autoCode() {
-		kind = pickKind(opt, n, d, m)
-	}
-	var code quant.Code
-	var err error
-	switch {
-	case opt.Ratio > 0:
-		var spec quant.Spec
-		if spec, _, err = index.SpecForRatio(n, d, m, kind, opt.Ratio, opt.Seed); err == nil {
-			code, err = quant.New(spec)
-		}
-	case opt.Subspaces > 0:
-		if opt.Subspaces > d {
-			return nil, fmt.Errorf("%w: %d subspaces for dimension %d (at most one a dimension)", quant.ErrBits, opt.Subspaces, d)
-		}
-		code, err = quant.New(quant.Spec{Kind: kind, Dim: d, Subspaces: opt.Subspaces, Seed: opt.Seed})
-	default:
-		code, err = quant.ForBits(kind, opt.Bits, d, opt.Seed)
-	}
+	code, err := newCode(opt, model, n, d, m)
 	if err != nil {
 		return nil, err
 	}
@@ -160,14 +168,10 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 	}
 
 	rows := src.rows
-	if metric == index.Cosine {
+	normalise := metric == index.Cosine
+	if normalise {
 		rows = normalized{src.rows}
 	}
-	pts, err := points(src, rows, metric == index.Cosine)
-	if err != nil {
-		return nil, err
-	}
-
 	dev, skipped, err := anneal.OpenDevices(opt.Backend, opt.Devices)
 	for _, s := range skipped {
 		log.Info("backend skipped", "reason", s)
@@ -176,64 +180,159 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 		return nil, err
 	}
 	defer dev.Close()
-	log.Debug("training", "backend", dev.Name(), "n", n, "dim", d, "anchors", m)
+	if opt.DeviceMemory > 0 {
+		if lim, ok := dev.(anneal.MemoryLimiter); ok {
+			if err := lim.SetMemoryLimit(opt.DeviceMemory); err != nil {
+				return nil, err
+			}
+		}
+	}
+	sample := trainRows(opt, n, d, m)
+	if sample < m && model == nil {
+		return nil, &OptionError{Fields: []string{"TrainSample"}, Value: opt.TrainSample, Reason: fmt.Sprintf("fewer rows than the %d anchors", m)}
+	}
+	log.Debug("training", "backend", dev.Name(), "n", n, "dim", d, "anchors", m, "sample", sample)
 
-	readTime := time.Since(start)
+	sum := &Summary{N: n, Dim: d, Anchors: m, Bits: spec.Bits, Subspaces: spec.Subspaces, BitsPerDim: spec.BitsPerDim(),
+		Code: spec.Kind.String(), Metric: metric.String(), Backend: dev.Name(), Encoder: "host", TrainRows: sample}
+	sum.ReadTime = time.Since(start)
+	plan := index.Plan{
+		Rows: rows, Progress: opt.EncodeProgress, Keys: src.keys, Payloads: src.payloads, SpillDir: filepath.Dir(output),
+		Meta: index.Meta{Code: uint32(spec.Kind), Bits: uint32(spec.Bits), Subspaces: uint32(spec.Subspaces), Metric: metric, Seed: opt.Seed,
+			Flags: ipFlag(metric, spec.Kind)},
+	}
 	trainStart := time.Now()
-	// The device may encode when it holds exactly the rows the index
-	// encodes: float16 input, not normalised.
-	exact := src.f16 != nil && metric != index.Cosine
-	var trainTime, encodeTime time.Duration
-	var model *anneal.Model
-	encoder := "host"
-	_, err = anneal.Train(ctx, dev, pts, anneal.Config{
-		M: m, Seed: opt.Seed, MaxIter: opt.MaxIter,
-		Progress: opt.Progress,
-		// Write the index while the points are still on the device.
-		Finish: func(mdl *anneal.Model, ds anneal.Dataset) error {
-			trainTime, model = time.Since(trainStart), mdl
-			if err := ctx.Err(); err != nil {
+	written := false
+	switch {
+	case model != nil:
+		// Frozen: the model's anchors, code and list parameters.
+		sum.TrainRows = 0
+		plan.Meta = model.meta
+		plan.Meta.Flags &^= index.FlagSegment
+		if m > n {
+			plan.Meta.Flags |= index.FlagSegment // a shard may hold fewer rows than lists
+		}
+		plan.Anchors, plan.Params, plan.Global = model.anchors, model.params, model.global
+		if plan.Assign, sum.Energy, err = assignRows(ctx, dev, src, rows, normalise, model.anchors, m, window(n, d, sample), opt.AssignProgress); err != nil {
+			return nil, err
+		}
+		plan.Meta.Energy, plan.Meta.InitEnergy = sum.Energy, 0
+		plan.Meta.Iterations, plan.Meta.Converged, plan.Meta.Merged, plan.Meta.Split = 0, 0, 0, 0
+		sum.AssignTime = time.Since(trainStart)
+	case sample < n:
+		// Out of core: train on an evenly spaced sample, then assign
+		// every row to the anchors, a window at a time.
+		pts, err := points(src, pickRows{rows, sample}, normalise, func(k int) int { return pickRow(k, n, sample) })
+		if err != nil {
+			return nil, err
+		}
+		trained, err := anneal.Train(ctx, dev, pts, anneal.Config{M: m, Seed: opt.Seed, MaxIter: opt.MaxIter, Progress: opt.Progress})
+		if err != nil {
+			return nil, err
+		}
+		pts = anneal.Points{}
+		debug.FreeOSMemory() // the sample's memory, before the windows take theirs
+		setTrained(&plan.Meta, trained)
+		sum.Iterations, sum.Converged = trained.Iterations, trained.Converged
+		plan.Anchors = trained.Anchors
+		sum.TrainTime = time.Since(trainStart)
+		assignStart := time.Now()
+		if plan.Assign, sum.Energy, err = assignRows(ctx, dev, src, rows, normalise, trained.Anchors, m, window(n, d, sample), opt.AssignProgress); err != nil {
+			return nil, err
+		}
+		plan.Meta.Energy = sum.Energy
+		sum.AssignTime = time.Since(assignStart)
+	default:
+		// Every row trains: the index is written from the Finish
+		// callback, while the points are still on the device.
+		pts, err := points(src, rows, normalise, nil)
+		if err != nil {
+			return nil, err
+		}
+		// The device may encode when it holds exactly the rows the index
+		// encodes: float16 input, not normalised.
+		exact := src.f16 != nil && !normalise
+		_, err = anneal.Train(ctx, dev, pts, anneal.Config{
+			M: m, Seed: opt.Seed, MaxIter: opt.MaxIter, Progress: opt.Progress,
+			Finish: func(trained *anneal.Model, ds anneal.Dataset) error {
+				sum.TrainTime = time.Since(trainStart)
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				setTrained(&plan.Meta, trained)
+				sum.Iterations, sum.Converged, sum.Energy = trained.Iterations, trained.Converged, trained.Energy
+				plan.Anchors, plan.Assign = trained.Anchors, trained.Assign
+				var onDevice bool
+				if enc, ok := ds.(quant.DeviceEncoder); ok && exact && spec.Kind == quant.KindRotated {
+					plan.Device = recordingEncoder{enc, &onDevice}
+				}
+				encodeStart := time.Now()
+				err := index.WriteContext(ctx, output, plan)
+				sum.EncodeTime, written = time.Since(encodeStart), true
+				if onDevice {
+					sum.Encoder = dev.Name()
+				}
 				return err
-			}
-			plan := index.Plan{
-				Rows: rows, Anchors: model.Anchors, Assign: model.Assign, Progress: opt.EncodeProgress,
-				Keys: src.keys, Payloads: src.payloads,
-				Meta: index.Meta{
-					Code: uint32(spec.Kind), Bits: uint32(spec.Bits), Subspaces: uint32(spec.Subspaces), Metric: metric, Seed: opt.Seed,
-					Flags:      ipFlag(metric, spec.Kind),
-					Iterations: uint32(model.Iterations), Converged: b2u(model.Converged),
-					Merged: uint32(model.Merged), Split: uint32(model.Split),
-					Energy: model.Energy, InitEnergy: model.InitEnergy,
-				},
-			}
-			var onDevice bool
-			if enc, ok := ds.(quant.DeviceEncoder); ok && exact && spec.Kind == quant.KindRotated {
-				plan.Device = recordingEncoder{enc, &onDevice}
-			}
-			encodeStart := time.Now()
-			err := index.WriteContext(ctx, output, plan)
-			encodeTime = time.Since(encodeStart)
-			if onDevice {
-				encoder = dev.Name()
-			}
-			return err
-		},
-	})
-	if err != nil {
-		return nil, err
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !written {
+		encodeStart := time.Now()
+		if err := index.WriteContext(ctx, output, plan); err != nil {
+			return nil, err
+		}
+		sum.EncodeTime = time.Since(encodeStart)
+	}
+	if lim, ok := dev.(anneal.MemoryLimiter); ok {
+		sum.DevicePeak = lim.PeakMemory()
 	}
 	st, err := os.Stat(output)
 	if err != nil {
 		return nil, err
 	}
 	removeUnused(output, nil) // the segments of a store the new index replaced
-	return &Summary{
-		N: n, Dim: d, Anchors: m, Bits: spec.Bits, Subspaces: spec.Subspaces, BitsPerDim: spec.BitsPerDim(), Code: kind.String(), Metric: metric.String(), Backend: dev.Name(),
-		Iterations: model.Iterations, Converged: model.Converged, Energy: model.Energy,
-		IndexBytes: st.Size(), BytesPerVector: float64(st.Size()) / float64(n),
-		SizeRatio: index.SizeRatio(st.Size(), n, d),
-		ReadTime:  readTime, TrainTime: trainTime, EncodeTime: encodeTime, Encoder: encoder, Total: time.Since(start),
-	}, nil
+	sum.IndexBytes, sum.BytesPerVector = st.Size(), float64(st.Size())/float64(n)
+	sum.SizeRatio = index.SizeRatio(st.Size(), n, d)
+	sum.Total = time.Since(start)
+	return sum, nil
+}
+
+// newCode is the residual code opt asks for (or the model has), for n
+// rows of dimension d in m lists.
+func newCode(opt Options, model *frozenModel, n, d, m int) (quant.Code, error) {
+	if model != nil {
+		spec := model.meta.CodeSpec()
+		spec.Dim = d
+		return quant.New(spec)
+	}
+	kind, _ := quant.ParseKind(opt.Code) // checked by opt.check
+	if opt.autoCode() {
+		kind = pickKind(opt, n, d, m)
+	}
+	switch {
+	case opt.Ratio > 0:
+		spec, _, err := index.SpecForRatio(n, d, m, kind, opt.Ratio, opt.Seed)
+		if err != nil {
+			return nil, err
+		}
+		return quant.New(spec)
+	case opt.Subspaces > 0:
+		if opt.Subspaces > d {
+			return nil, fmt.Errorf("%w: %d subspaces for dimension %d (at most one a dimension)", quant.ErrBits, opt.Subspaces, d)
+		}
+		return quant.New(quant.Spec{Kind: kind, Dim: d, Subspaces: opt.Subspaces, Seed: opt.Seed})
+	}
+	return quant.ForBits(kind, opt.Bits, d, opt.Seed)
+}
+
+// setTrained records training's statistics in meta.
+func setTrained(meta *index.Meta, t *anneal.Model) {
+	meta.Iterations, meta.Converged = uint32(t.Iterations), b2u(t.Converged)
+	meta.Merged, meta.Split = uint32(t.Merged), uint32(t.Split)
+	meta.Energy, meta.InitEnergy = t.Energy, t.InitEnergy
 }
 
 // recordingEncoder notes whether the device did encode (it declines when

@@ -17,10 +17,27 @@ import (
 // input error, reported at the lowest such row, and so, for rows not
 // normalised (l2, ip), is a row too small for float32 distances
 // (checkScale). A float16 row is never that small.
-func points(src source, rows index.Rows, normalise bool) (anneal.Points, error) {
+//
+// rows may be a selection of src.rows (a sample): orig(i) is then the
+// number in src.rows of rows' row i (nil: the same), for its f16 bytes and
+// its errors.
+func points(src source, rows index.Rows, normalise bool, orig func(int) int) (anneal.Points, error) {
 	n, d := rows.Len(), rows.Dim()
+	if orig == nil {
+		if src.f16 != nil && !normalise {
+			return anneal.Points{Data: src.f16, N: n, Dim: d}, nil
+		}
+		orig = func(i int) int { return i }
+	}
 	if src.f16 != nil && !normalise {
-		return anneal.Points{Data: src.f16, N: n, Dim: d}, nil
+		data := make([]uint16, n*d)
+		par.For(n, 1024, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				r := orig(i)
+				copy(data[i*d:(i+1)*d], src.f16[r*d:(r+1)*d])
+			}
+		})
+		return anneal.Points{Data: data, N: n, Dim: d}, nil
 	}
 	data := make([]uint16, n*d)
 	badRow := make([]int, (n+1023)/1024)
@@ -44,13 +61,14 @@ func points(src source, rows index.Rows, normalise bool) (anneal.Points, error) 
 		if i < 0 {
 			continue
 		}
-		x := src.rows.Row(i, nil)
+		r := orig(i)
+		x := src.rows.Row(r, nil)
 		for j, v := range x {
 			if !f16.IsFinite(f16.FromFloat32(v)) {
-				return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses", src.name, i, j, v), ErrRange}
+				return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses", src.name, src.first+r, j, v), ErrRange}
 			}
 		}
-		return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d: %s", src.name, i, checkScale(x)), ErrUnderflow}
+		return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d: %s", src.name, src.first+r, checkScale(x)), ErrUnderflow}
 	}
 	return anneal.Points{Data: data, N: n, Dim: d}, nil
 }

@@ -29,6 +29,30 @@ type Options struct {
 	Seed      uint64 // same input, options and seed: byte-identical index
 	MaxIter   int    // annealing iterations at most (default anneal.DefaultMaxIter)
 
+	// AnchorsFrom, for Compress, is an index file whose model the rows
+	// are encoded under, without training: its anchors, metric, code
+	// (rotation seed, pq codebooks) and list parameters. Rows encoded
+	// under one model, apart or together, get the same codes, so their
+	// indexes merge (Merge) into what one encode of all of them gives.
+	// Bits, Ratio, Subspaces, Code, Metric and Anchors must be left zero
+	// or agree with the model.
+	AnchorsFrom string
+	// Start and End, for Compress, take the input's rows Start to End-1
+	// only (End 0: to the last row); the index numbers them from 0, and
+	// IDs and Payloads, when given, are theirs alone.
+	Start, End int
+	// TrainSample is how many of the rows training learns the anchors
+	// from, evenly spaced through the input (0: DefaultSamplePerAnchor
+	// per anchor, fewer where DeviceMemory caps them, all rows where
+	// there are not more). Every row is then assigned to the trained
+	// anchors window by window and encoded, so memory is bounded by the
+	// sample, not by the input.
+	TrainSample int
+	// DeviceMemory caps, in bytes, the memory a GPU backend uses (0: what
+	// is free): the training sample is sized to fit, and larger point
+	// sets stream through in batches. The CPU backend ignores it.
+	DeviceMemory int64
+
 	// Devices trains on several devices of the backend at once, the
 	// points split between them (anneal.Multi; the result is one
 	// device's bits): "all", or device numbers separated by commas
@@ -50,7 +74,17 @@ type Options struct {
 	// done), then as lists are encoded (once, at the end, where a GPU
 	// encodes them all at once). Calls do not overlap.
 	EncodeProgress func(done, total int)
+	// AssignProgress, when set, is called with the rows assigned so far
+	// and their total after each window of the assignment that follows
+	// training on a sample (TrainSample), or encoding under AnchorsFrom.
+	AssignProgress func(done, total int)
 }
+
+// DefaultSamplePerAnchor is the training rows per anchor when
+// Options.TrainSample is 0: k-means on 256 points per centroid places
+// them within a few percent of the full set's energy (FAISS samples as
+// many by default), and training costs a fixed amount whatever the input.
+const DefaultSamplePerAnchor = 256
 
 // OptionError reports Options that Compress refuses before any work. Its
 // fields are named as the Options struct names them; Message names them
@@ -100,11 +134,20 @@ func (o Options) check() error {
 		return &OptionError{Fields: []string{"Anchors"}, Value: o.Anchors, Reason: "must be 0 (about sqrt(n)) or more"}
 	case o.MaxIter < 0:
 		return &OptionError{Fields: []string{"MaxIter"}, Value: o.MaxIter, Reason: fmt.Sprintf("must be 0 (the default, %d) or more", anneal.DefaultMaxIter)}
+	case o.TrainSample < 0:
+		return &OptionError{Fields: []string{"TrainSample"}, Value: o.TrainSample, Reason: "must be 0 (the default) or more rows"}
+	case o.DeviceMemory < 0:
+		return &OptionError{Fields: []string{"DeviceMemory"}, Value: o.DeviceMemory, Reason: "must be 0 (what is free) or more bytes"}
+	case o.Start < 0 || o.End < 0 || o.End != 0 && o.End <= o.Start:
+		return &OptionError{Fields: []string{"Start", "End"}, Reason: fmt.Sprintf("rows %d to %d: want 0 <= Start < End (End 0: to the last row)", o.Start, o.End)}
 	}
 	if o.Devices != "" {
 		if _, err := anneal.ParseDevices(o.Devices); err != nil {
 			return &OptionError{Fields: []string{"Devices"}, Value: o.Devices, Reason: "want all, or device numbers separated by commas (0,1)"}
 		}
+	}
+	if o.AnchorsFrom != "" {
+		return nil // the model's code, checked against it in compress
 	}
 	if o.autoCode() {
 		return nil

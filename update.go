@@ -355,7 +355,7 @@ func (ix *Index) Compact(ctx context.Context) error {
 		}
 		meta := first.Meta()
 		meta.Energy = snap.man.TrainedEnergy
-		if _, err := index.Merge(ctx, ix.path, parts, meta, len(snap.segs) > 1); err != nil {
+		if _, err := index.Merge(ctx, ix.path, parts, meta, index.MergeOptions{WithKeys: len(snap.segs) > 1}); err != nil {
 			return err
 		}
 		seg, err := index.Open(ix.path, index.Options{})
@@ -395,7 +395,7 @@ func (ix *Index) Compact(ctx context.Context) error {
 		name := fmt.Sprintf("seg-%06d.vlc", man.NextSegment)
 		man.NextSegment++
 		file := filepath.Join(segmentDir(ix.path), name)
-		rows, err := index.Merge(ctx, file, []index.MergePart{{Index: s.ix, Keep: keepLive(deleted[i])}}, s.ix.Meta(), false)
+		rows, err := index.Merge(ctx, file, []index.MergePart{{Index: s.ix, Keep: keepLive(deleted[i])}}, s.ix.Meta(), index.MergeOptions{})
 		if err != nil {
 			closeUnshared(keptSegs, ix)
 			return err

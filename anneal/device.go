@@ -89,3 +89,15 @@ type StepStats struct {
 	// assignment (all points on the first assign).
 	Changed int
 }
+
+// MemoryLimiter is implemented by devices whose memory use can be capped
+// (gpu/cuda): points beyond the cap stream through in batches, as they do
+// when they outgrow the device.
+type MemoryLimiter interface {
+	// SetMemoryLimit caps the memory the device's datasets use, in
+	// bytes (0: none), and restarts PeakMemory's count.
+	SetMemoryLimit(bytes int64) error
+	// PeakMemory is the most memory in use since the device opened or
+	// the last SetMemoryLimit, in bytes.
+	PeakMemory() int64
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
+	"github.com/vlc-embed/vlc/internal/spill"
 	"github.com/vlc-embed/vlc/quant"
 )
 
@@ -47,6 +48,18 @@ type Plan struct {
 	// (the pq code's codebooks) to encode with, in place of training them:
 	// a segment added to a store uses the store's.
 	Global []byte
+	// Params, when set, are the list parameters (M*ParamBytes) of a
+	// frozen model to encode under (quant.FixedEncoder), in place of
+	// fitting them to each list: rows encoded apart under one model then
+	// get the codes they would get encoded together. A list whose rows
+	// the parameters cannot hold is fitted as usual. Codes without
+	// FixedEncoder ignore it; so does a Device.
+	Params []byte
+	// SpillDir, when set, is a folder where Write keeps the code arrays
+	// (the bulk of an index: about CodeBytes per row, twice) in files
+	// the kernel pages, rather than on the heap (internal/spill), so that
+	// the process's anonymous memory stays small for any number of rows.
+	SpillDir string
 	// Progress, when set, is called with the rows encoded so far and
 	// their total: with 0 before the first, then after each list the host
 	// encodes, or once when the device has encoded them all. Calls do not
@@ -64,6 +77,11 @@ func Build(p Plan) ([]format.Section, error) {
 // BuildContext is Build that stops early, returning ctx's error, once ctx
 // is done (checked before each list is encoded).
 func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
+	return build(ctx, p, nil)
+}
+
+// build is BuildContext with the code arrays from arena (nil: the heap).
+func build(ctx context.Context, p Plan, arena *spill.Arena) ([]format.Section, error) {
 	n, d := p.Rows.Len(), p.Rows.Dim()
 	m := len(p.Anchors) / max(d, 1)
 	switch {
@@ -142,7 +160,13 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	}
 
 	cb, pb := code.CodeBytes(), code.ParamBytes()
-	codes := make([]byte, n*cb)
+	if p.Params != nil && len(p.Params) != m*pb {
+		return nil, fmt.Errorf("%w: %d bytes of list parameters for %d lists of %d", ErrArgument, len(p.Params), m, pb)
+	}
+	codes, err := arena.Bytes(n * cb)
+	if err != nil {
+		return nil, err
+	}
 	params := make([]byte, m*pb)
 	progress := p.Progress
 	if progress == nil {
@@ -150,7 +174,7 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 	}
 	progress(0, n)
 	onHost := true
-	if rc, ok := code.(*quant.Rotated); ok && p.Device != nil {
+	if rc, ok := code.(*quant.Rotated); ok && p.Device != nil && p.Params == nil {
 		switch err := p.Device.EncodeRotated(rc, anchors, ids, offsets, codes, params); {
 		case err == nil:
 			onHost = false
@@ -161,27 +185,34 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 		}
 	}
 	if onHost {
-		encodeLists(ctx, p.Rows, code, anchors, ids, offsets, codes, params, progress)
+		encodeLists(ctx, p.Rows, code, anchors, ids, offsets, codes, params, p.Params, progress)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	meta := p.Meta
 	meta.Bits, meta.Subspaces = uint32(spec.Bits), uint32(spec.Subspaces)
-	return assemble(code, meta, u16Bytes(anchors16), offsets, ids, params, codes, global, p.Keys, p.Payloads), nil
+	return assemble(code, meta, u16Bytes(anchors16), offsets, ids, params, codes, global, p.Keys, p.Payloads, arena)
 }
 
 // assemble lays an index's parts out as its sections, in file order: the
 // entry codes (CodeBytes each, in entry order) are packed into blocks for
 // a quant.Blocked code. meta's N, Dim and M are set from the parts.
-func assemble(code quant.Code, meta Meta, anchors16 []byte, offsets []uint64, ids []uint32, params, codes, global []byte, keys []string, payloads [][]byte) []format.Section {
+// The arrays of a blocked code come from arena (nil: the heap).
+func assemble(code quant.Code, meta Meta, anchors16 []byte, offsets []uint64, ids []uint32, params, codes, global []byte, keys []string, payloads [][]byte, arena *spill.Arena) ([]format.Section, error) {
 	n, m := len(ids), len(offsets)-1
 	meta.N, meta.Dim, meta.M = uint64(n), uint32(code.Dim()), uint32(m)
 	var blocks []byte
 	if b, ok := code.(quant.Blocked); ok {
 		// The store's layout: low bits in CODE, blocks in SCAN.
-		blocks = make([]byte, (n+quant.BlockLen-1)/quant.BlockLen*b.BlockBytes())
-		low := make([]byte, n*b.LowBytes()+quant.LowPad)
+		var err error
+		if blocks, err = arena.Bytes((n + quant.BlockLen - 1) / quant.BlockLen * b.BlockBytes()); err != nil {
+			return nil, err
+		}
+		low, err := arena.Bytes(n*b.LowBytes() + quant.LowPad)
+		if err != nil {
+			return nil, err
+		}
 		b.Pack(codes, n, blocks, low)
 		codes = low
 	}
@@ -199,15 +230,22 @@ func assemble(code quant.Code, meta Meta, anchors16 []byte, offsets []uint64, id
 	if global != nil {
 		secs = append(secs, format.Section{Kind: secGlobal, Data: global})
 	}
-	return append(secs, docSections(keys, payloads)...)
+	return append(secs, docSections(keys, payloads)...), nil
 }
 
 // encodeLists encodes the lists on the host's cores, one list at a time
 // per core, stopping early once ctx is done, and reports progress after
 // each list (one call at a time).
-func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, progress func(done, total int)) {
+//
+// With fixed (a frozen model's list parameters), lists are encoded under
+// them where the code allows (quant.FixedEncoder), else fitted.
+func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []float32, ids []uint32, offsets []uint64, codes, params, fixed []byte, progress func(done, total int)) {
 	d, m := rows.Dim(), len(offsets)-1
 	cb, pb := code.CodeBytes(), code.ParamBytes()
+	fe, _ := code.(quant.FixedEncoder)
+	if fe == nil {
+		fixed = nil
+	}
 	var mu sync.Mutex
 	done := 0
 	par.For(m, 1, func(lo, hi int) {
@@ -226,7 +264,10 @@ func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []floa
 				}
 			}
 			at := int(offsets[a]) * cb
-			code.EncodeList(codes[at:at+len(list)*cb], params[a*pb:(a+1)*pb], a, res, len(list))
+			dst, prm := codes[at:at+len(list)*cb], params[a*pb:(a+1)*pb]
+			if fixed == nil || !fe.EncodeFixed(dst, copy2(prm, fixed[a*pb:(a+1)*pb]), a, res, len(list)) {
+				code.EncodeList(dst, prm, a, res, len(list))
+			}
 			mu.Lock()
 			done += len(list)
 			progress(done, len(ids))
@@ -300,11 +341,23 @@ func Write(path string, p Plan) error {
 // while writing (format.WriteFileContext): the temporary file is removed,
 // an existing file at path is left as it was, and the error wraps ctx's.
 func WriteContext(ctx context.Context, path string, p Plan) error {
-	secs, err := BuildContext(ctx, p)
+	arena := &spill.Arena{Dir: p.SpillDir, Min: spillMin}
+	defer arena.Close()
+	secs, err := build(ctx, p, arena)
 	if err != nil {
 		return err
 	}
 	return format.WriteFileContext(ctx, path, secs)
+}
+
+// spillMin is the smallest array a Plan's SpillDir takes: smaller ones
+// cost more in file handling than they save in memory.
+const spillMin = 16 << 20
+
+// copy2 copies src to dst and returns dst.
+func copy2(dst, src []byte) []byte {
+	copy(dst, src)
+	return dst
 }
 
 func grow(b []float32, n int) []float32 {

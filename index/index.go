@@ -331,6 +331,14 @@ func (ix *Index) Anchors() []float32 {
 	return append([]float32(nil), ix.anchors...)
 }
 
+// Params returns the lists' parameters (PARM: ParamBytes per list, as
+// the code fitted them), a copy: with Anchors, Global and the META's
+// code and seed, the frozen model another set of rows can be encoded
+// under (Plan.Params).
+func (ix *Index) Params() []byte {
+	return append([]byte(nil), ix.params...)
+}
+
 // Global returns the code's shared parameters (the pq code's codebooks,
 // section QGLB), nil for codes without them.
 func (ix *Index) Global() []byte {

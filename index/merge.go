@@ -1,12 +1,14 @@
 package index
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime/debug"
 	"strconv"
 
 	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/internal/spill"
 	"github.com/vlc-embed/vlc/quant"
 )
 
@@ -14,6 +16,15 @@ import (
 type MergePart struct {
 	Index *Index
 	Keep  func(row int) bool // nil keeps every row
+}
+
+// MergeOptions are Merge's choices beyond its parts.
+type MergeOptions struct {
+	// WithKeys writes the ids (KEYS) even where no part has them, as the
+	// row numbers each part gave its rows.
+	WithKeys bool
+	// SpillDir, as Plan's, keeps the merged code arrays in files.
+	SpillDir string
 }
 
 // CanMerge reports whether Merge can join several parts of this index's
@@ -27,14 +38,17 @@ func (ix *Index) CanMerge() bool {
 // Merge writes to path, atomically, one index holding the kept rows of
 // parts (encoded against the same anchors and code: NewGroup's check),
 // part after part, each in row order. The codes are carried over, never
-// encoded again: where the parts' lists were fitted apart, they are
-// re-expressed under merged parameters (quant.Merger; the rotated code
-// rounds two float16 scalars anew), and other codes merge only one part.
-// The ids are written (KEYS) when withKeys or any part has them: an index
-// without keys names its rows by number, which merging changes; payloads
+// encoded again: a list whose parts hold the same parameters (encoded
+// under one frozen model, Plan.Params) is a concatenation, byte for byte;
+// where the parts' lists were fitted apart, they are re-expressed under
+// merged parameters (quant.Merger; the rotated code rounds two float16
+// scalars anew), and other codes refuse. The ids are written (KEYS) when
+// opt.WithKeys or any part has them: an index without keys names its
+// rows by number, so parts without keys are numbered on, in order; payloads
 // when any part has them. meta gives the code and training statistics;
 // N, Dim and M are set. It returns the rows written.
-func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, withKeys bool) (rows int, err error) {
+func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, opt MergeOptions) (rows int, err error) {
+	withKeys := opt.WithKeys
 	idx := make([]*Index, len(parts))
 	for i, p := range parts {
 		idx[i] = p.Index
@@ -53,9 +67,6 @@ func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, withK
 	defer format.CatchFault(p0.path, &err, debug.SetPanicOnFault(true))
 	code := p0.code
 	merger, canMerge := code.(quant.Merger)
-	if len(parts) > 1 && !canMerge {
-		return 0, fmt.Errorf("%w: the %s code cannot merge segments (its list parameters cannot be re-expressed)", ErrArgument, quant.Kind(p0.meta.Code))
-	}
 	// newRow[i][r]: the output row of part i's row r, or -1.
 	newRow := make([][]int32, len(parts))
 	for i, p := range parts {
@@ -78,7 +89,12 @@ func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, withK
 	offsets := make([]uint64, m+1)
 	ids := make([]uint32, 0, rows)
 	params := make([]byte, m*pb)
-	codes := make([]byte, rows*cb)
+	arena := &spill.Arena{Dir: opt.SpillDir, Min: spillMin}
+	defer arena.Close()
+	codes, err := arena.Bytes(rows * cb)
+	if err != nil {
+		return 0, err
+	}
 	buf := make([]byte, cb)
 	from := make([][]byte, 0, len(parts))
 	for a := range m {
@@ -92,11 +108,14 @@ func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, withK
 			}
 		}
 		to := params[a*pb : (a+1)*pb]
+		rescale := !allEqual(from)
 		switch {
 		case len(from) == 0:
 			copy(to, p0.params[a*pb:(a+1)*pb])
-		case len(from) == 1:
+		case !rescale:
 			copy(to, from[0])
+		case !canMerge:
+			return 0, fmt.Errorf("%w: the %s code cannot merge list %d, fitted apart in two parts (its list parameters cannot be re-expressed; encode the parts under one model, vlc compress -anchors-from)", ErrArgument, quant.Kind(p0.meta.Code), a)
 		default:
 			merger.MergeParams(to, from...)
 		}
@@ -111,7 +130,7 @@ func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, withK
 					continue
 				}
 				p.entryCode(e, buf)
-				if len(from) > 1 {
+				if rescale {
 					merger.Rescale(buf, prm, to)
 				}
 				copy(codes[len(ids)*cb:], buf)
@@ -162,7 +181,7 @@ func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, withK
 	}
 	if keys != nil {
 		if err := CheckKeys(keys); err != nil {
-			return 0, fmt.Errorf("%w: merged ids: %v", ErrArgument, err)
+			return 0, fmt.Errorf("merged ids: %w", err)
 		}
 	}
 	meta.Flags &^= FlagSegment
@@ -170,8 +189,21 @@ func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, withK
 		meta.Flags |= FlagSegment
 	}
 	anchors, _ := p0.file.Section(secAnchors)
-	secs := assemble(code, meta, anchors, offsets, ids, params, codes, p0.Global(), keys, payloads)
+	secs, err := assemble(code, meta, anchors, offsets, ids, params, codes, p0.Global(), keys, payloads, arena)
+	if err != nil {
+		return 0, err
+	}
 	return rows, format.WriteFileContext(ctx, path, secs)
+}
+
+// allEqual reports whether every parameter block in ps holds the same bytes.
+func allEqual(ps [][]byte) bool {
+	for _, p := range ps[min(1, len(ps)):] {
+		if !bytes.Equal(p, ps[0]) {
+			return false
+		}
+	}
+	return true
 }
 
 // entryCode writes entry e's code (CodeBytes) to dst, unpacked from the

@@ -21,10 +21,23 @@ import (
 // outside the float32 range (|x| <= 3.4028235e+38)". Rows are scanned in
 // blocks by runtime.GOMAXPROCS(0) goroutines; the result does not depend on
 // scheduling. After Close it returns an error wrapping fs.ErrClosed.
-func (m *Matrix) CheckFinite() (err error) {
+func (m *Matrix) CheckFinite() error {
+	if m.data == nil {
+		return newError(fs.ErrClosed, m.path, "CheckFinite after Close")
+	}
+	return m.CheckFiniteRows(0, m.n)
+}
+
+// CheckFiniteRows is CheckFinite for rows lo to hi-1 only (rows are
+// still named by their number in the file); a range outside the file is
+// an error wrapping ErrShape.
+func (m *Matrix) CheckFiniteRows(lo, hi int) (err error) {
 	defer fault.Catch(&err, debug.SetPanicOnFault(true), m.path, ErrChanged)
 	if m.data == nil {
 		return newError(fs.ErrClosed, m.path, "CheckFinite after Close")
+	}
+	if lo < 0 || hi > m.n || lo > hi {
+		return newError(ErrRows, m.path, "rows %d to %d: the file has %d", lo, hi, m.n)
 	}
 	contiguous := m.skip == 0 && m.stride == m.dim*m.elem
 	anyBad := anyBadF32
@@ -34,20 +47,23 @@ func (m *Matrix) CheckFinite() (err error) {
 	case 8:
 		anyBad = anyBadF64
 	}
-	bad := parallelFirst(m.n, m.blockRows(), func(lo, hi int) int {
+	first := lo
+	bad := parallelFirst(hi-lo, m.blockRows(), func(lo, hi int) int {
+		lo, hi = lo+first, hi+first
 		if contiguous && !anyBad(m.data[lo*m.stride:hi*m.stride]) {
 			return -1
 		}
 		for i := lo; i < hi; i++ {
 			if anyBad(m.rowBytes(i)) {
-				return i
+				return i - first
 			}
 		}
 		return -1
 	})
-	if bad == m.n {
+	if bad == hi-lo {
 		return nil
 	}
+	bad += first
 	b := m.rowBytes(bad)
 	for j := 0; j < m.dim; j++ {
 		var v float64

@@ -43,6 +43,8 @@ var (
 	// faulted. The error names this file, not whatever else the faulting
 	// code was reading (package internal/fault).
 	ErrChanged = errors.New("vecfile: file changed while in use")
+	// ErrRows reports a range of rows that is not inside the file.
+	ErrRows = errors.New("vecfile: rows outside the file")
 
 	// ErrNotRegular reports a path that is not a regular file (a named
 	// pipe, a device, a socket, a folder), refused before anything blocks

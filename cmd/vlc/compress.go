@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,14 +41,29 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	idsFile := fs.String("ids", "", "ids of the input's vectors, one a line, in row order (default: the row numbers)")
 	payloads := fs.String("payloads", "", "payloads of the input's vectors, a JSON Lines `file` (one JSON value a line, in row order)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the compression to `file` (go tool pprof)")
+	anchorsFrom := fs.String("anchors-from", "", "encode with the model (anchors, code, list parameters) of this index `file`, without training: indexes encoded under one model merge (vlc merge) into what one encode of all their rows gives")
+	rowsFlag := fs.String("rows", "", "compress only the input's rows START:END (END excluded; either may be left out); the index numbers them from 0")
+	trainSample := fs.Int("train-sample", 0, fmt.Sprintf("rows training learns from, evenly spaced through the input, before every row is assigned and encoded (0: %d per anchor, fewer to fit -device-memory)", vlc.DefaultSamplePerAnchor))
+	deviceMemory := fs.String("device-memory", "", "cap the GPU memory used, e.g. 8GiB (default: what is free); the training sample is sized to fit, larger sets stream through in batches")
 	pos, err := parse(fs, args, []string{"INPUT"}, stdout)
 	if err != nil {
 		return err
 	}
-	bitsSet := false
-	fs.Visit(func(f *flag.Flag) { bitsSet = bitsSet || f.Name == "bits" })
-	if !bitsSet {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["bits"] {
 		*bits = 0 // the library's default, unless -ratio or -subspaces sizes the code
+	}
+	if *anchorsFrom != "" && !set["metric"] {
+		*metric = "" // the model's
+	}
+	start, end, err := parseRows(*rowsFlag)
+	if err != nil {
+		return err
+	}
+	devMem, err := parseBytes(*deviceMemory)
+	if err != nil {
+		return fmt.Errorf("-device-memory: %w", err)
 	}
 	input := pos[0]
 	if *out == "" {
@@ -54,9 +71,10 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 
 	var bars *progress
-	if !*quiet && isTerminal(stderr) {
-		bars = newProgress(stderr, *maxIter)
+	if !*quiet {
+		bars = newProgress(stderr, *maxIter, isTerminal(stderr))
 	}
+	peak := sampleMemory()
 	stop, err := startProfile(*cpuProfile)
 	if err != nil {
 		return err
@@ -65,6 +83,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	opt := vlc.Options{
 		Dim: *dim, Bits: *bits, Ratio: *ratio, Subspaces: *subspaces, Code: *codeName, Anchors: *anchors, Metric: *metric,
 		Backend: *backend, Devices: *devices, Seed: *seed, MaxIter: *maxIter,
+		AnchorsFrom: *anchorsFrom, Start: start, End: end, TrainSample: *trainSample, DeviceMemory: devMem,
 	}
 	if *idsFile != "" {
 		if opt.IDs, err = readIDs(*idsFile); err != nil {
@@ -77,10 +96,11 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	if bars != nil {
-		opt.Progress, opt.EncodeProgress = bars.training, bars.encoding
+		opt.Progress, opt.AssignProgress, opt.EncodeProgress = bars.training, bars.assigning, bars.encoding
 	}
 	sum, err := vlc.Compress(ctx, input, *out, opt)
 	bars.finish()
+	rss, rssOK := peak()
 	if oe := (*vlc.OptionError)(nil); errors.As(err, &oe) {
 		return errors.New(oe.Message(flagName))
 	}
@@ -99,13 +119,76 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stderr, "  anchors       %d\n", sum.Anchors)
 	fmt.Fprintf(stderr, "  codes         %s, metric %s\n", codeText(sum), sum.Metric)
 	fmt.Fprintf(stderr, "  backend       %s\n", sum.Backend)
-	fmt.Fprintf(stderr, "  iterations    %d (%s)\n", sum.Iterations, conv)
+	switch {
+	case *anchorsFrom != "":
+		fmt.Fprintf(stderr, "  model         %s (no training)\n", *anchorsFrom)
+	case sum.TrainRows < sum.N:
+		fmt.Fprintf(stderr, "  trained on    %d of the %d rows (-train-sample), then every row assigned\n", sum.TrainRows, sum.N)
+	}
+	if *anchorsFrom == "" {
+		fmt.Fprintf(stderr, "  iterations    %d (%s)\n", sum.Iterations, conv)
+	}
 	fmt.Fprintf(stderr, "  energy        %.6g (mean squared distance to anchors)\n", sum.Energy)
 	fmt.Fprintf(stderr, "  index         %d bytes, %.1f bytes/vector\n", sum.IndexBytes, sum.BytesPerVector)
 	fmt.Fprintf(stderr, "  size ratio    %.3f of float16 (%d bytes)\n", sum.SizeRatio, 2*sum.N*sum.Dim)
-	fmt.Fprintf(stderr, "  time          %s (input %s, training %s, encoding on %s and writing %s)\n", sum.Total.Round(time.Millisecond),
-		sum.ReadTime.Round(time.Millisecond), sum.TrainTime.Round(time.Millisecond), sum.Encoder, sum.EncodeTime.Round(time.Millisecond))
+	assign := ""
+	if sum.AssignTime > 0 {
+		assign = fmt.Sprintf(", assigning every row %s", sum.AssignTime.Round(time.Millisecond))
+	}
+	fmt.Fprintf(stderr, "  time          %s (input %s, training %s%s, encoding on %s and writing %s)\n", sum.Total.Round(time.Millisecond),
+		sum.ReadTime.Round(time.Millisecond), sum.TrainTime.Round(time.Millisecond), assign, sum.Encoder, sum.EncodeTime.Round(time.Millisecond))
+	if rssOK {
+		fmt.Fprintf(stderr, "  peak memory   %s anonymous (RssAnon, sampled every %s)\n", mib(rss), memorySampleEvery)
+	}
+	if sum.DevicePeak > 0 {
+		limit := "no cap"
+		if devMem > 0 {
+			limit = "cap " + mib(devMem)
+		}
+		fmt.Fprintf(stderr, "  device memory %s at most (%s)\n", mib(sum.DevicePeak), limit)
+	}
 	return nil
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+// parseRows reads -rows START:END; "" is every row (0, 0).
+func parseRows(s string) (start, end int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(s, ":")
+	if !ok {
+		return 0, 0, fmt.Errorf("-rows %q: want START:END, e.g. 0:1000000", s)
+	}
+	if a != "" {
+		if start, err = strconv.Atoi(a); err != nil || start < 0 {
+			return 0, 0, fmt.Errorf("-rows %q: START is not a row number", s)
+		}
+	}
+	if b != "" {
+		if end, err = strconv.Atoi(b); err != nil || end <= start {
+			return 0, 0, fmt.Errorf("-rows %q: END is not a row number after START", s)
+		}
+	}
+	return start, end, nil
+}
+
+// parseBytes reads a size such as 8GiB, 512MiB, 8G or 1000000 (bytes);
+// "" is 0.
+func parseBytes(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	num := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	unit := strings.TrimSpace(strings.ToLower(s[len(num):]))
+	mult, ok := map[string]int64{"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+		"g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}[unit]
+	v, err := strconv.ParseInt(num, 10, 64)
+	if !ok || err != nil || v <= 0 || v > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q: want a size such as 8GiB, 512MiB or a number of bytes", s)
+	}
+	return v * mult, nil
 }
 
 func isTerminal(w io.Writer) bool {
@@ -124,55 +207,99 @@ func flagName(field string) string {
 
 // progress shows training as a bar of iterations, finished at the
 // iteration training stopped at (convergence comes before the limit) and
-// left on its line; then encoding as a bar of vectors, cleared at the end
-// for the summary. Redraws are throttled: encoding reports after every
-// list.
+// left on its line; then the assignment of every row after training on a
+// sample, and encoding, as bars of vectors with the time left, cleared at
+// the end for the summary. Redraws are throttled: encoding reports after
+// every list. Where stderr is not a terminal (a log), a phase that has
+// run for plainEvery prints a line, with the time left, every plainEvery
+// (short runs print only their summary).
 type progress struct {
 	w        io.Writer
+	tty      bool
 	train    *progressbar.ProgressBar
-	encode   *progressbar.ProgressBar
+	bar      *progressbar.ProgressBar // the assign or encode bar showing
+	phase    string
 	lastIter int
+	start    time.Time // of the phase
+	printed  time.Time // the last line in plain mode
 }
 
-func newProgress(w io.Writer, maxIter int) *progress {
+const plainEvery = 10 * time.Second
+
+func newProgress(w io.Writer, maxIter int, tty bool) *progress {
 	if maxIter == 0 {
 		maxIter = anneal.DefaultMaxIter
 	}
-	return &progress{w: w, train: progressbar.NewOptions(maxIter,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("training"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionThrottle(50*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))}
+	p := &progress{w: w, tty: tty, start: time.Now(), printed: time.Now()}
+	if tty {
+		p.train = progressbar.NewOptions(maxIter,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription("training"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionThrottle(50*time.Millisecond),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
+	}
+	return p
 }
 
 func (p *progress) training(it anneal.Iteration) {
 	p.lastIter = it.Iter
+	if !p.tty {
+		if time.Since(p.printed) >= plainEvery {
+			p.printed = time.Now()
+			fmt.Fprintf(p.w, "training: iteration %d, T=%.3f, energy %.5g\n", it.Iter, it.Temperature, it.Energy)
+		}
+		return
+	}
 	p.train.Describe(fmt.Sprintf("training (T=%.3f, energy %.5g)", it.Temperature, it.Energy))
 	p.train.Set(it.Iter)
 }
 
-func (p *progress) encoding(done, total int) {
-	if p.encode == nil {
-		p.train.Describe("trained")
-		p.train.ChangeMax(max(p.lastIter, 1))
-		p.train.Finish()
-		p.encode = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(p.w),
-			progressbar.OptionSetDescription("encoding"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionThrottle(50*time.Millisecond),
-			progressbar.OptionClearOnFinish())
+func (p *progress) assigning(done, total int) { p.vectors("assigning", done, total) }
+func (p *progress) encoding(done, total int)  { p.vectors("encoding", done, total) }
+
+// vectors shows a phase that counts vectors.
+func (p *progress) vectors(phase string, done, total int) {
+	if p.phase != phase {
+		if p.bar != nil {
+			p.bar.Finish()
+		}
+		p.phase, p.start, p.printed = phase, time.Now(), time.Now()
+		if p.tty {
+			if p.lastIter > 0 {
+				p.train.Describe("trained")
+				p.train.ChangeMax(max(p.lastIter, 1))
+				p.train.Finish()
+				p.lastIter = -1 // finished
+			}
+			p.bar = progressbar.NewOptions(total,
+				progressbar.OptionSetWriter(p.w),
+				progressbar.OptionSetDescription(phase),
+				progressbar.OptionShowCount(),
+				progressbar.OptionSetPredictTime(true),
+				progressbar.OptionThrottle(50*time.Millisecond),
+				progressbar.OptionClearOnFinish())
+		}
 	}
-	p.encode.Set(done)
+	if p.tty {
+		p.bar.Set(done)
+		return
+	}
+	if done > 0 && time.Since(p.printed) >= plainEvery {
+		p.printed = time.Now()
+		el := time.Since(p.start)
+		left := time.Duration(float64(el) * float64(total-done) / float64(done))
+		fmt.Fprintf(p.w, "%s: %d of %d vectors (%.0f%%), %s elapsed, about %s left\n", phase, done, total, 100*float64(done)/float64(total),
+			el.Round(time.Second), left.Round(time.Second))
+	}
 }
 
-// finish ends whichever bar is showing; p may be nil (no bars).
+// finish ends whichever bar is showing; p may be nil (no progress).
 func (p *progress) finish() {
 	switch {
-	case p == nil || p.lastIter == 0: // no bar, or none drawn yet
-	case p.encode != nil:
-		p.encode.Finish()
+	case p == nil || !p.tty || p.lastIter == 0 && p.bar == nil: // nothing drawn
+	case p.bar != nil:
+		p.bar.Finish()
 	default:
 		p.train.Exit() // training failed or was interrupted: keep its line
 	}

@@ -58,6 +58,7 @@ var commands = map[string]command{
 	"get":      {"print the payload of an id", runGet},
 	"compact":  {"rewrite an index without its deleted vectors", runCompact},
 	"retrain":  {"train an index anew on its own vectors, in place", runRetrain},
+	"merge":    {"join indexes encoded under one model (compress -anchors-from) into one", runMerge},
 
 	"serve": {"serve indexes over HTTP: search, get, add, delete, metrics", runServe},
 

@@ -40,6 +40,10 @@ type Device struct {
 	// VLC_CUDA_BATCH_ROWS, for tests and measurements. Zero: every point
 	// resident when they fit, batches sized from free memory when not.
 	batchRows int
+	// limit caps the device memory this Device uses (SetMemoryLimit; 0:
+	// what is free); base is the free memory when the count began, peak
+	// the most used since (bytes). On the worker.
+	limit, base, peak int64
 	// stage is page-locked host memory for large copies back (on the
 	// worker; allocated on first use).
 	stage []byte
@@ -264,6 +268,7 @@ func (d *Device) init(ptx []byte, src string) error {
 		return err
 	}
 	d.info.TotalMem, d.info.FreeMem = int64(total), int64(free)
+	d.base = int64(free)
 	attr := func(a int) (int, error) {
 		var v int32
 		err := dr.call("cuDeviceGetAttribute", dr.cuDeviceGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(a), uintptr(d.dev))
@@ -460,6 +465,45 @@ func (d *Device) memset8(dst uint64, v byte, bytes int64) error {
 		return nil
 	}
 	return d.drv.call("cuMemsetD8", d.drv.cuMemsetD8, uintptr(dst), uintptr(v), uintptr(bytes))
+}
+
+// SetMemoryLimit caps the device memory that this Device's datasets and
+// indexes use to bytes, counted from the free memory now (the CUDA
+// context's own memory is outside it): points beyond it stream through in
+// batches, search batches shrink to fit. 0 lifts the cap. It also
+// restarts PeakMemory's count.
+func (d *Device) SetMemoryLimit(bytes int64) error {
+	if bytes < 0 {
+		return fmt.Errorf("cuda: memory limit %d: want 0 (none) or more bytes", bytes)
+	}
+	return d.run(func() error {
+		free, _, err := d.memInfo()
+		d.limit, d.base, d.peak = bytes, free, 0
+		return err
+	})
+}
+
+// PeakMemory reports the most device memory in use, beyond the CUDA
+// context's, since the Device opened or SetMemoryLimit.
+func (d *Device) PeakMemory() int64 {
+	var peak int64
+	d.run(func() error { d.usage(); peak = d.peak; return nil })
+	return peak
+}
+
+// usage updates the peak and returns the memory a new allocation may
+// take: what is free, within the limit (on the worker).
+func (d *Device) usage() (avail int64, err error) {
+	free, _, err := d.memInfo()
+	if err != nil {
+		return 0, err
+	}
+	used := d.base - free
+	d.peak = max(d.peak, used)
+	if d.limit > 0 {
+		return max(0, min(free, d.limit-used)), nil
+	}
+	return free, nil
 }
 
 func (d *Device) memInfo() (free, total int64, err error) {

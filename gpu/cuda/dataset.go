@@ -160,7 +160,7 @@ func (d *Device) load(p anneal.Points, lo, hi int) (*dataset, error) {
 
 // residentRows returns how many of n points of dimension dim to keep on
 // the device (on the worker): n when all fit in seven eighths of the free
-// memory beside their assignments and distances (the rest for anchors,
+// memory (within SetMemoryLimit's cap) beside their assignments and distances (the rest for anchors,
 // statistics and encoding scratch), else the most that do, a multiple of
 // 128 (at most Device.batchRows when set). Not even 128 rows fitting is an
 // error.
@@ -168,7 +168,7 @@ func (d *Device) residentRows(n, dim int) (int, error) {
 	np, dp := int64(roundUp(n, tileM)), int64(roundUp(dim, tileK))
 	perRow := dp*2 + 8 // a row of X and its key
 	fixed := int64(n)*8 + scalarSize
-	free, _, err := d.memInfo()
+	free, err := d.usage()
 	if err != nil {
 		return 0, err
 	}

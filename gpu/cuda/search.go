@@ -321,7 +321,7 @@ func (r *resident) batchSize(cap, nprobe, keep int) (int, error) {
 		return b, nil
 	}
 	var free int64
-	err := r.d.run(func() (err error) { free, _, err = r.d.memInfo(); return err })
+	err := r.d.run(func() (err error) { free, err = r.d.usage(); return err })
 	if err != nil {
 		return 0, err
 	}
