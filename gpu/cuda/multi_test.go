@@ -135,7 +135,7 @@ func TestMultiDeviceTrain(t *testing.T) {
 	pts := devicetest.Scaled(synth.Clusters(6000, 96, 24, 3), 1.0/64, 1, 16)
 	cfg := anneal.Config{M: 64, Seed: 7}
 	for _, batch := range []int{0, 256} {
-		one.batchRows = batch
+		setBatch(t, []int{batch}, one)
 		want := devicetest.TrainTrace(t, one, pts, cfg)
 		one.batchRows = 0
 		t.Logf("batch=%d: %d iterations, energy %.6g, %d merged, %d split", batch, want.Model.Iterations, want.Model.Energy, want.Model.Merged, want.Model.Split)
