@@ -147,6 +147,35 @@ func (md *MultiDevice) Close() error {
 	return errors.Join(errs...)
 }
 
+var _ MemoryLimiter = (*MultiDevice)(nil)
+
+// SetMemoryLimit caps every device that can be capped (MemoryLimiter) at
+// bytes: the cap is per device.
+func (md *MultiDevice) SetMemoryLimit(bytes int64) error {
+	return md.limiters(func(l MemoryLimiter) error { return l.SetMemoryLimit(bytes) })
+}
+
+// PeakMemory is the largest PeakMemory of the devices.
+func (md *MultiDevice) PeakMemory() int64 {
+	var peak int64
+	md.limiters(func(l MemoryLimiter) error { peak = max(peak, l.PeakMemory()); return nil })
+	return peak
+}
+
+// limiters calls f on every distinct device that is a MemoryLimiter.
+func (md *MultiDevice) limiters(f func(MemoryLimiter) error) error {
+	seen := map[Device]bool{}
+	for _, d := range md.devs {
+		if l, ok := d.(MemoryLimiter); ok && !seen[d] {
+			seen[d] = true
+			if err := f(l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Load splits p over the devices and loads every share, at once.
 func (md *MultiDevice) Load(p Points) (Dataset, error) {
 	if p.Dim < 1 || p.N < 1 || len(p.Data) != p.N*p.Dim {

@@ -68,3 +68,25 @@ func TestOpenDevices(t *testing.T) {
 		t.Errorf("nosuch: %v", err)
 	}
 }
+
+// limited is a Device with a memory cap, for MultiDevice's.
+type limited struct {
+	anneal.Device
+	limit, peak int64
+}
+
+func (l *limited) SetMemoryLimit(b int64) error { l.limit = b; return nil }
+func (l *limited) PeakMemory() int64            { return l.peak }
+
+// A Multi device caps each of its devices that can be capped, and reports
+// the largest peak.
+func TestMultiMemoryLimit(t *testing.T) {
+	a, b := &limited{peak: 5}, &limited{peak: 9}
+	var md anneal.MemoryLimiter = anneal.Multi(a, b, a)
+	if err := md.SetMemoryLimit(1 << 20); err != nil || a.limit != 1<<20 || b.limit != 1<<20 {
+		t.Fatalf("%v: limits %d, %d", err, a.limit, b.limit)
+	}
+	if p := md.PeakMemory(); p != 9 {
+		t.Errorf("peak %d, want 9", p)
+	}
+}

@@ -28,6 +28,13 @@ func TestCompressDevices(t *testing.T) {
 	if !strings.Contains(stderr, "3 x cpu (") {
 		t.Errorf("the summary does not name the devices: %s", stderr)
 	}
+	// Out of core: trained on a sample, every row assigned window by
+	// window, on the split devices too.
+	mustVLC(t, "compress", in, "-o", one, "-backend", "cpu", "-train-sample", "300", "-quiet")
+	mustVLC(t, "compress", in, "-o", split, "-backend", "cpu", "-train-sample", "300", "-devices", "0,0", "-quiet")
+	if !bytes.Equal(readFile(t, one), readFile(t, split)) {
+		t.Error("-devices 0,0 -train-sample 300: the index differs from one device's")
+	}
 	checkFails(t, []string{"compress", in, "-o", split, "-backend", "cpu", "-devices", "0,1"}, []string{"backend not available: cpu: no CPU device 1"})
 	checkFails(t, []string{"compress", in, "-o", split, "-devices", "0;1"}, []string{`-devices 0;1: want all, or device numbers separated by commas`})
 }
