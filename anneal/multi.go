@@ -52,9 +52,11 @@ type Shard interface {
 	Link(all []Shard) error
 	SetAnchors(anchors []float32, m int) error
 	// Reduce assigns the share's points to the anchors (when again is
-	// nil) and reduces them as Step (move) or Assign does, keeping the
-	// partial sums for Fold. With again, the total of the last round
-	// whose Again was true, it reduces the same assignment once more.
+	// nil) and reduces them as Step (move) or Assign does, keeping what
+	// Fold needs: its partial sums (cuda), or only the assignment when
+	// the sums must be carried in order (cpu, whose Fold reduces). With
+	// again, the total of the last round whose Again was true, it
+	// reduces the same assignment once more.
 	Reduce(p StepParams, move bool, again ShardSums) error
 	// Fold adds the share's partial sums to acc, or begins a total with
 	// them when acc is nil, and returns the total.

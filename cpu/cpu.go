@@ -7,7 +7,8 @@
 // the CPU has it, with the same bits), |a|^2 and |x|^2 as vec.Dot, clamped
 // at 0; ties go to the lowest anchor index. Reductions run per anchor over
 // its points in ascending point order with float64 sums, so results do not
-// depend on the core count.
+// depend on the core count, nor on how anneal.Multi splits the points over
+// simulated devices (shard.go carries the sums from share to share).
 package cpu
 
 import (
