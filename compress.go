@@ -172,7 +172,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 	if normalise {
 		rows = normalized{src.rows}
 	}
-	dev, skipped, err := anneal.OpenBackend(opt.Backend)
+	dev, skipped, err := anneal.OpenDevices(opt.Backend, opt.Devices)
 	for _, s := range skipped {
 		log.Info("backend skipped", "reason", s)
 	}

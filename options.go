@@ -53,6 +53,13 @@ type Options struct {
 	// sets stream through in batches. The CPU backend ignores it.
 	DeviceMemory int64
 
+	// Devices trains on several devices of the backend at once, the
+	// points split between them (anneal.Multi; the result is one
+	// device's bits): "all", or device numbers separated by commas
+	// ("0,1"). "" is one device. A number given twice puts two shares on
+	// one device (for tests; the CPU is device 0, "0,0,0" three shares).
+	Devices string
+
 	// IDs and Payloads, for Compress: the ids and payloads of the input's
 	// rows, in row order (nil: rows named by their number, no payloads).
 	// Build takes them from its documents.
@@ -133,6 +140,11 @@ func (o Options) check() error {
 		return &OptionError{Fields: []string{"DeviceMemory"}, Value: o.DeviceMemory, Reason: "must be 0 (what is free) or more bytes"}
 	case o.Start < 0 || o.End < 0 || o.End != 0 && o.End <= o.Start:
 		return &OptionError{Fields: []string{"Start", "End"}, Reason: fmt.Sprintf("rows %d to %d: want 0 <= Start < End (End 0: to the last row)", o.Start, o.End)}
+	}
+	if o.Devices != "" {
+		if _, err := anneal.ParseDevices(o.Devices); err != nil {
+			return &OptionError{Fields: []string{"Devices"}, Value: o.Devices, Reason: "want all, or device numbers separated by commas (0,1)"}
+		}
 	}
 	if o.AnchorsFrom != "" {
 		return nil // the model's code, checked against it in compress

@@ -37,10 +37,11 @@ type benchResult struct {
 // runBench times annealing iterations (assign + reduce + update, Lloyd
 // steps) of a backend on clustered float16 data of a given size.
 //
-//	vlc bench [-backend auto] [-n 1000000] [-dim 768] [-anchors 4096] [-iters 10] [-seed 1] [-json]
+//	vlc bench [-backend auto] [-devices all|0,1,...] [-n 1000000] [-dim 768] [-anchors 4096] [-iters 10] [-seed 1] [-json]
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	backend := fs.String("backend", "auto", "backend to time: auto or "+strings.Join(anneal.Backends(), ", "))
+	devices := fs.String("devices", "", "time several devices of the backend, the points split between them: all, or device numbers such as 0,1 (a number twice: two shares on one device)")
 	n := fs.Int("n", 1_000_000, "points")
 	d := fs.Int("dim", 768, "dimension")
 	m := fs.Int("anchors", 4096, "anchors")
@@ -59,7 +60,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkBenchSize(*n, *d, *m); err != nil {
 		return err
 	}
-	dev, skipped, err := anneal.OpenBackend(*backend)
+	dev, skipped, err := anneal.OpenDevices(*backend, *devices)
 	for _, s := range skipped {
 		slog.Info("backend skipped", "reason", s)
 	}

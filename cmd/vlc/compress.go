@@ -34,6 +34,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	anchors := fs.Int("anchors", 0, "anchors (inverted lists); 0 picks about sqrt(n)")
 	metric := fs.String("metric", "l2", "distance: l2, ip or cosine")
 	backend := fs.String("backend", "auto", "training backend: auto or "+strings.Join(anneal.Backends(), ", "))
+	devices := fs.String("devices", "", "train on several devices of the backend, the points split between them (the same index as one device): all, or device numbers such as 0,1 (a number twice: two shares on one device, for tests)")
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives a byte-identical index")
 	maxIter := fs.Int("max-iter", 0, fmt.Sprintf("annealing iterations at most (0: the default, %d)", anneal.DefaultMaxIter))
 	quiet := fs.Bool("quiet", false, "no progress bar and no summary")
@@ -81,7 +82,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	defer stop()
 	opt := vlc.Options{
 		Dim: *dim, Bits: *bits, Ratio: *ratio, Subspaces: *subspaces, Code: *codeName, Anchors: *anchors, Metric: *metric,
-		Backend: *backend, Seed: *seed, MaxIter: *maxIter,
+		Backend: *backend, Devices: *devices, Seed: *seed, MaxIter: *maxIter,
 		AnchorsFrom: *anchorsFrom, Start: start, End: end, TrainSample: *trainSample, DeviceMemory: devMem,
 	}
 	if *idsFile != "" {
@@ -197,7 +198,7 @@ func isTerminal(w io.Writer) bool {
 
 // flagName is compress's flag for an Options field.
 func flagName(field string) string {
-	if f, ok := map[string]string{"Bits": "-bits", "Ratio": "-ratio", "Subspaces": "-subspaces", "Anchors": "-anchors", "MaxIter": "-max-iter"}[field]; ok {
+	if f, ok := map[string]string{"Bits": "-bits", "Ratio": "-ratio", "Subspaces": "-subspaces", "Anchors": "-anchors", "MaxIter": "-max-iter", "Devices": "-devices"}[field]; ok {
 		return f
 	}
 	return field
