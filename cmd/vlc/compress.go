@@ -198,11 +198,11 @@ func isTerminal(w io.Writer) bool {
 
 // flagName is compress's flag for an Options field.
 func flagName(field string) string {
-	if f, ok := map[string]string{"Bits": "-bits", "Ratio": "-ratio", "Subspaces": "-subspaces", "Anchors": "-anchors", "MaxIter": "-max-iter", "Devices": "-devices"}[field]; ok {
+	if f, ok := map[string]string{"Bits": "-bits", "Ratio": "-ratio", "Subspaces": "-subspaces", "Anchors": "-anchors", "MaxIter": "-max-iter", "Devices": "-devices",
+		"TrainSample": "-train-sample", "DeviceMemory": "-device-memory", "Code": "-code", "Metric": "-metric", "Start": "-rows START", "End": "-rows END"}[field]; ok {
 		return f
 	}
 	return field
-
 }
 
 // progress shows training as a bar of iterations, finished at the
