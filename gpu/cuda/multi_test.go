@@ -65,11 +65,11 @@ func multiPasses(t *testing.T, ds anneal.Dataset, pts anneal.Points, anchors []f
 		t.Fatal(err)
 	}
 	res := devicetest.Passes(t, ds, pts.N, m, pts.Dim, 3, 4)
-	// Anchors moved far off (every value shifted by 64): the next pass
-	// meets distances far beyond the 4x room the last one left.
+	// Anchors moved far off (every value shifted by 10,000): the next
+	// pass meets distances far beyond the 4x room the last one left.
 	far := slices.Clone(anchors)
 	for i := range far {
-		far[i] = 8*far[i] + 64
+		far[i] += 1e4
 	}
 	if err := ds.SetAnchors(far, m); err != nil {
 		t.Fatal(err)
