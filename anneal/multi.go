@@ -164,6 +164,20 @@ func (md *MultiDevice) PeakMemory() int64 {
 	return peak
 }
 
+// FreeMemory is the sum of the devices' FreeMemory: what a point set
+// split over them may take (two shares on one GPU count it twice).
+func (md *MultiDevice) FreeMemory() (int64, bool) {
+	var free int64
+	known := false
+	md.limiters(func(l MemoryLimiter) error {
+		if f, ok := l.FreeMemory(); ok {
+			free, known = free+f, true
+		}
+		return nil
+	})
+	return free, known
+}
+
 // limiters calls f on every distinct device that is a MemoryLimiter.
 func (md *MultiDevice) limiters(f func(MemoryLimiter) error) error {
 	seen := map[Device]bool{}

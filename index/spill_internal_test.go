@@ -52,6 +52,11 @@ func TestSpillSameBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The entry codes (sq8) or the blocks and low bits (rotated,
+		// its entry codes freed once repacked) are in files.
+		if want := map[quant.Kind]int{quant.KindRotated: 2, quant.KindSQ8: 1}[kind]; arena.Spilled() != want {
+			t.Errorf("%s: %d arrays spilled, want %d", kind, arena.Spilled(), want)
+		}
 		if len(heap) != len(spilled) {
 			t.Fatalf("%s: %d sections against %d", kind, len(heap), len(spilled))
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/vlc-embed/vlc/internal/sysmem"
 	"io"
 	"log/slog"
 	"math"
@@ -149,7 +150,7 @@ func checkBenchSize(n, d, m int) error {
 	if !ok {
 		return fmt.Errorf("-n %d x -dim %d with -anchors %d is too large: its size overflows this platform's integers", n, d, m)
 	}
-	if avail, known := availableMemory(); known && need > avail {
+	if avail, known := sysmem.Available(); known && need > avail {
 		return fmt.Errorf("-n %d x -dim %d with -anchors %d needs about %s of memory, more than the %s available: use a smaller -n or -dim", n, d, m, gib(need), gib(avail))
 	}
 	return nil

@@ -468,10 +468,12 @@ func (d *Device) memset8(dst uint64, v byte, bytes int64) error {
 	return d.drv.call("cuMemsetD8", d.drv.cuMemsetD8, uintptr(dst), uintptr(v), uintptr(bytes))
 }
 
-// SetMemoryLimit caps the device memory that this Device's datasets and
-// indexes use to bytes, counted from the free memory now (the CUDA
+// SetMemoryLimit sizes this Device's datasets and search batches to fit
+// in bytes of device memory, counted from the free memory now (the CUDA
 // context's own memory is outside it): points beyond it stream through in
-// batches, search batches shrink to fit. 0 lifts the cap. It also
+// batches, search batches shrink. It sizes; allocations are not refused
+// at the cap, so a dataset's anchors and scratch can pass it (the caller
+// leaves room for them: vlc's pointMemory). 0 lifts the cap. It also
 // restarts PeakMemory's count.
 func (d *Device) SetMemoryLimit(bytes int64) error {
 	if bytes < 0 {
@@ -484,8 +486,18 @@ func (d *Device) SetMemoryLimit(bytes int64) error {
 	})
 }
 
-// PeakMemory reports the most device memory in use, beyond the CUDA
-// context's, since the Device opened or SetMemoryLimit.
+// FreeMemory reports what a new dataset may take now: the GPU's free
+// memory, within SetMemoryLimit's cap.
+func (d *Device) FreeMemory() (int64, bool) {
+	var free int64
+	err := d.run(func() (err error) { free, err = d.usage(); return err })
+	return free, err == nil
+}
+
+// PeakMemory reports the most device memory in use since the Device
+// opened (after its context and kernels) or SetMemoryLimit, measured as
+// the GPU's free memory then less its free memory after each allocation:
+// other processes', and other Devices' on the same GPU, count too.
 func (d *Device) PeakMemory() int64 {
 	var peak int64
 	d.run(func() error { d.usage(); peak = d.peak; return nil })
