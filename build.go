@@ -13,12 +13,16 @@ import (
 // atomically (as Compress does a file: on any backend, normalised for the
 // cosine metric, trained on float16) and opens it. Documents without an
 // ID are named by their position ("0", "1", ...); ids must be unique.
-// Options.Dim, IDs and Payloads are Compress's and must be left zero.
+// Options.Dim, IDs, Payloads, Start and End are Compress's and must be
+// left zero; AnchorsFrom encodes the documents under a model, as it does
+// a file.
 func Build(ctx context.Context, path string, docs []Document, opt Options) (*Index, error) {
 	start := time.Now()
 	switch {
 	case opt.IDs != nil || opt.Payloads != nil:
 		return nil, &OptionError{Fields: []string{"IDs", "Payloads"}, Reason: "Build takes the ids and payloads from its documents"}
+	case opt.Start != 0 || opt.End != 0:
+		return nil, &OptionError{Fields: []string{"Start", "End"}, Reason: "Build takes every document; Start and End choose rows of Compress's input"}
 	case len(docs) == 0:
 		return nil, fmt.Errorf("%w: no documents to build from", index.ErrArgument)
 	}

@@ -73,6 +73,12 @@ func Compress(ctx context.Context, input, output string, opt Options) (sum *Summ
 	if lo >= hi || hi > mat.Len() {
 		return nil, fmt.Errorf("%s: %w: rows %d to %d asked, the file has %d", input, index.ErrArgument, lo, hi, mat.Len())
 	}
+	if len(opt.IDs) == mat.Len() && hi-lo < mat.Len() {
+		opt.IDs = opt.IDs[lo:hi] // the whole file's ids: the range's
+	}
+	if len(opt.Payloads) == mat.Len() && hi-lo < mat.Len() {
+		opt.Payloads = opt.Payloads[lo:hi]
+	}
 	src := source{name: input, rows: rowRange{mat, lo, hi - lo}, first: lo, keys: opt.IDs, payloads: opt.Payloads,
 		checkFinite: func() error { return mat.CheckFiniteRows(lo, hi) }}
 	if f16, ok := mat.Float16(); ok {
@@ -172,7 +178,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 	if normalise {
 		rows = normalized{src.rows}
 	}
-	dev, skipped, err := anneal.OpenBackend(opt.Backend)
+	dev, skipped, err := anneal.OpenDevices(opt.Backend, opt.Devices)
 	for _, s := range skipped {
 		log.Info("backend skipped", "reason", s)
 	}
@@ -180,16 +186,34 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 		return nil, err
 	}
 	defer dev.Close()
-	if opt.DeviceMemory > 0 {
-		if lim, ok := dev.(anneal.MemoryLimiter); ok {
-			if err := lim.SetMemoryLimit(opt.DeviceMemory); err != nil {
+	free := int64(-1) // what the points may take on the device, where it says
+	if lim, ok := dev.(anneal.MemoryLimiter); ok {
+		if opt.DeviceMemory > 0 {
+			// The device sizes its datasets to the cap less the
+			// anchors' state, which comes first.
+			points := pointMemory(opt.DeviceMemory, m, d)
+			if points < opt.DeviceMemory/4 {
+				return nil, &OptionError{Fields: []string{"DeviceMemory"}, Value: opt.DeviceMemory,
+					Reason: fmt.Sprintf("too small: %d anchors of dimension %d take %d MiB of it on the device", m, d, (opt.DeviceMemory-points)>>20)}
+			}
+			if err := lim.SetMemoryLimit(points); err != nil {
 				return nil, err
 			}
 		}
+		if f, ok := lim.FreeMemory(); ok {
+			free = f // within the cap, which left the anchors' state out
+			if opt.DeviceMemory == 0 {
+				free = pointMemory(f, m, d)
+			}
+		}
 	}
-	sample := trainRows(opt, n, d, m)
+	sample := trainRows(opt, n, d, m, free)
 	if sample < m && model == nil {
-		return nil, &OptionError{Fields: []string{"TrainSample"}, Value: opt.TrainSample, Reason: fmt.Sprintf("fewer rows than the %d anchors", m)}
+		field, value := "TrainSample", any(opt.TrainSample)
+		if opt.TrainSample == 0 && opt.DeviceMemory > 0 {
+			field, value = "DeviceMemory", opt.DeviceMemory
+		}
+		return nil, &OptionError{Fields: []string{field}, Value: value, Reason: fmt.Sprintf("leaves %d training rows, fewer than the %d anchors", sample, m)}
 	}
 	log.Debug("training", "backend", dev.Name(), "n", n, "dim", d, "anchors", m, "sample", sample)
 
@@ -213,7 +237,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 			plan.Meta.Flags |= index.FlagSegment // a shard may hold fewer rows than lists
 		}
 		plan.Anchors, plan.Params, plan.Global = model.anchors, model.params, model.global
-		if plan.Assign, sum.Energy, err = assignRows(ctx, dev, src, rows, normalise, model.anchors, m, window(n, d, sample), opt.AssignProgress); err != nil {
+		if plan.Assign, sum.Energy, err = assignRows(ctx, dev, src, rows, normalise, model.anchors, m, window(n, d, sample, src.f16 == nil || normalise), opt.AssignProgress); err != nil {
 			return nil, err
 		}
 		plan.Meta.Energy, plan.Meta.InitEnergy = sum.Energy, 0
@@ -237,7 +261,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 		plan.Anchors = trained.Anchors
 		sum.TrainTime = time.Since(trainStart)
 		assignStart := time.Now()
-		if plan.Assign, sum.Energy, err = assignRows(ctx, dev, src, rows, normalise, trained.Anchors, m, window(n, d, sample), opt.AssignProgress); err != nil {
+		if plan.Assign, sum.Energy, err = assignRows(ctx, dev, src, rows, normalise, trained.Anchors, m, window(n, d, sample, src.f16 == nil || normalise), opt.AssignProgress); err != nil {
 			return nil, err
 		}
 		plan.Meta.Energy = sum.Energy

@@ -26,8 +26,11 @@ var ErrModel = errors.New("vlc: inputs do not share a model")
 // order. The codes are copied, never encoded again, so the inputs must
 // share a model: indexes encoded under one (Options.AnchorsFrom) merge
 // into exactly what one encode of all their rows gives; the segments of
-// stores grown from one index merge as Compact merges them. Inputs that
-// do not share one are refused (ErrModel), naming the first that differs.
+// stores grown from one index merge as Compact merges them (for the pq
+// and sq8 codes, whose added segments fit their lists apart, only where
+// Compact could: index.ErrArgument names the list otherwise). Inputs
+// that do not share a model are refused (ErrModel), naming the first
+// that differs.
 //
 // Ids stay what the inputs said: an input with ids keeps them (an id in
 // two inputs is ErrDuplicateID), and the rows of inputs without ids are
@@ -60,8 +63,12 @@ func Merge(ctx context.Context, output string, inputs []string) (*MergeSummary, 
 		if len(snap.segs) > 1 || !snap.gone.IsEmpty() {
 			withKeys = true // a store names its rows by id, not position
 		}
+		lone := snap.man.Segments == nil
 		for i, s := range snap.segs {
 			part := index.MergePart{Index: s.ix}
+			if lone {
+				part.FirstID = rows // a lone file's rows are numbered on
+			}
 			if !snap.deleted[i].IsEmpty() {
 				part.Keep = keepLive(snap.deleted[i])
 			}

@@ -38,20 +38,31 @@ type Options struct {
 	// or agree with the model.
 	AnchorsFrom string
 	// Start and End, for Compress, take the input's rows Start to End-1
-	// only (End 0: to the last row); the index numbers them from 0, and
-	// IDs and Payloads, when given, are theirs alone.
+	// only (End 0: to the last row); the index numbers them from 0. IDs
+	// and Payloads, when given, are the range's, or the whole file's (of
+	// which the range's are taken).
 	Start, End int
 	// TrainSample is how many of the rows training learns the anchors
-	// from, evenly spaced through the input (0: DefaultSamplePerAnchor
-	// per anchor, fewer where DeviceMemory caps them, all rows where
-	// there are not more). Every row is then assigned to the trained
-	// anchors window by window and encoded, so memory is bounded by the
-	// sample, not by the input.
+	// from, evenly spaced through the input. 0: on a GPU, every row that
+	// fits in its memory (or DeviceMemory), so all of them where they fit;
+	// on the CPU, DefaultSamplePerAnchor per anchor, no more than a
+	// quarter of the available memory holds. When fewer than all rows
+	// train, every row is then assigned to the trained anchors window by
+	// window and encoded, so memory is bounded by the sample, not by the
+	// input.
 	TrainSample int
-	// DeviceMemory caps, in bytes, the memory a GPU backend uses (0: what
-	// is free): the training sample is sized to fit, and larger point
-	// sets stream through in batches. The CPU backend ignores it.
+	// DeviceMemory is, in bytes, the memory a GPU backend sizes its work
+	// to (0: what is free): the anchors' state first, then the training
+	// sample and the windows of the assignment; point sets larger than
+	// what is left stream through in batches. The CPU backend ignores it.
 	DeviceMemory int64
+
+	// Devices trains on several devices of the backend at once, the
+	// points split between them (anneal.Multi; the result is one
+	// device's bits): "all", or device numbers separated by commas
+	// ("0,1"). "" is one device. A number given twice puts two shares on
+	// one device (for tests; the CPU is device 0, "0,0,0" three shares).
+	Devices string
 
 	// IDs and Payloads, for Compress: the ids and payloads of the input's
 	// rows, in row order (nil: rows named by their number, no payloads).
@@ -133,6 +144,11 @@ func (o Options) check() error {
 		return &OptionError{Fields: []string{"DeviceMemory"}, Value: o.DeviceMemory, Reason: "must be 0 (what is free) or more bytes"}
 	case o.Start < 0 || o.End < 0 || o.End != 0 && o.End <= o.Start:
 		return &OptionError{Fields: []string{"Start", "End"}, Reason: fmt.Sprintf("rows %d to %d: want 0 <= Start < End (End 0: to the last row)", o.Start, o.End)}
+	}
+	if o.Devices != "" {
+		if _, err := anneal.ParseDevices(o.Devices); err != nil {
+			return &OptionError{Fields: []string{"Devices"}, Value: o.Devices, Reason: "want all, or device numbers separated by commas (0,1)"}
+		}
 	}
 	if o.AnchorsFrom != "" {
 		return nil // the model's code, checked against it in compress

@@ -19,8 +19,9 @@ import (
 // vectors as the codes give them back (anchor plus decoded residual):
 // worth it when Info's Drift shows that added vectors no longer fit the
 // anchors, at the cost of one more rounding of every vector. opt may set
-// Anchors (default: about sqrt of the live count), Backend, MaxIter,
-// Logger and the progress callbacks; the rest comes from the index.
+// Anchors (default: about sqrt of the live count), Backend, Devices,
+// MaxIter, TrainSample, DeviceMemory, Logger and the progress callbacks;
+// the rest comes from the index.
 func (ix *Index) Retrain(ctx context.Context, opt Options) (*Summary, error) {
 	snap, err := ix.beginWrite()
 	if err != nil {
@@ -34,6 +35,7 @@ func (ix *Index) Retrain(ctx context.Context, opt Options) (*Summary, error) {
 	spec := meta.CodeSpec()
 	opt.Code, opt.Metric, opt.Seed = quant.Kind(meta.Code).String(), meta.Metric.String(), meta.Seed
 	opt.Bits, opt.Ratio, opt.Subspaces, opt.Dim, opt.IDs, opt.Payloads = spec.Bits, 0, 0, 0, nil, nil
+	opt.AnchorsFrom, opt.Start, opt.End = "", 0, 0
 	if spec.Kind == quant.KindPQ && spec.Bits == 0 {
 		opt.Bits, opt.Subspaces = 0, spec.Subspaces
 	}

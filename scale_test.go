@@ -193,6 +193,74 @@ func TestMergeChecks(t *testing.T) {
 	if _, err := vlc.Merge(ctx, filepath.Join(dir, "dup.vlc"), []string{a, a}); !errors.Is(err, vlc.ErrDuplicateID) {
 		t.Fatalf("an id in two inputs: got %v, want ErrDuplicateID", err)
 	}
+	// An input without ids after one with them: its rows are numbered on.
+	c := filepath.Join(dir, "c.vlc")
+	compressT(t, deep10kBase, c, vlc.Options{Dim: 96, AnchorsFrom: m1, Start: 150, End: 200})
+	mixed := filepath.Join(dir, "mixed.vlc")
+	if _, err := vlc.Merge(ctx, mixed, []string{a, c}); err != nil {
+		t.Fatal(err)
+	}
+	ix, err = vlc.Open(mixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for _, id := range []string{"x-aaa", "100", "149"} {
+		if _, err := ix.Get(id); err != nil {
+			t.Errorf("id %s after merging 100 rows with ids and 50 without: %v", id, err)
+		}
+	}
+	if _, err := ix.Get("0"); !errors.Is(err, vlc.ErrNotFound) {
+		t.Errorf("id 0: got %v, want ErrNotFound (the rows without ids are numbered from 100)", err)
+	}
+}
+
+// Assigning every row window by window gives the bytes of one window, for
+// float16 input under l2 and cosine and for float32 input (its windows
+// converted copies); progress reports each window.
+func TestWindows(t *testing.T) {
+	dir := t.TempDir()
+	fvecs := filepath.Join(dir, "base.fvecs")
+	m, err := vecfile.Open(deep10kBase, vecfile.Options{Dim: 96})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([][]float32, m.Len())
+	for i := range rows {
+		rows[i] = m.Row(i, nil)
+	}
+	m.Close()
+	if err := vecfile.WriteFvecs(fvecs, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		input, metric string
+	}{{deep10kBase, "l2"}, {deep10kBase, "cosine"}, {fvecs, "l2"}} {
+		opt := vlc.Options{Dim: 96, Anchors: 40, Bits: 4, Code: "rotated", Metric: c.metric, TrainSample: 2500}
+		one, many := filepath.Join(dir, "one.vlc"), filepath.Join(dir, "many.vlc")
+		compressT(t, c.input, one, opt)
+		undo := vlc.SetMinWindow(1)
+		calls := 0
+		opt.AssignProgress = func(done, total int) { calls++ }
+		compressT(t, c.input, many, opt)
+		undo()
+		if calls != 5 { // 0, then 4 windows of 2,500
+			t.Errorf("%s %s: %d progress calls, want 5", c.input, c.metric, calls)
+		}
+		a, b := readAll(t, one), readAll(t, many)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s %s: four windows wrote other bytes than one", c.input, c.metric)
+		}
+	}
+}
+
+func readAll(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // AnchorsFrom refuses settings that contradict the model, and a model of
@@ -231,6 +299,11 @@ func TestTrainSample(t *testing.T) {
 	var assigned []int
 	ps := compressT(t, deep10kBase, part, vlc.Options{Dim: 96, Anchors: 100, Bits: 4, Code: "rotated", TrainSample: 2500,
 		AssignProgress: func(done, total int) { assigned = append(assigned, done, total) }})
+	// The CPU sizes nothing to DeviceMemory.
+	cs := compressT(t, deep10kBase, filepath.Join(dir, "cpu.vlc"), vlc.Options{Dim: 96, Anchors: 100, Bits: 4, Code: "rotated", Backend: "cpu", DeviceMemory: 1 << 20})
+	if cs.TrainRows != 10000 {
+		t.Errorf("the CPU with DeviceMemory 1 MiB trained on %d rows, want all 10000", cs.TrainRows)
+	}
 	if fs.TrainRows != 10000 || ps.TrainRows != 2500 {
 		t.Fatalf("train rows %d and %d, want 10000 and 2500", fs.TrainRows, ps.TrainRows)
 	}

@@ -91,8 +91,8 @@ type StepStats struct {
 }
 
 // MemoryLimiter is implemented by devices whose memory use can be capped
-// (gpu/cuda): points beyond the cap stream through in batches, as they do
-// when they outgrow the device.
+// (gpu/cuda): datasets are sized to fit within the cap, points beyond it
+// streaming through in batches, as they do when they outgrow the device.
 type MemoryLimiter interface {
 	// SetMemoryLimit caps the memory the device's datasets use, in
 	// bytes (0: none), and restarts PeakMemory's count.
@@ -100,4 +100,7 @@ type MemoryLimiter interface {
 	// PeakMemory is the most memory in use since the device opened or
 	// the last SetMemoryLimit, in bytes.
 	PeakMemory() int64
+	// FreeMemory is what a dataset may take now (free, within the cap),
+	// in bytes; false where no device underneath reports it.
+	FreeMemory() (int64, bool)
 }

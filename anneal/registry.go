@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -22,6 +23,8 @@ var (
 	regMu    sync.Mutex
 	registry []backend
 	unbuilt  = map[string]string{} // backend name -> how to build it in
+	// backend name -> how it opens devices by number (RegisterDevices)
+	devOpeners = map[string]func(ordinals []int) ([]Device, error){}
 )
 
 // Register makes a backend available by name. Backends call it from an init
@@ -42,6 +45,92 @@ func RegisterUnbuilt(name, how string) {
 	regMu.Lock()
 	defer regMu.Unlock()
 	unbuilt[name] = how
+}
+
+// RegisterDevices lets a registered backend open several devices by
+// number (OpenDevices): open gets the numbers as given (a number given
+// twice, two devices on one: shares of one device, for tests), or nil
+// for every device the backend has, and returns one Device a number.
+func RegisterDevices(name string, open func(ordinals []int) ([]Device, error)) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	devOpeners[name] = open
+}
+
+// ParseDevices reads a device list: "all" (nil) or device numbers
+// separated by commas ("0,1", "0,0").
+func ParseDevices(spec string) ([]int, error) {
+	if spec == "all" {
+		return nil, nil
+	}
+	var ords []int
+	for _, f := range strings.Split(spec, ",") {
+		o, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || o < 0 {
+			return nil, fmt.Errorf("anneal: devices %q: want all, or device numbers separated by commas (0,1)", spec)
+		}
+		ords = append(ords, o)
+	}
+	return ords, nil
+}
+
+// OpenDevices is OpenBackend on the devices spec names (ParseDevices; ""
+// is OpenBackend's one device): one device as it is, several as Multi
+// over them. A backend that cannot open devices by number takes only "0"
+// and "all", as its one device; auto passes over the backends that cannot
+// open the devices named.
+func OpenDevices(name, spec string) (dev Device, skipped []string, err error) {
+	if spec == "" {
+		return OpenBackend(name)
+	}
+	ords, err := ParseDevices(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	regMu.Lock()
+	list := slices.Clone(registry)
+	openers := make(map[string]func([]int) ([]Device, error), len(devOpeners))
+	for k, v := range devOpeners {
+		openers[k] = v
+	}
+	regMu.Unlock()
+	open := func(b backend) (Device, error) {
+		o := openers[b.name]
+		if o == nil {
+			if ords == nil || slices.Equal(ords, []int{0}) {
+				return b.open()
+			}
+			return nil, fmt.Errorf("%s opens one device only (devices %q)", b.name, spec)
+		}
+		devs, err := o(ords)
+		switch {
+		case err != nil:
+			return nil, err
+		case len(devs) == 1:
+			return devs[0], nil
+		}
+		return Multi(devs...), nil
+	}
+	if name == "" || name == "auto" {
+		for _, b := range list {
+			d, err := open(b)
+			if err == nil {
+				return d, skipped, nil
+			}
+			skipped = append(skipped, fmt.Sprintf("%s: %v", b.name, err))
+		}
+		return nil, skipped, fmt.Errorf("%w: no backend could start on devices %q (%s)", ErrNoBackend, spec, strings.Join(skipped, "; "))
+	}
+	for _, b := range list {
+		if b.name == name {
+			d, err := open(b)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: %s: %v", ErrNoBackend, name, err)
+			}
+			return d, nil, nil
+		}
+	}
+	return OpenBackend(name) // not built in: its error
 }
 
 // Backends lists the registered backend names, in the order auto tries them.

@@ -7,7 +7,8 @@
 // the CPU has it, with the same bits), |a|^2 and |x|^2 as vec.Dot, clamped
 // at 0; ties go to the lowest anchor index. Reductions run per anchor over
 // its points in ascending point order with float64 sums, so results do not
-// depend on the core count.
+// depend on the core count, nor on how anneal.Multi splits the points over
+// simulated devices (shard.go carries the sums from share to share).
 package cpu
 
 import (
@@ -40,11 +41,15 @@ func (*Device) Load(p anneal.Points) (anneal.Dataset, error) {
 	if p.Dim < 1 || p.N < 1 || len(p.Data) != p.N*p.Dim {
 		return nil, fmt.Errorf("cpu: %d values do not make %d points of dimension %d", len(p.Data), p.N, p.Dim)
 	}
-	ds := &dataset{pts: p.Data, n: p.N, d: p.Dim, assign: make([]int32, p.N), dist: make([]float32, p.N)}
+	return newDataset(p.Data, p.N, p.Dim), nil
+}
+
+func newDataset(pts []uint16, n, d int) *dataset {
+	ds := &dataset{pts: pts, n: n, d: d, assign: make([]int32, n), dist: make([]float32, n)}
 	for i := range ds.assign {
 		ds.assign[i] = -1
 	}
-	return ds, nil
+	return ds
 }
 
 type dataset struct {
@@ -59,6 +64,8 @@ type dataset struct {
 
 	counts   []int64
 	variance []float32
+
+	share *share // set when the dataset is a share of a split set (shard.go)
 }
 
 func (s *dataset) SetAnchors(a []float32, m int) error {
@@ -118,8 +125,16 @@ func (*dataset) Close() error             { return nil }
 // assignBlock is the number of points one goroutine assigns at a time.
 const assignBlock = 256
 
-// assignAll sets every point's nearest anchor and its squared distance.
+// assignAll sets every point's nearest anchor and its squared distance,
+// and returns the energy and the number of points whose anchor changed.
 func (s *dataset) assignAll() anneal.StepStats {
+	changed := s.assignRows()
+	return anneal.StepStats{Energy: addDist(0, s.dist) / float64(s.n), Changed: changed}
+}
+
+// assignRows sets every point's nearest anchor and its squared distance,
+// and returns the number of points whose anchor changed.
+func (s *dataset) assignRows() int {
 	d, m := s.d, s.m
 	stride := s.panels.Stride()
 	changed := make([]int, (s.n+assignBlock-1)/assignBlock)
@@ -147,16 +162,20 @@ func (s *dataset) assignAll() anneal.StepStats {
 		}
 		changed[lo/assignBlock] = c
 	})
-	var st anneal.StepStats
-	var sum float64
-	for _, v := range s.dist {
-		sum += float64(v)
-	}
-	st.Energy = sum / float64(s.n)
+	total := 0
 	for _, c := range changed {
-		st.Changed += c
+		total += c
 	}
-	return st
+	return total
+}
+
+// addDist returns e plus the distances, added in point order: the energy's
+// sum, carried from share to share when the points are split.
+func addDist(e float64, dist []float32) float64 {
+	for _, v := range dist {
+		e += float64(v)
+	}
+	return e
 }
 
 // nearest returns the anchor with the least partial distance |a|^2 - 2 x.a
@@ -175,21 +194,7 @@ func nearest(dots, norms []float32) (int32, float32) {
 // anchor toward the Huber-weighted mean of its points.
 func (s *dataset) reduce(p *anneal.StepParams) {
 	d, m := s.d, s.m
-	// Counting sort of the points by anchor, ascending point order within.
-	start := make([]int, m+1)
-	for _, a := range s.assign {
-		start[a+1]++
-	}
-	for a := range m {
-		start[a+1] += start[a]
-	}
-	members := make([]int32, s.n)
-	fill := append([]int(nil), start[:m]...)
-	for i, a := range s.assign {
-		members[fill[a]] = int32(i)
-		fill[a]++
-	}
-
+	start, members := s.byAnchor()
 	par.For(m, 1, func(lo, hi int) {
 		x := make([]float32, d)
 		sum := make([]float64, d)
@@ -199,47 +204,9 @@ func (s *dataset) reduce(p *anneal.StepParams) {
 			anc := s.anc[a*d : (a+1)*d]
 			clear(sum)
 			clear(sq)
-			var wsum float64
-			for _, i := range pts {
-				f16.DecodeRow(x, s.pts[int(i)*d:(int(i)+1)*d])
-				w := 1.0
-				if p != nil && !math.IsInf(float64(p.Tau), 1) {
-					if r := math.Sqrt(float64(s.dist[i])); r > float64(p.Tau) {
-						w = float64(p.Tau) / r
-					}
-				}
-				wsum += w
-				for j, v := range x {
-					r := float64(v - anc[j])
-					sum[j] += w * r
-					sq[j] += r * r
-				}
-			}
+			wsum := s.addPoints(pts, anc, p, x, sum, sq, 0)
 			s.counts[a] = int64(len(pts))
-			v := s.variance[a*d : (a+1)*d]
-			if len(pts) == 0 {
-				clear(v)
-				continue
-			}
-			for j := range v {
-				v[j] = float32(sq[j] / float64(len(pts)))
-			}
-			if p == nil {
-				continue
-			}
-			// The move is rate * (robust mean - anchor), capped in length.
-			var norm float64
-			for j := range sum {
-				sum[j] = float64(p.Rate) * sum[j] / wsum
-				norm += sum[j] * sum[j]
-			}
-			scale := 1.0
-			if norm = math.Sqrt(norm); norm > float64(p.MaxMove) {
-				scale = float64(p.MaxMove) / norm
-			}
-			for j := range anc {
-				anc[j] = float32(float64(anc[j]) + scale*sum[j])
-			}
+			finishAnchor(anc, sum, sq, wsum, int64(len(pts)), s.variance[a*d:(a+1)*d], p)
 		}
 	})
 	if p != nil {
@@ -248,6 +215,98 @@ func (s *dataset) reduce(p *anneal.StepParams) {
 	}
 }
 
+// byAnchor sorts the points by anchor (a counting sort): anchor a's points
+// are members[start[a]:start[a+1]], in ascending point order.
+func (s *dataset) byAnchor() (start []int, members []int32) {
+	m := s.m
+	start = make([]int, m+1)
+	for _, a := range s.assign {
+		start[a+1]++
+	}
+	for a := range m {
+		start[a+1] += start[a]
+	}
+	members = make([]int32, s.n)
+	fill := append([]int(nil), start[:m]...)
+	for i, a := range s.assign {
+		members[fill[a]] = int32(i)
+		fill[a]++
+	}
+	return start, members
+}
+
+// addPoints adds the terms of the points pts (one anchor's, ascending) to
+// that anchor's sums, in order: sum[j] += w (x_j - anc_j) and sq[j] +=
+// (x_j - anc_j)^2 in float64, w the Huber weight min(1, Tau/r) (1 when p
+// is nil or Tau is +Inf), and returns wsum plus the weights. x is scratch
+// of d values.
+func (s *dataset) addPoints(pts []int32, anc []float32, p *anneal.StepParams, x []float32, sum, sq []float64, wsum float64) float64 {
+	d := s.d
+	for _, i := range pts {
+		f16.DecodeRow(x, s.pts[int(i)*d:(int(i)+1)*d])
+		w := 1.0
+		if p != nil && !math.IsInf(float64(p.Tau), 1) {
+			if r := math.Sqrt(float64(s.dist[i])); r > float64(p.Tau) {
+				w = float64(p.Tau) / r
+			}
+		}
+		wsum += w
+		for j, v := range x {
+			r := float64(v - anc[j])
+			sum[j] += w * r
+			sq[j] += r * r
+		}
+	}
+	return wsum
+}
+
+// finishAnchor ends one anchor's reduce from its sums (addPoints) and
+// point count: its variance v, and when p is not nil and it has points,
+// its move, rate * (robust mean - anchor) capped in length, applied to
+// anc. sum is overwritten.
+func finishAnchor(anc []float32, sum, sq []float64, wsum float64, count int64, v []float32, p *anneal.StepParams) {
+	if count == 0 {
+		clear(v)
+		return
+	}
+	for j := range v {
+		v[j] = float32(sq[j] / float64(count))
+	}
+	if p == nil {
+		return
+	}
+	var norm float64
+	for j := range sum {
+		sum[j] = float64(p.Rate) * sum[j] / wsum
+		norm += sum[j] * sum[j]
+	}
+	scale := 1.0
+	if norm = math.Sqrt(norm); norm > float64(p.MaxMove) {
+		scale = float64(p.MaxMove) / norm
+	}
+	for j := range anc {
+		anc[j] = float32(float64(anc[j]) + scale*sum[j])
+	}
+}
+
 func init() {
 	anneal.Register("cpu", 2, func() (anneal.Device, error) { return New(), nil })
+	anneal.RegisterDevices("cpu", OpenDevices)
+}
+
+// OpenDevices returns one CPU device per number given, each 0: the CPU is
+// device 0, and "0,0,0" splits training over three simulated devices (for
+// tests of anneal.Multi). nil ("all") is the one CPU.
+func OpenDevices(ordinals []int) ([]anneal.Device, error) {
+	if ordinals == nil {
+		return []anneal.Device{New()}, nil
+	}
+	devs := make([]anneal.Device, len(ordinals))
+	for i, o := range ordinals {
+		if o != 0 {
+			return nil, fmt.Errorf("no CPU device %d: the CPU is device 0 (give 0 more than once, 0,0, to split training over simulated devices)", o)
+		}
+		devs[i] = New()
+	}
+	return devs, nil
 }

@@ -214,6 +214,9 @@ func assemble(code quant.Code, meta Meta, anchors16 []byte, offsets []uint64, id
 			return nil, err
 		}
 		b.Pack(codes, n, blocks, low)
+		if err := arena.Free(codes); err != nil { // repacked: its disk space back
+			return nil, err
+		}
 		codes = low
 	}
 	secs := []format.Section{

@@ -16,20 +16,27 @@ import (
 type MergePart struct {
 	Index *Index
 	Keep  func(row int) bool // nil keeps every row
+	// FirstID names the rows of a part without keys where the merge
+	// writes keys: row r is the decimal FirstID + r (a part's rows are
+	// named by number, so a second part's are numbered on past the
+	// first's).
+	FirstID int
 }
 
 // MergeOptions are Merge's choices beyond its parts.
 type MergeOptions struct {
-	// WithKeys writes the ids (KEYS) even where no part has them, as the
-	// row numbers each part gave its rows.
+	// WithKeys writes the ids (KEYS) even where no part has them (a part
+	// without keys names its rows FirstID + row).
 	WithKeys bool
 	// SpillDir, as Plan's, keeps the merged code arrays in files.
 	SpillDir string
 }
 
 // CanMerge reports whether Merge can join several parts of this index's
-// code: codes whose list parameters can be re-expressed (quant.Merger).
-// Any code can be rewritten from a single part.
+// code whatever their lists' parameters: codes whose list parameters can
+// be re-expressed (quant.Merger). Other codes join parts whose lists
+// share their parameters (encoded under one model, Plan.Params), and any
+// code can be rewritten from a single part.
 func (ix *Index) CanMerge() bool {
 	_, ok := ix.code.(quant.Merger)
 	return ok
@@ -44,7 +51,7 @@ func (ix *Index) CanMerge() bool {
 // merged parameters (quant.Merger; the rotated code rounds two float16
 // scalars anew), and other codes refuse. The ids are written (KEYS) when
 // opt.WithKeys or any part has them: an index without keys names its
-// rows by number, so parts without keys are numbered on, in order; payloads
+// rows by number, FirstID on (MergePart); payloads
 // when any part has them. meta gives the code and training statistics;
 // N, Dim and M are set. It returns the rows written.
 func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, opt MergeOptions) (rows int, err error) {
@@ -167,7 +174,7 @@ func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, opt M
 					}
 					keys[nr] = string(k)
 				} else {
-					keys[nr] = strconv.Itoa(r)
+					keys[nr] = strconv.Itoa(parts[i].FirstID + r)
 				}
 			}
 			if withPayloads {

@@ -6,33 +6,62 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/gpu/cuda"
 	"github.com/vlc-embed/vlc/gpu/webgpu"
 	"github.com/vlc-embed/vlc/internal/crosscheck"
+	"github.com/vlc-embed/vlc/internal/synth"
 )
 
 // runTestCUDA checks the CUDA backend against the CPU (crosscheck.Check)
 // and prints the report, with the split of a Step's kernels and every
-// assign variant's speed.
+// assign variant's speed. With -devices it checks the points split over
+// those devices, and first that the split gives the bits of the first
+// device alone (splitParity).
 //
-//	vlc test-cuda [--large] [-seed S] [-iters N]
+//	vlc test-cuda [--large] [-devices all|0,1,...] [-seed S] [-iters N]
 func runTestCUDA(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseBackendCheck("test-cuda", args, stdout)
+	var devices string
+	cfg, err := parseBackendCheck("test-cuda", args, stdout, &devices)
 	if err != nil {
 		return err
 	}
-	dev, err := cuda.Open()
-	if err != nil {
-		return err
+	var devs []anneal.Device
+	if devices == "" {
+		dev, err := cuda.Open()
+		if err != nil {
+			return err
+		}
+		devs = []anneal.Device{dev}
+	} else {
+		ords, err := anneal.ParseDevices(devices)
+		if err != nil {
+			return err
+		}
+		if devs, err = cuda.OpenDevices(ords); err != nil {
+			return err
+		}
+	}
+	dev := devs[0]
+	if len(devs) > 1 {
+		dev = anneal.Multi(devs...)
 	}
 	defer dev.Close()
-	if in, ok := dev.(interface{ Info() cuda.Info }); ok {
-		i := in.Info()
-		fmt.Fprintf(stderr, "device: %s, %d SMs, compute capability %d.%d, %.1f GiB (%.1f GiB free), PTX %s\n",
-			i.Name, i.SMs, i.CCMajor, i.CCMinor, float64(i.TotalMem)/(1<<30), float64(i.FreeMem)/(1<<30), i.PTXSource)
+	for _, d := range devs {
+		if in, ok := d.(interface{ Info() cuda.Info }); ok {
+			i := in.Info()
+			fmt.Fprintf(stderr, "device: %s, %d SMs, compute capability %d.%d, %.1f GiB (%.1f GiB free), PTX %s\n",
+				i.Name, i.SMs, i.CCMajor, i.CCMinor, float64(i.TotalMem)/(1<<30), float64(i.FreeMem)/(1<<30), i.PTXSource)
+		}
+	}
+	if len(devs) > 1 {
+		if err := splitParity(devs[0], dev, cfg, stderr); err != nil {
+			return err
+		}
 	}
 	cfg.F16Anchors = true
 	var prof bytes.Buffer
@@ -42,12 +71,93 @@ func runTestCUDA(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return checkBackend(ctx, dev, "cuda", cfg, &prof, stderr)
 }
 
+// splitParity runs robust Steps and an Assign from the same anchors on one
+// device and on the points split over several (split), and fails unless
+// every energy, changed count, assignment, count, anchor and variance is
+// the same to the bit.
+func splitParity(one, split anneal.Device, cfg crosscheck.Config, w io.Writer) error {
+	pts := synth.Clusters(cfg.N, cfg.Dim, max(1, cfg.Anchors/4), cfg.Seed)
+	anchors := synth.PickAnchors(pts, cfg.Anchors, cfg.Seed)
+	const steps = 3
+	type result struct {
+		st       []anneal.StepStats
+		assign   []int32
+		anchors  []float32
+		counts   []int64
+		variance []float32
+	}
+	run := func(dev anneal.Device) (*result, error) {
+		ds, err := dev.Load(pts)
+		if err != nil {
+			return nil, err
+		}
+		defer ds.Close()
+		if err := ds.SetAnchors(anchors, cfg.Anchors); err != nil {
+			return nil, err
+		}
+		m, d := cfg.Anchors, cfg.Dim
+		r := &result{assign: make([]int32, pts.N), anchors: make([]float32, m*d), counts: make([]int64, m), variance: make([]float32, m*d)}
+		inf := float32(math.Inf(1))
+		for k := range steps + 1 {
+			var st anneal.StepStats
+			if k < steps {
+				st, err = ds.Step(anneal.StepParams{Tau: 4, Rate: 0.5, MaxMove: inf})
+			} else {
+				st, err = ds.Assign()
+			}
+			if err != nil {
+				return nil, err
+			}
+			r.st = append(r.st, st)
+		}
+		for _, err := range []error{ds.Assignments(r.assign), ds.Anchors(r.anchors), ds.Stats(r.counts, r.variance)} {
+			if err != nil {
+				return nil, err
+			}
+		}
+		return r, nil
+	}
+	a, err := run(one)
+	if err != nil {
+		return err
+	}
+	b, err := run(split)
+	if err != nil {
+		return err
+	}
+	bits := func(x, y []float32) bool {
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	var diff []string
+	if !slices.Equal(a.st, b.st) {
+		diff = append(diff, fmt.Sprintf("step statistics %v / %v", a.st, b.st))
+	}
+	if !slices.Equal(a.assign, b.assign) || !slices.Equal(a.counts, b.counts) {
+		diff = append(diff, "assignments or counts")
+	}
+	if !bits(a.anchors, b.anchors) || !bits(a.variance, b.variance) {
+		diff = append(diff, "anchors or variances")
+	}
+	what := fmt.Sprintf("split parity: %s against %s alone, %d x %d points, %d anchors, %d robust Steps and an Assign", split.Name(), one.Name(), cfg.N, cfg.Dim, cfg.Anchors, steps)
+	if len(diff) > 0 {
+		fmt.Fprintf(w, "%s: FAIL\n", what)
+		return fmt.Errorf("split over devices, the results differ from one device's: %s", strings.Join(diff, "; "))
+	}
+	fmt.Fprintf(w, "%s: the same bits\n", what)
+	return nil
+}
+
 // runTestWebGPU is test-cuda's check for the WebGPU backend, on the best
 // adapter (VLC_WEBGPU_ADAPTER picks another; software adapters too).
 //
 //	vlc test-webgpu [--large] [-seed S] [-iters N]
 func runTestWebGPU(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseBackendCheck("test-webgpu", args, stdout)
+	cfg, err := parseBackendCheck("test-webgpu", args, stdout, nil)
 	if err != nil {
 		return err
 	}
@@ -80,9 +190,12 @@ func runTestWebGPU(ctx context.Context, args []string, stdout, stderr io.Writer)
 }
 
 // parseBackendCheck reads the flags test-cuda and test-webgpu share (help
-// goes to stdout).
-func parseBackendCheck(name string, args []string, stdout io.Writer) (crosscheck.Config, error) {
+// goes to stdout), and -devices into devices when it is not nil.
+func parseBackendCheck(name string, args []string, stdout io.Writer, devices *string) (crosscheck.Config, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	if devices != nil {
+		fs.StringVar(devices, "devices", "", "check the points split over these devices: all, or device numbers such as 0,1 (a number twice: two shares on one GPU); first that the split gives one device's bits")
+	}
 	large := fs.Bool("large", false, "1,000,000 x 768 points and 4096 anchors (the CPU runs on a subsample); default 10,000 x 128 and 256")
 	seed := fs.Uint64("seed", 1, "seed of the data and the initial anchors")
 	iters := fs.Int("iters", 0, "timed iterations per backend (default 20; 10 on the GPU and 2 on the CPU with --large)")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/vlc-embed/vlc/internal/sysmem"
 	"io"
 	"log/slog"
 	"math"
@@ -37,10 +38,11 @@ type benchResult struct {
 // runBench times annealing iterations (assign + reduce + update, Lloyd
 // steps) of a backend on clustered float16 data of a given size.
 //
-//	vlc bench [-backend auto] [-n 1000000] [-dim 768] [-anchors 4096] [-iters 10] [-seed 1] [-json]
+//	vlc bench [-backend auto] [-devices all|0,1,...] [-n 1000000] [-dim 768] [-anchors 4096] [-iters 10] [-seed 1] [-json]
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	backend := fs.String("backend", "auto", "backend to time: auto or "+strings.Join(anneal.Backends(), ", "))
+	devices := fs.String("devices", "", "time several devices of the backend, the points split between them: all, or device numbers such as 0,1 (a number twice: two shares on one device)")
 	n := fs.Int("n", 1_000_000, "points")
 	d := fs.Int("dim", 768, "dimension")
 	m := fs.Int("anchors", 4096, "anchors")
@@ -59,7 +61,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkBenchSize(*n, *d, *m); err != nil {
 		return err
 	}
-	dev, skipped, err := anneal.OpenBackend(*backend)
+	dev, skipped, err := anneal.OpenDevices(*backend, *devices)
 	for _, s := range skipped {
 		slog.Info("backend skipped", "reason", s)
 	}
@@ -148,7 +150,7 @@ func checkBenchSize(n, d, m int) error {
 	if !ok {
 		return fmt.Errorf("-n %d x -dim %d with -anchors %d is too large: its size overflows this platform's integers", n, d, m)
 	}
-	if avail, known := availableMemory(); known && need > avail {
+	if avail, known := sysmem.Available(); known && need > avail {
 		return fmt.Errorf("-n %d x -dim %d with -anchors %d needs about %s of memory, more than the %s available: use a smaller -n or -dim", n, d, m, gib(need), gib(avail))
 	}
 	return nil

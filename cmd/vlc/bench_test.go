@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/vlc-embed/vlc/internal/sysmem"
 	"math"
 	"os/exec"
 	"strings"
@@ -42,7 +43,7 @@ func TestBench(t *testing.T) {
 // so that a regression kills a child process, not the tests.
 func TestBenchTooLarge(t *testing.T) {
 	bin := builtVLC(t, nil)
-	_, memKnown := availableMemory()
+	_, memKnown := sysmem.Available()
 	cases := []struct {
 		args []string
 		want string

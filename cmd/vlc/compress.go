@@ -34,16 +34,17 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	anchors := fs.Int("anchors", 0, "anchors (inverted lists); 0 picks about sqrt(n)")
 	metric := fs.String("metric", "l2", "distance: l2, ip or cosine")
 	backend := fs.String("backend", "auto", "training backend: auto or "+strings.Join(anneal.Backends(), ", "))
+	devices := fs.String("devices", "", "train on several devices of the backend, the points split between them (the same index as one device): all, or device numbers such as 0,1 (a number twice: two shares on one device, for tests)")
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives a byte-identical index")
 	maxIter := fs.Int("max-iter", 0, fmt.Sprintf("annealing iterations at most (0: the default, %d)", anneal.DefaultMaxIter))
 	quiet := fs.Bool("quiet", false, "no progress bar and no summary")
-	idsFile := fs.String("ids", "", "ids of the input's vectors, one a line, in row order (default: the row numbers)")
+	idsFile := fs.String("ids", "", "ids of the input's vectors, one a line, in row order: the whole file's, or with -rows the range's (default: the row numbers)")
 	payloads := fs.String("payloads", "", "payloads of the input's vectors, a JSON Lines `file` (one JSON value a line, in row order)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the compression to `file` (go tool pprof)")
 	anchorsFrom := fs.String("anchors-from", "", "encode with the model (anchors, code, list parameters) of this index `file`, without training: indexes encoded under one model merge (vlc merge) into what one encode of all their rows gives")
 	rowsFlag := fs.String("rows", "", "compress only the input's rows START:END (END excluded; either may be left out); the index numbers them from 0")
-	trainSample := fs.Int("train-sample", 0, fmt.Sprintf("rows training learns from, evenly spaced through the input, before every row is assigned and encoded (0: %d per anchor, fewer to fit -device-memory)", vlc.DefaultSamplePerAnchor))
-	deviceMemory := fs.String("device-memory", "", "cap the GPU memory used, e.g. 8GiB (default: what is free); the training sample is sized to fit, larger sets stream through in batches")
+	trainSample := fs.Int("train-sample", 0, fmt.Sprintf("rows training learns from, evenly spaced through the input, before every row is assigned and encoded (0: on a GPU every row that fits in its memory, on the CPU %d per anchor)", vlc.DefaultSamplePerAnchor))
+	deviceMemory := fs.String("device-memory", "", "GPU memory to size the work to, e.g. 8GiB (default: what is free): the anchors' state, then the training sample and the assignment's windows; larger point sets stream through in batches")
 	pos, err := parse(fs, args, []string{"INPUT"}, stdout)
 	if err != nil {
 		return err
@@ -73,7 +74,6 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if !*quiet {
 		bars = newProgress(stderr, *maxIter, isTerminal(stderr))
 	}
-	peak := sampleMemory()
 	stop, err := startProfile(*cpuProfile)
 	if err != nil {
 		return err
@@ -81,7 +81,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	defer stop()
 	opt := vlc.Options{
 		Dim: *dim, Bits: *bits, Ratio: *ratio, Subspaces: *subspaces, Code: *codeName, Anchors: *anchors, Metric: *metric,
-		Backend: *backend, Seed: *seed, MaxIter: *maxIter,
+		Backend: *backend, Devices: *devices, Seed: *seed, MaxIter: *maxIter,
 		AnchorsFrom: *anchorsFrom, Start: start, End: end, TrainSample: *trainSample, DeviceMemory: devMem,
 	}
 	if *idsFile != "" {
@@ -97,6 +97,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if bars != nil {
 		opt.Progress, opt.AssignProgress, opt.EncodeProgress = bars.training, bars.assigning, bars.encoding
 	}
+	peak := sampleMemory()
 	sum, err := vlc.Compress(ctx, input, *out, opt)
 	bars.finish()
 	rss, rssOK := peak()
@@ -122,7 +123,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case *anchorsFrom != "":
 		fmt.Fprintf(stderr, "  model         %s (no training)\n", *anchorsFrom)
 	case sum.TrainRows < sum.N:
-		fmt.Fprintf(stderr, "  trained on    %d of the %d rows (-train-sample), then every row assigned\n", sum.TrainRows, sum.N)
+		fmt.Fprintf(stderr, "  trained on    %d of the %d rows (evenly spaced), then every row assigned\n", sum.TrainRows, sum.N)
 	}
 	if *anchorsFrom == "" {
 		fmt.Fprintf(stderr, "  iterations    %d (%s)\n", sum.Iterations, conv)
@@ -197,11 +198,11 @@ func isTerminal(w io.Writer) bool {
 
 // flagName is compress's flag for an Options field.
 func flagName(field string) string {
-	if f, ok := map[string]string{"Bits": "-bits", "Ratio": "-ratio", "Subspaces": "-subspaces", "Anchors": "-anchors", "MaxIter": "-max-iter"}[field]; ok {
+	if f, ok := map[string]string{"Bits": "-bits", "Ratio": "-ratio", "Subspaces": "-subspaces", "Anchors": "-anchors", "MaxIter": "-max-iter", "Devices": "-devices",
+		"TrainSample": "-train-sample", "DeviceMemory": "-device-memory", "Code": "-code", "Metric": "-metric", "Start": "-rows START", "End": "-rows END"}[field]; ok {
 		return f
 	}
 	return field
-
 }
 
 // progress shows training as a bar of iterations, finished at the

@@ -2,7 +2,7 @@
 // evaluates, describes and verifies such indexes, and adds to and deletes
 // from them.
 //
-//	vlc compress INPUT -o OUT [-dim D] [-bits 8 | -ratio R | -subspaces S] [-code rotated|pq] [-anchors M] [-metric l2|ip|cosine] [-backend auto|cpu|cuda|webgpu] [-seed S] [-ids FILE] [-payloads FILE.jsonl]
+//	vlc compress INPUT -o OUT [-dim D] [-bits 8 | -ratio R | -subspaces S] [-code rotated|pq] [-anchors M] [-metric l2|ip|cosine] [-backend auto|cpu|cuda|webgpu] [-devices all|0,1,...] [-seed S] [-ids FILE] [-payloads FILE.jsonl]
 //	vlc search INDEX -query Q -k K [-nprobe P] [-rerank FILE] [-payload]
 //	vlc add INDEX VECTORS [-ids FILE] [-payloads FILE.jsonl]
 //	vlc delete INDEX [-ids FILE] [ID ...]
@@ -12,8 +12,8 @@
 //	vlc eval INDEX... -query Q (-gt GT.ivecs | -base FILE) -sweep [-sweep-nprobe 1,4,16] [-plot OUT.png|.svg] [-json]
 //	vlc info INDEX [-json]
 //	vlc verify INDEX
-//	vlc bench [-backend B] [-n N] [-dim D] [-anchors M] [-iters K] [-json]
-//	vlc test-cuda [--large], vlc test-webgpu [--large]
+//	vlc bench [-backend B] [-devices all|0,1,...] [-n N] [-dim D] [-anchors M] [-iters K] [-json]
+//	vlc test-cuda [--large] [-devices all|0,1,...], vlc test-webgpu [--large]
 //	vlc help [COMMAND], vlc version
 //
 // Flags may come before or after the positional arguments. Output for people

@@ -15,17 +15,18 @@ import (
 	"github.com/vlc-embed/vlc/anneal"
 )
 
-// Device is one CUDA GPU (device 0) with its primary context and the
+// Device is one CUDA GPU (device 0 unless OpenDevices) with its primary context and the
 // kernels' module loaded. Every driver call runs on the Device's worker
 // thread; a Device and its Datasets may be used from any goroutine, one
 // call at a time.
 type Device struct {
-	drv  *driver
-	w    *worker
-	dev  int32
-	ctx  uintptr
-	mod  uintptr
-	smod uintptr // the search kernels' module, loaded on first use (search.go)
+	drv     *driver
+	w       *worker
+	ordinal int // the device's number, as the driver counts them
+	dev     int32
+	ctx     uintptr
+	mod     uintptr
+	smod    uintptr // the search kernels' module, loaded on first use (search.go)
 	// smemOptin is the most shared memory a block may have, static and
 	// dynamic together, after an opt-in.
 	smemOptin int
@@ -84,6 +85,52 @@ func Open() (anneal.Device, error) {
 	return d, nil
 }
 
+// OpenDevices opens the devices with these numbers (nil: every device the
+// driver sees), one Device each, in order, for anneal.Multi. A number given
+// twice opens a second Device on the same GPU (its own worker thread,
+// kernels and buffers, the GPU's primary context shared): two shares on
+// one GPU, which tests the split path without a second GPU. A number the
+// driver does not have is an error that names it.
+func OpenDevices(ordinals []int) ([]anneal.Device, error) {
+	if ordinals == nil {
+		dr, err := loadDriver()
+		if err != nil {
+			return nil, err
+		}
+		count, err := deviceCount(dr)
+		if err != nil {
+			return nil, err
+		}
+		for o := range count {
+			ordinals = append(ordinals, o)
+		}
+	}
+	var devs []anneal.Device
+	for _, o := range ordinals {
+		d, err := openOrdinal(o)
+		if err != nil {
+			for _, d := range devs {
+				d.Close()
+			}
+			return nil, err
+		}
+		devs = append(devs, d)
+	}
+	return devs, nil
+}
+
+// deviceCount is the number of devices the driver sees, at least one.
+func deviceCount(dr *driver) (int, error) {
+	var count int32
+	if err := dr.call("cuDeviceGetCount", dr.cuDeviceGetCount, uintptr(unsafe.Pointer(&count))); err != nil {
+		return 0, fmt.Errorf("no CUDA device: %w", err)
+	}
+	if count < 1 {
+		return 0, errors.New("no CUDA device: the driver sees none")
+	}
+	return int(count), nil
+}
+
 // defaultVariant is the assign tile shape Steps use unless VLC_CUDA_ASSIGN
 // names another: the fastest on 1M x 768 x 4096 in docs/CUDA.md, tma
 // where the GPU has it.
@@ -122,17 +169,20 @@ func (d *Device) variantNamed(name string) (assignVariant, bool) {
 	return assignVariant{}, false
 }
 
-func open() (*Device, error) {
+func open() (*Device, error) { return openOrdinal(0) }
+
+// openOrdinal opens device number ordinal.
+func openOrdinal(ordinal int) (*Device, error) {
 	dr, err := loadDriver()
 	if err != nil {
 		return nil, err
 	}
-	var count int32
-	if err := dr.call("cuDeviceGetCount", dr.cuDeviceGetCount, uintptr(unsafe.Pointer(&count))); err != nil {
-		return nil, fmt.Errorf("no CUDA device: %w", err)
+	count, err := deviceCount(dr)
+	if err != nil {
+		return nil, err
 	}
-	if count < 1 {
-		return nil, errors.New("no CUDA device: the driver sees none")
+	if ordinal < 0 || ordinal >= count {
+		return nil, fmt.Errorf("no CUDA device %d: the driver sees %d (0 to %d)", ordinal, count, count-1)
 	}
 	ptx, src := kernelsPTX, "embedded"
 	if p := os.Getenv("VLC_CUDA_PTX"); p != "" {
@@ -141,7 +191,7 @@ func open() (*Device, error) {
 		}
 		src = p
 	}
-	d := &Device{drv: dr, w: startWorker(), la: &launchArgs{}, jitLog: make([]byte, 1<<14), fn: map[string]uintptr{}}
+	d := &Device{drv: dr, w: startWorker(), ordinal: ordinal, la: &launchArgs{}, jitLog: make([]byte, 1<<14), fn: map[string]uintptr{}}
 	for i := range d.la.ptrs {
 		d.la.ptrs[i] = uintptr(unsafe.Pointer(&d.la.vals[i]))
 		d.la.mptrs[2+i] = d.la.ptrs[i]
@@ -193,7 +243,7 @@ func open() (*Device, error) {
 // init runs on the worker: context, device facts, module, functions.
 func (d *Device) init(ptx []byte, src string) error {
 	dr := d.drv
-	if err := dr.call("cuDeviceGet", dr.cuDeviceGet, uintptr(unsafe.Pointer(&d.dev)), 0); err != nil {
+	if err := dr.call("cuDeviceGet", dr.cuDeviceGet, uintptr(unsafe.Pointer(&d.dev)), uintptr(d.ordinal)); err != nil {
 		return err
 	}
 	if err := dr.call("cuDevicePrimaryCtxRetain", dr.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&d.ctx)), uintptr(d.dev)); err != nil {
@@ -314,9 +364,14 @@ func (d *Device) releaseCtx() {
 	}
 }
 
-// Name reports the backend and the GPU.
+// Name reports the backend and the GPU ("cuda:N (...)" for a device
+// other than 0).
 func (d *Device) Name() string {
-	return fmt.Sprintf("cuda (%s, %d SMs, %.0f GiB)", d.info.Name, d.info.SMs, float64(d.info.TotalMem)/(1<<30))
+	name := "cuda"
+	if d.ordinal != 0 {
+		name = fmt.Sprintf("cuda:%d", d.ordinal)
+	}
+	return fmt.Sprintf("%s (%s, %d SMs, %.0f GiB)", name, d.info.Name, d.info.SMs, float64(d.info.TotalMem)/(1<<30))
 }
 
 // Info describes the GPU.
@@ -382,6 +437,7 @@ func (d *Device) alloc(bytes int64) (uint64, error) {
 		}
 		return 0, err
 	}
+	d.usage() // the peak
 	return p, nil
 }
 
@@ -412,10 +468,12 @@ func (d *Device) memset8(dst uint64, v byte, bytes int64) error {
 	return d.drv.call("cuMemsetD8", d.drv.cuMemsetD8, uintptr(dst), uintptr(v), uintptr(bytes))
 }
 
-// SetMemoryLimit caps the device memory that this Device's datasets and
-// indexes use to bytes, counted from the free memory now (the CUDA
+// SetMemoryLimit sizes this Device's datasets and search batches to fit
+// in bytes of device memory, counted from the free memory now (the CUDA
 // context's own memory is outside it): points beyond it stream through in
-// batches, search batches shrink to fit. 0 lifts the cap. It also
+// batches, search batches shrink. It sizes; allocations are not refused
+// at the cap, so a dataset's anchors and scratch can pass it (the caller
+// leaves room for them: vlc's pointMemory). 0 lifts the cap. It also
 // restarts PeakMemory's count.
 func (d *Device) SetMemoryLimit(bytes int64) error {
 	if bytes < 0 {
@@ -428,8 +486,18 @@ func (d *Device) SetMemoryLimit(bytes int64) error {
 	})
 }
 
-// PeakMemory reports the most device memory in use, beyond the CUDA
-// context's, since the Device opened or SetMemoryLimit.
+// FreeMemory reports what a new dataset may take now: the GPU's free
+// memory, within SetMemoryLimit's cap.
+func (d *Device) FreeMemory() (int64, bool) {
+	var free int64
+	err := d.run(func() (err error) { free, err = d.usage(); return err })
+	return free, err == nil
+}
+
+// PeakMemory reports the most device memory in use since the Device
+// opened (after its context and kernels) or SetMemoryLimit, measured as
+// the GPU's free memory then less its free memory after each allocation:
+// other processes', and other Devices' on the same GPU, count too.
 func (d *Device) PeakMemory() int64 {
 	var peak int64
 	d.run(func() error { d.usage(); peak = d.peak; return nil })
@@ -514,4 +582,5 @@ func b32(v bool) uint64 {
 
 func init() {
 	anneal.Register("cuda", 0, func() (anneal.Device, error) { return Open() })
+	anneal.RegisterDevices("cuda", OpenDevices)
 }

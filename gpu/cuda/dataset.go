@@ -18,6 +18,16 @@ type dataset struct {
 	n, d, dp, np int // points, dimension, padded dimension, padded rows
 	m, mp        int // anchors, padded anchors
 
+	// A share of a point set split over devices (shard.go) holds rows lo
+	// to lo+n-1 of gn; its fixed-point scales and energy are the whole
+	// set's. Otherwise lo is 0 and gn is n.
+	lo, gn int
+	// all is the whole set's values (the caller's slice, kept for the
+	// Dataset's life) when the points stream in batches or the dataset
+	// is a share: k-means++ gathers its sample there.
+	all   []uint16
+	share *share
+
 	// batch > 0: only batch rows fit on the device beside everything
 	// else, so X and keys hold one batch and every pass streams the
 	// points from host (the caller's slice, kept for the Dataset's life).
@@ -64,16 +74,30 @@ func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 	if p.Dim < 1 || p.N < 1 || len(p.Data) != p.N*p.Dim {
 		return nil, fmt.Errorf("cuda: %d values do not make %d points of dimension %d", len(p.Data), p.N, p.Dim)
 	}
-	if p.N > math.MaxInt32-tileM {
-		return nil, fmt.Errorf("cuda: %d points: at most %d per dataset", p.N, math.MaxInt32-tileM)
+	s, err := d.load(p, 0, p.N)
+	if err != nil {
+		return nil, err
 	}
-	s := &dataset{dev: d, n: p.N, d: p.Dim, dp: roundUp(p.Dim, tileK), np: roundUp(p.N, tileM), variant: d.variant}
+	return s, nil
+}
+
+// load uploads rows lo to hi-1 of p (all of them, or a share).
+func (d *Device) load(p anneal.Points, lo, hi int) (*dataset, error) {
+	n := hi - lo
+	if n > math.MaxInt32-tileM {
+		return nil, fmt.Errorf("cuda: %d points: at most %d per dataset", n, math.MaxInt32-tileM)
+	}
+	data := p.Data[lo*p.Dim : hi*p.Dim]
+	s := &dataset{dev: d, n: n, lo: lo, gn: p.N, d: p.Dim, dp: roundUp(p.Dim, tileK), np: roundUp(n, tileM), variant: d.variant}
+	if n < p.N {
+		s.all = p.Data
+	}
 	// The bound of the fixed-point sums is found on the host's cores
 	// while the worker uploads the points.
 	bound := make(chan error, 1)
 	go func() {
 		var err error
-		s.xBound, err = maxAbsHalf(p.Data, p.Dim)
+		s.xBound, err = maxAbsHalfRows(data, p.Dim, lo)
 		bound <- err
 	}()
 	err := d.run(func() error {
@@ -83,7 +107,7 @@ func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 		}
 		xRows := s.np
 		if rows < s.n {
-			s.batch, s.host, xRows = rows, p.Data, rows
+			s.batch, s.host, s.all, xRows = rows, data, p.Data, rows
 		}
 		xBytes := int64(xRows) * int64(s.dp) * 2
 		for _, b := range []struct {
@@ -103,7 +127,7 @@ func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 			s.runs = s.n >= runMinPoints
 		}
 		if s.batch == 0 {
-			if err := s.upload(p.Data, 0, s.n); err != nil {
+			if err := s.upload(data, 0, s.n); err != nil {
 				s.freeAll()
 				return err
 			}
@@ -245,7 +269,7 @@ func (s *dataset) SetAnchors(a []float32, m int) error {
 	// distance; after one, the scales the last pass chose go on (a pass
 	// that meets a point beyond them reduces again).
 	if bound := boundDist(s.d, max(s.xBound, aBound)); s.statFix.smax == 0 || float64(s.fix.smax) > bound {
-		s.fix = scalesFor(s.n, bound)
+		s.fix = scalesFor(s.gn, bound)
 	}
 	return s.run(func() error {
 		d := s.dev
@@ -502,16 +526,8 @@ func (s *dataset) finishPass(p anneal.StepParams, move bool, reduce func() error
 	}
 	changed := sc.changed
 	if sc.maxDist > s.fix.smax {
-		s.fix = scalesFor(s.n, 2*float64(sc.maxDist))
-		d := s.dev
-		for _, z := range []struct {
-			off, bytes int64
-		}{{0, 8}, {12, 4}} { // energy, maxdist
-			if err := d.memset8(s.sc+uint64(z.off), 0, z.bytes); err != nil {
-				return anneal.StepStats{}, err
-			}
-		}
-		if err := d.memset8(s.stats, 0, s.statsWords*4); err != nil {
+		s.fix = scalesFor(s.gn, 2*float64(sc.maxDist))
+		if err := s.zeroSums(); err != nil {
 			return anneal.StepStats{}, err
 		}
 		if err := reduce(); err != nil {
@@ -528,8 +544,23 @@ func (s *dataset) finishPass(p anneal.StepParams, move bool, reduce func() error
 		s.rescaled++
 	}
 	s.statFix = s.fix
-	s.fix = scalesFor(s.n, 4*float64(sc.maxDist))
-	return anneal.StepStats{Energy: float64(sc.energy) / float64(s.statFix.energy) / float64(s.n), Changed: int(changed)}, nil
+	s.fix = scalesFor(s.gn, 4*float64(sc.maxDist))
+	return anneal.StepStats{Energy: float64(sc.energy) / float64(s.statFix.energy) / float64(s.gn), Changed: int(changed)}, nil
+}
+
+// zeroSums zeroes the energy, the largest distance (not the changed
+// count) and the statistics, for a second reduce of a pass (on the
+// worker).
+func (s *dataset) zeroSums() error {
+	d := s.dev
+	for _, z := range []struct {
+		off, bytes int64
+	}{{0, 8}, {12, 4}} { // energy, maxdist
+		if err := d.memset8(s.sc+uint64(z.off), 0, z.bytes); err != nil {
+			return err
+		}
+	}
+	return d.memset8(s.stats, 0, s.statsWords*4)
 }
 
 // passBatched is pass for points that stream through X a batch at a

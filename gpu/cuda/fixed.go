@@ -66,7 +66,11 @@ func scaleFor(limit float64) float32 {
 // bits), on all cores, or an error wrapping anneal.ErrNonFinite that names
 // the first value (row and column of rows of dim values) that is not
 // finite: an Inf or NaN would leave no bound for the fixed-point sums.
-func maxAbsHalf(data []uint16, dim int) (float64, error) {
+func maxAbsHalf(data []uint16, dim int) (float64, error) { return maxAbsHalfRows(data, dim, 0) }
+
+// maxAbsHalfRows is maxAbsHalf for rows first, first+1, ... of a larger
+// set: its error names the row in that set.
+func maxAbsHalfRows(data []uint16, dim, first int) (float64, error) {
 	const chunk = 1 << 20
 	parts := (len(data) + chunk - 1) / chunk
 	maxes := make([]uint16, parts)
@@ -91,7 +95,7 @@ func maxAbsHalf(data []uint16, dim int) (float64, error) {
 	for p := range parts {
 		if bad[p] >= 0 {
 			i := bad[p]
-			return 0, fmt.Errorf("cuda: point %d, dimension %d: %v: %w", i/dim, i%dim, f16.ToFloat32(data[i]), anneal.ErrNonFinite)
+			return 0, fmt.Errorf("cuda: point %d, dimension %d: %v: %w", first+i/dim, i%dim, f16.ToFloat32(data[i]), anneal.ErrNonFinite)
 		}
 		m = max(m, maxes[p])
 	}

@@ -105,19 +105,25 @@ func (s *dataset) launchPPDist(c uint64, cptr uint64, keep bool) error {
 }
 
 // ppSetup gathers the sample's rows on the device, column-major, once per
-// sample (on the worker).
+// sample (on the worker). rows are rows of the whole set: a share gathers
+// them on the host when some are not its own, as a dataset whose points
+// stream in batches does.
 func (s *dataset) ppSetup(rows []int) error {
 	d, n := s.dev, len(rows)
 	if s.pp.rows == &rows[0] && s.pp.s == n {
 		return nil
 	}
 	s.freePP()
+	local := s.batch == 0
 	r32 := make([]int32, n)
 	for i, r := range rows {
-		if r < 0 || r >= s.n {
-			return fmt.Errorf("cuda: k-means++: row %d of %d points", r, s.n)
+		if r < 0 || r >= s.gn {
+			return fmt.Errorf("cuda: k-means++: row %d of %d points", r, s.gn)
 		}
-		r32[i] = int32(r)
+		if r < s.lo || r >= s.lo+s.n {
+			local = false
+		}
+		r32[i] = int32(r - s.lo)
 	}
 	var err error
 	if s.pp.t, err = d.alloc(int64(n) * int64(s.d) * 2); err != nil {
@@ -126,6 +132,23 @@ func (s *dataset) ppSetup(rows []int) error {
 	if s.pp.dist, err = d.alloc(int64(n) * 4); err != nil {
 		s.freePP()
 		return err
+	}
+	if !local {
+		// The points stream from the host, or some are another share's:
+		// gather there.
+		t := make([]uint16, n*s.d)
+		for i, r := range rows {
+			for j := range s.d {
+				t[j*n+i] = s.all[r*s.d+j]
+			}
+		}
+		if err := d.htod(s.pp.t, unsafe.Pointer(&t[0]), int64(len(t))*2); err != nil {
+			s.freePP()
+			return err
+		}
+		s.toDev.Add(int64(len(t)) * 2)
+		s.pp.rows, s.pp.s = &rows[0], n
+		return nil
 	}
 	rb, err := d.alloc(int64(n) * 4)
 	if err != nil {
@@ -138,20 +161,7 @@ func (s *dataset) ppSetup(rows []int) error {
 		return err
 	}
 	s.toDev.Add(int64(n) * 4)
-	if s.batch > 0 {
-		// The points stream from the host: gather there.
-		t := make([]uint16, n*s.d)
-		for i, r := range rows {
-			for j := range s.d {
-				t[j*n+i] = s.host[r*s.d+j]
-			}
-		}
-		if err := d.htod(s.pp.t, unsafe.Pointer(&t[0]), int64(len(t))*2); err != nil {
-			s.freePP()
-			return err
-		}
-		s.toDev.Add(int64(len(t)) * 2)
-	} else if err := d.launch("vlc_pp_gather", 4*d.info.SMs, 1, 256, 0, s.x, i32(s.dp), rb, i32(n), i32(s.d), s.pp.t); err != nil {
+	if err := d.launch("vlc_pp_gather", 4*d.info.SMs, 1, 256, 0, s.x, i32(s.dp), rb, i32(n), i32(s.d), s.pp.t); err != nil {
 		s.freePP()
 		return err
 	}

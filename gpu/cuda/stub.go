@@ -16,4 +16,9 @@ func Open() (anneal.Device, error) {
 	return nil, errors.New("not built with CUDA support: " + buildHint)
 }
 
+// OpenDevices reports that this binary was built without CUDA support.
+func OpenDevices([]int) ([]anneal.Device, error) {
+	return nil, errors.New("not built with CUDA support: " + buildHint)
+}
+
 func init() { anneal.RegisterUnbuilt("cuda", buildHint) }

@@ -49,6 +49,29 @@ func (a *Arena) Bytes(n int) ([]byte, error) {
 	return m, nil
 }
 
+// Free releases one buffer Bytes returned before Close does, with its
+// space on disk; a buffer from the heap is left to the collector.
+func (a *Arena) Free(b []byte) error {
+	if a == nil || len(b) == 0 {
+		return nil
+	}
+	for i, m := range a.maps {
+		if len(m) > 0 && &m[0] == &b[0] {
+			a.maps = append(a.maps[:i], a.maps[i+1:]...)
+			return m.Unmap()
+		}
+	}
+	return nil
+}
+
+// Spilled is the number of buffers held in files now.
+func (a *Arena) Spilled() int {
+	if a == nil {
+		return 0
+	}
+	return len(a.maps)
+}
+
 // Close unmaps every buffer; the space on disk is freed with it.
 func (a *Arena) Close() error {
 	if a == nil {

@@ -31,6 +31,15 @@ func TestArena(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("backing files left in the folder: %d", len(ents))
 	}
+	if a.Spilled() != 1 {
+		t.Fatalf("%d buffers spilled, want 1 (the small one stays on the heap)", a.Spilled())
+	}
+	if err := a.Free(small); err != nil || a.Spilled() != 1 {
+		t.Fatalf("freeing a heap buffer: %v, %d spilled", err, a.Spilled())
+	}
+	if err := a.Free(big); err != nil || a.Spilled() != 0 {
+		t.Fatalf("freeing the spilled buffer: %v, %d spilled", err, a.Spilled())
+	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
