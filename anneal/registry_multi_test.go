@@ -77,9 +77,10 @@ type limited struct {
 
 func (l *limited) SetMemoryLimit(b int64) error { l.limit = b; return nil }
 func (l *limited) PeakMemory() int64            { return l.peak }
+func (l *limited) FreeMemory() (int64, bool)    { return l.limit - l.peak, true }
 
-// A Multi device caps each of its devices that can be capped, and reports
-// the largest peak.
+// A Multi device caps each of its devices that can be capped, reports
+// the largest peak and the sum of what each device has free.
 func TestMultiMemoryLimit(t *testing.T) {
 	a, b := &limited{peak: 5}, &limited{peak: 9}
 	var md anneal.MemoryLimiter = anneal.Multi(a, b, a)
@@ -88,5 +89,8 @@ func TestMultiMemoryLimit(t *testing.T) {
 	}
 	if p := md.PeakMemory(); p != 9 {
 		t.Errorf("peak %d, want 9", p)
+	}
+	if f, ok := md.FreeMemory(); !ok || f != 2<<20-14 {
+		t.Errorf("free %d, %v; want %d (each distinct device once)", f, ok, 2<<20-14)
 	}
 }
