@@ -135,8 +135,12 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if sum.AssignTime > 0 {
 		assign = fmt.Sprintf(", assigning every row %s", sum.AssignTime.Round(time.Millisecond))
 	}
-	fmt.Fprintf(stderr, "  time          %s (input %s, training %s%s, encoding on %s and writing %s)\n", sum.Total.Round(time.Millisecond),
-		sum.ReadTime.Round(time.Millisecond), sum.TrainTime.Round(time.Millisecond), assign, sum.Encoder, sum.EncodeTime.Round(time.Millisecond))
+	train := fmt.Sprintf(", training %s", sum.TrainTime.Round(time.Millisecond))
+	if *anchorsFrom != "" {
+		train = "" // the model's
+	}
+	fmt.Fprintf(stderr, "  time          %s (input %s%s%s, encoding on %s and writing %s)\n", sum.Total.Round(time.Millisecond),
+		sum.ReadTime.Round(time.Millisecond), train, assign, sum.Encoder, sum.EncodeTime.Round(time.Millisecond))
 	if rssOK {
 		fmt.Fprintf(stderr, "  peak memory   %s anonymous (RssAnon, sampled every %s)\n", mib(rss), memorySampleEvery)
 	}
