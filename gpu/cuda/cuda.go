@@ -93,11 +93,7 @@ func Open() (anneal.Device, error) {
 // driver does not have is an error that names it.
 func OpenDevices(ordinals []int) ([]anneal.Device, error) {
 	if ordinals == nil {
-		dr, err := loadDriver()
-		if err != nil {
-			return nil, err
-		}
-		count, err := deviceCount(dr)
+		_, count, err := loadDevices()
 		if err != nil {
 			return nil, err
 		}
@@ -117,6 +113,16 @@ func OpenDevices(ordinals []int) ([]anneal.Device, error) {
 		devs = append(devs, d)
 	}
 	return devs, nil
+}
+
+// loadDevices loads the driver and counts the devices it sees.
+func loadDevices() (*driver, int, error) {
+	dr, err := loadDriver()
+	if err != nil {
+		return nil, 0, err
+	}
+	count, err := deviceCount(dr)
+	return dr, count, err
 }
 
 // deviceCount is the number of devices the driver sees, at least one.
@@ -173,11 +179,7 @@ func open() (*Device, error) { return openOrdinal(0) }
 
 // openOrdinal opens device number ordinal.
 func openOrdinal(ordinal int) (*Device, error) {
-	dr, err := loadDriver()
-	if err != nil {
-		return nil, err
-	}
-	count, err := deviceCount(dr)
+	dr, count, err := loadDevices()
 	if err != nil {
 		return nil, err
 	}
