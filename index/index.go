@@ -13,6 +13,7 @@ package index
 import (
 	"fmt"
 	"math"
+	"os"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -78,8 +79,35 @@ func Open(path string, opt Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	return openFile(f, opt.Verify, opt.Verify)
+}
+
+// OpenFile is Open of a container already open (f.Path() names it in
+// errors), for a caller that opened a path once to find out what it holds:
+// it reads the same mapping, so the index is the file f is, whatever the
+// path names meanwhile. The Index takes f over (its Close closes f), and
+// f is closed on error. opt.Verify checks what format.OpenOptions.Verify
+// does not: the row ids and the ids.
+func OpenFile(f *format.File, opt Options) (*Index, error) {
+	if !littleEndian() {
+		f.Close()
+		return nil, fmt.Errorf("%s: vlc indexes are read in place and need a little-endian host", f.Path())
+	}
+	return openFile(f, opt.Verify, false)
+}
+
+// openFile loads f, checking its checksums first when verify and they
+// were not checked yet (verified).
+func openFile(f *format.File, verify, verified bool) (*Index, error) {
+	path := f.Path()
+	if verify && !verified {
+		if err := f.Verify(); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
 	ix, err := load(f, path)
-	if err == nil && opt.Verify {
+	if err == nil && verify {
 		if err = ix.checkRowIDs(); err == nil {
 			err = ix.checkKeys()
 		}
@@ -97,7 +125,7 @@ func load(f *format.File, path string) (ix *Index, err error) {
 		return fmt.Errorf("%s: %w: %s", path, ErrCorrupt, fmt.Sprintf(format, args...))
 	}
 	if _, ok := f.Section(format.KindOf("STOR")); ok {
-		return nil, fmt.Errorf("%s: %w: it is a store manifest (vectors were added or deleted), read through vlc.Open; vlc compact makes it one index file again", path, ErrNotIndex)
+		return nil, fmt.Errorf("%s: %w: it is a store manifest (vectors were added or deleted), read it through vlc.Open (vlc merge writes its live vectors to one index file)", path, ErrNotIndex)
 	}
 	sec := map[format.Kind][]byte{}
 	for _, k := range []format.Kind{secMeta, secAnchors, secLists, secIDs, secParams, secCodes} {
@@ -276,6 +304,18 @@ func (ix *Index) Size() int64 {
 		return 0
 	}
 	return ix.file.Size()
+}
+
+// Stat describes the file the index maps (format.File.Stat): with
+// os.SameFile it tells whether a path still names this file. Nil once
+// closed.
+func (ix *Index) Stat() os.FileInfo {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return nil
+	}
+	return ix.file.Stat()
 }
 
 // Sections describes the file's sections, for `vlc info`.

@@ -18,6 +18,7 @@ import (
 type File struct {
 	path     string
 	data     mmap.MMap // nil once closed
+	info     os.FileInfo
 	size     int64
 	version  int
 	sections []SectionInfo
@@ -69,7 +70,7 @@ func Open(path string, opt OpenOptions) (*File, error) {
 		m.Unmap()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	f := &File{path: path, data: m, size: size, version: version, sections: infos}
+	f := &File{path: path, data: m, info: fi, size: size, version: version, sections: infos}
 	if opt.Verify {
 		if err := f.Verify(); err != nil {
 			f.Close()
@@ -115,6 +116,16 @@ func (f *File) Verify() (err error) {
 	}
 	return nil
 }
+
+// Stat describes the file that was mapped, as it was when Open read it
+// (fstat of the descriptor mapped, not of whatever the path names later).
+// While the mapping lives the file cannot be freed, so os.SameFile of a
+// later Stat of a path and this proves that the path still names this
+// very file: a file system reuses a file's identity only once it is gone.
+func (f *File) Stat() os.FileInfo { return f.info }
+
+// Path is the path the file was opened from.
+func (f *File) Path() string { return f.path }
 
 // Size returns the file's size in bytes.
 func (f *File) Size() int64 { return f.size }
