@@ -23,6 +23,7 @@ import (
 
 	"github.com/vlc-embed/vlc/eval"
 	"github.com/vlc-embed/vlc/internal/regfile"
+	"github.com/vlc-embed/vlc/internal/shortname"
 )
 
 // plotCurve is one index's sweep: a line through its points, in the
@@ -210,10 +211,18 @@ func humanCount(v float64) string {
 	}
 }
 
+// plotTempBaseMax is the longest file name that writeAtomic's temporary
+// names hold whole: ".<base>.tmp-<random>", the random part of at most 13
+// digits, then has 255 bytes.
+const plotTempBaseMax = shortname.Max - len(".") - len(".tmp-") - 13
+
 // writeAtomic writes w to path through a temporary file in the same folder
 // that is synced and renamed over path, so that readers never see a part
 // of it; on error the temporary file is removed and path left as it was.
-// A path that exists and is not a regular file is refused.
+// A path that exists and is not a regular file is refused. The temporary
+// file is ".<base>.tmp-<random>", <base> the file's name or, when longer
+// than plotTempBaseMax bytes, its shortened form (shortname.Fit), so that
+// a name of up to 255 bytes can be written.
 func writeAtomic(path string, w io.WriterTo) error {
 	if err := regfile.CheckOutput(path); err != nil { // not over a device or pipe
 		return err
@@ -222,7 +231,7 @@ func writeAtomic(path string, w io.WriterTo) error {
 	var f *os.File
 	var err error
 	for range 1000 {
-		name := filepath.Join(dir, "."+filepath.Base(path)+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		name := filepath.Join(dir, "."+shortname.Fit(filepath.Base(path), plotTempBaseMax)+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
 		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if !errors.Is(err, os.ErrExist) {
 			break

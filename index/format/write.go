@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vlc-embed/vlc/internal/regfile"
+	"github.com/vlc-embed/vlc/internal/shortname"
 )
 
 // Encode writes a container holding sections, in the given order, to w. The
@@ -52,11 +53,13 @@ func Encode(w io.Writer, sections []Section) error {
 // old file or the complete new one, never a partial write, and an open
 // mapping of the old file stays valid because the file is replaced, not
 // rewritten. It writes a temporary file ".<base>.tmp-<pid>-<random>" in
-// the same folder, syncs it, renames it over path and syncs the folder. On
-// error the temporary file is removed and an existing file at path is left
-// as it was. A process killed while writing cannot remove its temporary
-// file; WriteFile first removes such leftovers of earlier writes to the
-// same path (see RemoveStaleTemps). A path that exists and is not a regular
+// the same folder (<base> is path's file name, shortened when longer than
+// 220 bytes so that the temporary name fits in 255; see tempPrefix), syncs
+// it, renames it over path and syncs the folder. On error the temporary
+// file is removed and an existing file at path is left as it was. A
+// process killed while writing cannot remove its temporary file;
+// WriteFile first removes such leftovers of earlier writes to the same
+// path (see RemoveStaleTemps). A path that exists and is not a regular
 // file, checked before writing and again before the rename, is refused
 // with ErrNotRegular and left as it was. A symbolic link to a regular file
 // is replaced by the new file; its target is left as it was.
@@ -110,8 +113,18 @@ func WriteFileContext(ctx context.Context, path string, sections []Section) erro
 	return nil
 }
 
-// tempPrefix is how the names of path's temporary files start.
-func tempPrefix(base string) string { return "." + base + ".tmp-" }
+// tempBaseMax is the longest file name that its temporary files hold
+// whole: with the longest pid (10 digits), "-probe" and random part (13
+// digits), ".<base>.tmp-<pid>-probe<random>" then has 255 bytes.
+const tempBaseMax = shortname.Max - len(".") - len(".tmp-") - len("4294967295-probe") - 13
+
+// tempPrefix is how the names of temporary files of a file named base
+// start: "." + base + ".tmp-", where a base longer than tempBaseMax bytes
+// is shortened (shortname.Fit: its first bytes cut at a rune boundary, "~"
+// and 16 hexadecimal digits of its SHA-256), so that every temporary name
+// fits in 255 bytes. It depends on base alone, so that RemoveStaleTemps
+// finds the leftovers of another process.
+func tempPrefix(base string) string { return "." + shortname.Fit(base, tempBaseMax) + ".tmp-" }
 
 // createTemp is os.CreateTemp with mode 0644 (before umask) rather than
 // 0600, since the temporary file becomes the index, and with the writer's
@@ -132,11 +145,12 @@ func createTemp(dir, base, tag string) (*os.File, error) {
 // CheckWritable fails when a container could not be written to path: its
 // folder is missing or not a folder, path (or the target of a symbolic link
 // there) exists and is not a regular file (ErrNotRegular: a folder, a
-// device, a named pipe, a socket), or the folder is not writable (a temporary file of WriteFile's form, named
-// ".<base>.tmp-<pid>-probe<random>", is created and removed to find out,
-// so a process killed meanwhile leaves a file that RemoveStaleTemps
-// removes). For callers about to do long work whose
-// result goes to path.
+// device, a named pipe, a socket), or the folder is not writable (a
+// temporary file of WriteFile's form, named
+// ".<base>.tmp-<pid>-probe<random>" with <base> shortened as there, is
+// created and removed to find out, so a process killed meanwhile leaves a
+// file that RemoveStaleTemps removes). For callers about to do long work
+// whose result goes to path.
 func CheckWritable(path string) error {
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
@@ -169,8 +183,9 @@ var processStart = time.Now()
 // RemoveStaleTemps removes the temporary files that writes to path by
 // processes that no longer run have left behind (a process killed with
 // SIGKILL, or by a power cut, cannot clean up), and returns the names it
-// removed. A file is stale when its name is ".<base>.tmp-<pid>-<random>",
-// no process <pid> runs on this machine, and it was last modified before
+// removed. A file is stale when its name is ".<base>.tmp-<pid>-<random>"
+// (<base> shortened as WriteFile does for a name longer than 220 bytes), no
+// process <pid> runs on this machine, and it was last modified before
 // this process started; anything else (another writer's file in progress,
 // names of another form) is left alone. Where process ids cannot be
 // checked (not Unix), nothing is removed. Errors are ignored: cleaning up
