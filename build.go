@@ -15,7 +15,8 @@ import (
 // ID are named by their position ("0", "1", ...); ids must be unique.
 // Options.Dim, IDs, Payloads, Start and End are Compress's and must be
 // left zero; AnchorsFrom encodes the documents under a model, as it does
-// a file.
+// a file. A store at path (an index that took writes) is replaced only
+// with Options.Replace.
 func Build(ctx context.Context, path string, docs []Document, opt Options) (*Index, error) {
 	start := time.Now()
 	switch {
@@ -58,7 +59,13 @@ func Build(ctx context.Context, path string, docs []Document, opt Options) (*Ind
 			src.payloads[i] = d.Payload
 		}
 	}
-	if _, err := compress(ctx, src, path, opt, log, start); err != nil {
+	release, err := claimOutput(ctx, path, opt.Replace)
+	if err != nil {
+		return nil, err
+	}
+	_, err = compress(ctx, src, path, opt, log, start)
+	release(err == nil)
+	if err != nil {
 		return nil, err
 	}
 	return Open(path)

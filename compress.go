@@ -61,6 +61,11 @@ func Compress(ctx context.Context, input, output string, opt Options) (sum *Summ
 			return nil, fmt.Errorf("output %s is the input file: writing the index would destroy the vectors", output)
 		}
 	}
+	release, err := claimOutput(ctx, output, opt.Replace)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { release(err == nil) }()
 	mat, err := vecfile.Open(input, vecfile.Options{Dim: opt.Dim})
 	if err != nil {
 		return nil, err
@@ -109,6 +114,9 @@ func (opt Options) prepare(output string) (Options, *slog.Logger, error) {
 		if _, err := index.ParseMetric(opt.Metric); err != nil {
 			return opt, log, err
 		}
+	}
+	if output == "" { // a store's segment (Retrain): the store checks it
+		return opt, log, nil
 	}
 	removed, err := index.PrepareWrite(output)
 	for _, name := range removed {
@@ -317,7 +325,6 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 	if err != nil {
 		return nil, err
 	}
-	removeUnused(output, nil) // the segments of a store the new index replaced
 	sum.IndexBytes, sum.BytesPerVector = st.Size(), float64(st.Size())/float64(n)
 	sum.SizeRatio = index.SizeRatio(st.Size(), n, d)
 	sum.Total = time.Since(start)

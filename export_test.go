@@ -1,9 +1,32 @@
 package vlc
 
+import (
+	"context"
+	"time"
+)
+
 // SetMinWindow lowers the fewest rows an assignment window takes, so that
 // tests walk many windows on small inputs; the returned function undoes it.
 func SetMinWindow(n int) (undo func()) {
 	old := minWindow
 	minWindow = n
 	return func() { minWindow = old }
+}
+
+// SetLockWait sets how long a write waits for another writer's lock; the
+// returned function undoes it.
+func SetLockWait(d time.Duration) (undo func()) {
+	old := lockWait
+	lockWait = d
+	return func() { lockWait = old }
+}
+
+// HoldLock takes the write lock of the store at path, as a writer in
+// another process would, until release.
+func HoldLock(path string) (release func(), err error) {
+	l, err := lockStore(context.Background(), path)
+	if err != nil {
+		return nil, err
+	}
+	return l.unlock, nil
 }

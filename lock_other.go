@@ -3,23 +3,41 @@
 package vlc
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 )
 
-// lockFile is path + ".lock" created exclusively: where flock is missing,
-// a writer killed while holding it leaves the file, which must then be
-// removed by hand (the error says so).
+// lockFile is the store's lock file (lockName) created exclusively:
+// where flock is missing, a writer killed while holding it leaves the
+// file, which must then be removed by hand (the error says so).
 type lockFile struct{ name string }
 
-func lockPath(path string) (*lockFile, error) {
-	name := path + ".lock"
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w (%s exists; remove it if no writer runs)", path, ErrLocked, name)
+func lockStore(ctx context.Context, path string) (*lockFile, error) {
+	name := lockName(path)
+	err := waitLock(ctx, func() (bool, error) {
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		f.Close()
+		return true, nil
+	})
+	if errors.Is(err, ErrLocked) {
+		return nil, fmt.Errorf("%s: %w (%s exists; remove it if no writer runs)", path, err, name)
 	}
-	f.Close()
+	if err != nil {
+		return nil, err
+	}
 	return &lockFile{name}, nil
 }
 
 func (l *lockFile) unlock() { os.Remove(l.name) }
+
+// remove unlocks: the lock file goes with the lock here.
+func (l *lockFile) remove() { l.unlock() }

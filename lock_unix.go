@@ -3,6 +3,7 @@
 package vlc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,32 +12,62 @@ import (
 	"github.com/vlc-embed/vlc/internal/regfile"
 )
 
-// lockFile is an exclusive flock on path + ".lock", held by the one
-// writer of an index across processes. The kernel drops it when the
-// process dies, so a killed writer leaves no stale lock.
+// lockFile is an exclusive flock on the store's lock file (lockName),
+// held by the one writer of an index across processes for the length of
+// one write. The kernel drops it when the process dies, so a killed
+// writer leaves no stale lock.
 type lockFile struct{ f *os.File }
 
-func lockPath(path string) (*lockFile, error) {
-	// O_NONBLOCK: a named pipe put there is refused, not waited on.
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = &regfile.NotRegularError{Role: "lock file", Path: path + ".lock", Mode: st.Mode()}
+// lockStore takes the lock of the store at path, waiting while another
+// process holds it, up to lockWait or until ctx is done: then an error
+// wrapping ErrLocked. The lock is taken on the file the name holds once
+// it is held: a lock file removed under its lock (claimOutput's release)
+// and made again by another process is locked anew, so two writers never
+// hold locks on two files of one name.
+func lockStore(ctx context.Context, path string) (*lockFile, error) {
+	name := lockName(path)
+	var held *os.File
+	err := waitLock(ctx, func() (bool, error) {
+		// O_NONBLOCK: a named pipe put there is refused, not waited on.
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+		if err != nil {
+			return false, err
 		}
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%s: %w (%s.lock)", path, ErrLocked, path)
+		st, err := f.Stat()
+		if err == nil && !st.Mode().IsRegular() {
+			err = &regfile.NotRegularError{Role: "lock file", Path: name, Mode: st.Mode()}
+		}
+		if err == nil {
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		}
+		if err != nil {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return false, nil
+			}
+			return false, err
+		}
+		if now, err := os.Stat(name); err != nil || !os.SameFile(now, st) {
+			f.Close() // removed or replaced while we waited: lock the new one
+			return false, nil
+		}
+		held = f
+		return true, nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrLocked) {
+			return nil, fmt.Errorf("%s (%s): %w", path, name, err)
 		}
 		return nil, fmt.Errorf("%s: lock: %w", path, err)
 	}
-	return &lockFile{f}, nil
+	return &lockFile{held}, nil
 }
 
 func (l *lockFile) unlock() { l.f.Close() }
+
+// remove removes the lock file, then unlocks it: for a path that needs no
+// lock file any more (an index file, not a store).
+func (l *lockFile) remove() {
+	os.Remove(l.f.Name())
+	l.f.Close()
+}

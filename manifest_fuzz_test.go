@@ -10,16 +10,17 @@ import (
 	"github.com/vlc-embed/vlc/index/format"
 )
 
-// FuzzManifest reads store manifests with fuzzed STOR JSON and DELS
-// bitmaps (in a valid container, so that the fuzzer gets past the
+// FuzzManifest reads store manifests with fuzzed STOR JSON, DELS and
+// ORIG bitmaps (in a valid container, so that the fuzzer gets past the
 // checksums). Nothing may panic; a manifest is refused with ErrCorrupt or
-// ErrVersion, or its segments and deletions are consistent.
+// ErrVersion, or its segments and deletions are consistent, no segment is
+// named twice and the next segment number is above every segment's.
 func FuzzManifest(f *testing.F) {
 	dir := f.TempDir()
 	seed := filepath.Join(dir, "seed.vlc")
 	del := roaring.BitmapOf(1, 5, 70000)
-	m := manifest{NextSegment: 3, Segments: []segmentEntry{{File: "seg-000001.vlc", Rows: 100000}, {File: "seg-000002.vlc", Rows: 10, Added: true}}}
-	if err := writeManifest(seed, m, []*roaring.Bitmap{del, roaring.New()}); err != nil {
+	m := manifest{NextSegment: 3, Segments: []segmentEntry{{File: "seg-000001.vlc", Rows: 100000}, {File: "seg-000002-00000000000000ff.vlc", Rows: 10, Added: true}}}
+	if err := writeManifest(seed, m, []*roaring.Bitmap{del, roaring.New()}, roaring.BitmapOf(0, 2, 3)); err != nil {
 		f.Fatal(err)
 	}
 	sf, err := format.Open(seed, format.OpenOptions{})
@@ -28,13 +29,16 @@ func FuzzManifest(f *testing.F) {
 	}
 	st, _ := sf.Section(secStore)
 	dels, _ := sf.Section(secDeleted)
-	f.Add(append([]byte(nil), st...), append([]byte(nil), dels...))
+	orig, _ := sf.Section(secOrigin)
+	f.Add(append([]byte(nil), st...), append([]byte(nil), dels...), append([]byte(nil), orig...))
 	sf.Close()
-	f.Add([]byte(`{"version":2,"segments":[]}`), []byte{})
-	f.Add([]byte(`{"version":1,"segments":[{"file":"..","rows":1}]}`), []byte{})
+	f.Add([]byte(`{"version":2,"segments":[]}`), []byte{}, []byte{})
+	f.Add([]byte(`{"version":1,"segments":[{"file":"..","rows":1}]}`), []byte{}, []byte{})
+	f.Add([]byte(`{"version":2,"next_segment":2,"segments":[{"file":"seg-000001.vlc","rows":1},{"file":"seg-000001.vlc","rows":1}]}`), []byte{}, []byte{})
+	f.Add([]byte(`{"version":2,"next_segment":1,"segments":[{"file":"seg-000001.vlc","rows":1}]}`), []byte{}, []byte{})
 	path := filepath.Join(dir, "f.vlc")
-	f.Fuzz(func(t *testing.T, st, dels []byte) {
-		if err := format.WriteFile(path, []format.Section{{Kind: secStore, Data: st}, {Kind: secDeleted, Data: dels}}); err != nil {
+	f.Fuzz(func(t *testing.T, st, dels, orig []byte) {
+		if err := format.WriteFile(path, []format.Section{{Kind: secStore, Data: st}, {Kind: secDeleted, Data: dels}, {Kind: secOrigin, Data: orig}}); err != nil {
 			t.Skip(err)
 		}
 		file, err := format.Open(path, format.OpenOptions{})
@@ -42,14 +46,20 @@ func FuzzManifest(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer file.Close()
-		m, bitmaps, err := readManifest(file, path)
+		m, bitmaps, origin, err := readManifest(file, path)
 		if err != nil {
 			if !errors.Is(err, index.ErrCorrupt) && !errors.Is(err, index.ErrVersion) {
 				t.Fatalf("error %v wraps neither ErrCorrupt nor ErrVersion", err)
 			}
 			return
 		}
+		origin.Contains(7)
+		names := map[string]bool{}
 		for i, s := range m.Segments {
+			if n, ok := segmentNumber(s.File); !ok || n >= m.NextSegment || names[s.File] {
+				t.Fatalf("segment %d (%s) accepted beside next segment %d and %v", i, s.File, m.NextSegment, names)
+			}
+			names[s.File] = true
 			b := bitmaps[i]
 			if int(b.GetCardinality()) != s.Deleted || s.Deleted > s.Rows || !b.IsEmpty() && int(b.Maximum()) >= s.Rows {
 				t.Fatalf("segment %d accepted with %d rows, %d deleted, bitmap of %d", i, s.Rows, s.Deleted, b.GetCardinality())

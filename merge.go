@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/vlc-embed/vlc/index"
 )
@@ -33,23 +34,31 @@ var ErrModel = errors.New("vlc: inputs do not share a model")
 // that differs.
 //
 // Ids stay what the inputs said: an input with ids keeps them (an id in
-// two inputs is ErrDuplicateID), and the rows of inputs without ids are
-// numbered on, input after input, so merging the shards of one file in
-// order gives each row its number in the file. The code arrays are kept
-// in files beside output while they are written (index.Plan's SpillDir).
-func Merge(ctx context.Context, output string, inputs []string) (*MergeSummary, error) {
+// two inputs is ErrDuplicateID), and the rows of an index file without
+// ids are numbered on, input after input, and past every id in use before
+// them (earlier inputs' ids that are numbers, a store's next id), so
+// merging the shards of one file in order gives each row its number in
+// the file. The code arrays
+// are kept in files beside output while they are written (index.Plan's
+// SpillDir).
+//
+// The same index given twice, an output that is one of the inputs or
+// lies in an input store's segment folder, and a store at output (an
+// index that took writes) are refused with index.ErrArgument, and an
+// index file at output is replaced.
+func Merge(ctx context.Context, output string, inputs []string) (_ *MergeSummary, err error) {
 	if len(inputs) == 0 {
 		return nil, fmt.Errorf("%w: no indexes to merge", index.ErrArgument)
 	}
 	out, outErr := os.Stat(output)
+	outDir, outDirErr := os.Stat(filepath.Dir(output))
 	var parts []index.MergePart
+	var snaps []*snapshot
 	withKeys := false
 	rows := 0
+	next := uint64(0) // above every numeric id of the inputs so far
 	var energy float64
-	for _, in := range inputs {
-		if st, err := os.Stat(in); err == nil && outErr == nil && os.SameFile(st, out) {
-			return nil, fmt.Errorf("%w: output %s is the input %s: write the merge elsewhere", index.ErrArgument, output, in)
-		}
+	for k, in := range inputs {
 		ix, err := Open(in)
 		if err != nil {
 			return nil, err
@@ -60,14 +69,33 @@ func Merge(ctx context.Context, output string, inputs []string) (*MergeSummary, 
 			return nil, err
 		}
 		defer snap.release()
+		for j, prev := range snaps {
+			if os.SameFile(prev.srcInfo, snap.srcInfo) {
+				return nil, fmt.Errorf("%w: inputs %d and %d are the same index (%s, %s): its rows would be merged twice", index.ErrArgument, j+1, k+1, inputs[j], in)
+			}
+		}
+		snaps = append(snaps, snap)
+		if outErr == nil && os.SameFile(out, snap.srcInfo) {
+			return nil, fmt.Errorf("%w: output %s is the input %s: write the merge elsewhere", index.ErrArgument, output, in)
+		}
+		for _, s := range snap.segs {
+			if outErr == nil && os.SameFile(out, s.info) {
+				return nil, fmt.Errorf("%w: output %s is a segment of the input store %s: write the merge elsewhere", index.ErrArgument, output, in)
+			}
+		}
+		if !snap.lone() && outDirErr == nil {
+			if d, err := os.Stat(segmentDir(in)); err == nil && os.SameFile(d, outDir) {
+				return nil, fmt.Errorf("%w: output %s lies in the segment folder of the input store %s: write the merge elsewhere", index.ErrArgument, output, in)
+			}
+		}
 		if len(snap.segs) > 1 || !snap.gone.IsEmpty() {
 			withKeys = true // a store names its rows by id, not position
 		}
-		lone := snap.man.Segments == nil
+		renumber := snap.lone() && !snap.segs[0].ix.HasKeys()
 		for i, s := range snap.segs {
 			part := index.MergePart{Index: s.ix}
-			if lone {
-				part.FirstID = rows // a lone file's rows are numbered on
+			if renumber {
+				part.FirstID = int(next)
 			}
 			if !snap.deleted[i].IsEmpty() {
 				part.Keep = keepLive(snap.deleted[i])
@@ -75,6 +103,10 @@ func Merge(ctx context.Context, output string, inputs []string) (*MergeSummary, 
 			parts = append(parts, part)
 			live := s.ix.Len() - int(snap.deleted[i].GetCardinality())
 			energy += s.ix.Meta().Energy * float64(live)
+		}
+		next += uint64(snap.live)
+		if !renumber {
+			next = max(next, snap.man.NextID, snap.idsAbove())
 		}
 		rows += snap.live
 	}
@@ -88,18 +120,57 @@ func Merge(ctx context.Context, output string, inputs []string) (*MergeSummary, 
 	if rows == 0 {
 		return nil, fmt.Errorf("%w: every input is empty or deleted", index.ErrArgument)
 	}
+	if live, segs, ok := storeAt(output); ok {
+		return nil, fmt.Errorf("%w: output %s is a store (%d live vectors in %d segments): merge writes a new index file; remove the store or write elsewhere", index.ErrArgument, output, live, segs)
+	}
 	if _, err := index.PrepareWrite(output); err != nil {
 		return nil, err
 	}
+	release, err := claimOutput(ctx, output, false)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { release(err == nil) }()
 	meta := parts[0].Index.Meta()
 	meta.Energy = energy / float64(rows)
 	if _, err := index.Merge(ctx, output, parts, meta, index.MergeOptions{WithKeys: withKeys, SpillDir: filepath.Dir(output)}); err != nil {
 		return nil, err
 	}
-	removeUnused(output, nil) // the segments of a store the merge replaced
 	st, err := os.Stat(output)
 	if err != nil {
 		return nil, err
 	}
 	return &MergeSummary{Inputs: len(inputs), Rows: rows, Bytes: st.Size()}, nil
+}
+
+// idsAbove returns one more than the largest live id that is a decimal
+// number, 0 when there is none: where a merge numbers the rows of a next
+// input without ids.
+func (snap *snapshot) idsAbove() uint64 {
+	var top uint64
+	for i, s := range snap.segs {
+		del := snap.deleted[i]
+		if !s.ix.HasKeys() {
+			for r := s.ix.Len() - 1; r >= 0; r-- {
+				if !del.Contains(uint32(r)) {
+					top = max(top, uint64(r)+1)
+					break
+				}
+			}
+			continue
+		}
+		for r := range s.ix.Len() {
+			if del.Contains(uint32(r)) {
+				continue
+			}
+			k, err := s.ix.Key(r)
+			if err != nil || len(k) == 0 || len(k) > 19 || k[0] == '0' && len(k) > 1 {
+				continue
+			}
+			if n, err := strconv.ParseUint(string(k), 10, 64); err == nil {
+				top = max(top, n+1)
+			}
+		}
+	}
+	return top
 }

@@ -70,6 +70,13 @@ type Options struct {
 	IDs      []string
 	Payloads [][]byte
 
+	// Replace lets Compress and Build write over a store at the output:
+	// an index that took writes (Add, Delete, Compact, Retrain) holds
+	// vectors no input file has, so without Replace they refuse it
+	// (fs.ErrExist). An index file as Compress or Build wrote it is
+	// replaced either way.
+	Replace bool
+
 	Logger *slog.Logger // nil: slog.Default()
 	// Progress, when set, is called after each training iteration.
 	Progress func(anneal.Iteration)

@@ -3,7 +3,6 @@ package vlc
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -14,8 +13,9 @@ import (
 
 // Retrain learns anchors anew from the index's live vectors and encodes
 // them again, keeping their ids and payloads, its code, metric and seed,
-// and writes the result, one file, in place of the index (atomically, as
-// Compress). The original vectors are not kept, so it trains on the
+// and writes the result as the store's one segment (a new file, committed
+// by a new manifest, as every write is; a lone index file becomes a
+// store). The original vectors are not kept, so it trains on the
 // vectors as the codes give them back (anchor plus decoded residual):
 // worth it when Info's Drift shows that added vectors no longer fit the
 // anchors, at the cost of one more rounding of every vector. opt may set
@@ -23,11 +23,12 @@ import (
 // MaxIter, TrainSample, DeviceMemory, Logger and the progress callbacks;
 // the rest comes from the index.
 func (ix *Index) Retrain(ctx context.Context, opt Options) (*Summary, error) {
-	snap, err := ix.beginWrite()
+	w, err := ix.beginWrite(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer ix.endWrite(snap)
+	defer w.end()
+	snap := w.snap
 	if snap.live == 0 {
 		return nil, fmt.Errorf("%s: %w: every vector is deleted; nothing to train on", ix.path, index.ErrArgument)
 	}
@@ -58,7 +59,7 @@ func (ix *Index) Retrain(ctx context.Context, opt Options) (*Summary, error) {
 		}
 	}
 	start := time.Now()
-	opt, log, err := opt.prepare(ix.path)
+	opt, log, err := opt.prepare("")
 	if err != nil {
 		return nil, err
 	}
@@ -75,25 +76,28 @@ func (ix *Index) Retrain(ctx context.Context, opt Options) (*Summary, error) {
 			src.payloads[i] = d.Payload
 		}
 	}
-	sum, err := compress(ctx, src, ix.path, opt, log, start)
+	v, err := w.next()
 	if err != nil {
 		return nil, err
 	}
-	seg, err := index.Open(ix.path, index.Options{Verify: true})
+	name, file := w.newSegmentFile(v)
+	sum, err := compress(ctx, src, file, opt, log, start)
 	if err != nil {
+		closeUnshared(v.segs)
 		return nil, err
 	}
-	st, err := os.Stat(ix.path)
+	seg, err := index.Open(file, index.Options{Verify: true})
 	if err != nil {
-		seg.Close()
+		closeUnshared(v.segs)
 		return nil, err
 	}
-	next, err := newSnapshot(manifest{}, []*segment{{ix: seg}}, []*roaring.Bitmap{roaring.New()})
-	if err != nil {
-		seg.Close()
+	closeUnshared(v.segs) // a lone file's link, made by next, is not needed
+	v.man.TrainedEnergy = sum.Energy
+	v.man.Segments = []segmentEntry{{File: name, Rows: seg.Len(), Energy: sum.Energy}}
+	v.deleted = []*roaring.Bitmap{roaring.New()}
+	v.segs = []*segment{newSegment(seg, name)}
+	if err := w.commit(v); err != nil {
 		return nil, err
 	}
-	ix.install(next, st)
-	removeUnused(ix.path, nil)
 	return sum, nil
 }

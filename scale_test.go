@@ -190,7 +190,9 @@ func TestMergeChecks(t *testing.T) {
 	}
 	_ = rec
 	ix.Close()
-	if _, err := vlc.Merge(ctx, filepath.Join(dir, "dup.vlc"), []string{a, a}); !errors.Is(err, vlc.ErrDuplicateID) {
+	a2 := filepath.Join(dir, "a2.vlc")
+	compressT(t, deep10kBase, a2, vlc.Options{Dim: 96, AnchorsFrom: m1, End: 100, IDs: ids("x-", 100)})
+	if _, err := vlc.Merge(ctx, filepath.Join(dir, "dup.vlc"), []string{a, a2}); !errors.Is(err, vlc.ErrDuplicateID) {
 		t.Fatalf("an id in two inputs: got %v, want ErrDuplicateID", err)
 	}
 	// An input without ids after one with them: its rows are numbered on.

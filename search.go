@@ -62,7 +62,11 @@ type Originals interface {
 
 // RowOriginals serves Originals from a matrix whose row i is the vector
 // with id i in decimal: the input file of an index compressed without
-// ids (vecfile.Open gives one).
+// ids (vecfile.Open gives one). A search re-ranks from it only the rows
+// that still hold their row of that file (Info.FromInput): a row added
+// later, even under an id that a deleted row of the file had, keeps the
+// distance its code estimates, and so does every row of an index written
+// with ids of its own.
 func RowOriginals(rows Rows) Originals { return rowOriginals{rows} }
 
 type rowOriginals struct{ rows Rows }
@@ -207,8 +211,15 @@ func (snap *snapshot) hits(q []float32, raw []index.Hit, opt SearchOptions) (_ [
 	case index.IP:
 		scale = index.ScaleIPQuery(qq) // a tiny query keeps its digits
 	}
+	_, fromFile := opt.Rerank.(rowOriginals)
 	x := make([]float32, len(q))
 	for i := range out {
+		if fromFile && !snap.fromInput(raw[i].ID, out[i].ID) {
+			// Not a row of the file: the code's estimate stands (in the
+			// scaled units of the others until they are scaled back).
+			out[i].Distance = float32(float64(out[i].Distance) * scale)
+			continue
+		}
 		v, err := opt.Rerank.Vector(out[i].ID, x)
 		if err != nil {
 			return nil, err

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/vlc-embed/vlc/index"
@@ -18,18 +20,17 @@ import (
 // SearchBatch and Get see a consistent snapshot: a write becomes visible
 // whole, to searches that start after it. Writes (Add, Delete, Compact,
 // Retrain) are serialised, in this process by the Index and across
-// processes by a lock file; Refresh picks up another process's writes.
+// processes by a lock file taken for each write; a write first reads the
+// newest version (another process's writes included) and applies its
+// change to that. Refresh picks up another process's writes for searches.
 // Safe for concurrent use.
 type Index struct {
-	path string
-	mu   sync.Mutex // guards cur and closed
-	cur  *snapshot
-	// id is the identity of the file at path that cur was read from.
-	id     os.FileInfo
+	path   string
+	mu     sync.Mutex // guards cur and closed
+	cur    *snapshot
 	closed bool
 
-	wmu  sync.Mutex // held by a write in progress
-	lock *lockFile  // the lock file, once a write took it; released by Close
+	wmu sync.Mutex // held by a write in progress in this process
 }
 
 // ErrNotFound is returned for an id the index does not hold (or holds
@@ -62,7 +63,15 @@ const (
 type segment struct {
 	ix   *index.Index
 	file string // name in the segment folder; "" for the index file at path
+	// info is the identity of the file mapped (index.Index.Stat): a
+	// segment is reused by a later version only if its name still names
+	// this very file.
+	info os.FileInfo
 	refs atomic.Int32
+}
+
+func newSegment(ix *index.Index, file string) *segment {
+	return &segment{ix: ix, file: file, info: ix.Stat()}
 }
 
 func (s *segment) release() {
@@ -74,11 +83,22 @@ func (s *segment) release() {
 // snapshot is the state of the store that searches read: its segments,
 // their deleted rows and their group. Immutable once built.
 type snapshot struct {
-	refs    atomic.Int64
+	refs atomic.Int64
+	// src is the manifest this version was read from, kept mapped: while
+	// it is, no other file can take its identity, so os.SameFile of the
+	// path and srcInfo proves the path unchanged. For a lone index file
+	// (src nil) the first segment is that file.
+	src     *format.File
+	srcInfo os.FileInfo
 	man     manifest // zero for a lone index file
 	segs    []*segment
 	deleted []*roaring.Bitmap // per segment
-	group   *index.Group
+	// origin holds the ids (numbers) whose vector is the row of that
+	// number in the input the index was built from: what re-ranking from
+	// that file (RowOriginals) covers. Nil for a lone index file, where
+	// it is every row of a file without ids and none of one with ids.
+	origin *roaring.Bitmap
+	group  *index.Group
 	// gone holds the deleted rows in group numbering.
 	gone *roaring.Bitmap
 	live int
@@ -89,20 +109,27 @@ func (s *snapshot) release() {
 		for _, g := range s.segs {
 			g.release()
 		}
+		if s.src != nil {
+			s.src.Close()
+		}
 	}
 }
 
-// newSnapshot builds a snapshot over segs (each gaining a reference).
-func newSnapshot(man manifest, segs []*segment, deleted []*roaring.Bitmap) (*snapshot, error) {
+// newSnapshot builds a snapshot over segs (each gaining a reference); src
+// passes to it (closed with it), also on error.
+func newSnapshot(src *format.File, srcInfo os.FileInfo, man manifest, segs []*segment, deleted []*roaring.Bitmap, origin *roaring.Bitmap) (*snapshot, error) {
 	parts := make([]*index.Index, len(segs))
 	for i, s := range segs {
 		parts[i] = s.ix
 	}
 	g, err := index.NewGroup(parts...)
 	if err != nil {
+		if src != nil {
+			src.Close()
+		}
 		return nil, err
 	}
-	snap := &snapshot{man: man, segs: segs, deleted: deleted, group: g, gone: roaring.New()}
+	snap := &snapshot{src: src, srcInfo: srcInfo, man: man, segs: segs, deleted: deleted, origin: origin, group: g, gone: roaring.New()}
 	for i, d := range deleted {
 		base := uint32(g.Base(i))
 		it := d.Iterator()
@@ -118,57 +145,70 @@ func newSnapshot(man manifest, segs []*segment, deleted []*roaring.Bitmap) (*sna
 	return snap, nil
 }
 
+// lone reports whether the snapshot is a lone index file, not a store.
+func (s *snapshot) lone() bool { return s.src == nil }
+
 // Open opens the index at path (a file Compress or Build wrote, or a store
-// that Add or Delete made of it) and verifies every checksum once.
+// that Add or Delete made of it) and verifies every checksum once. Should
+// another process change the path meanwhile (a write that turns an index
+// into a store, a compaction), it reads the new version.
 func Open(path string) (*Index, error) {
-	snap, id, err := load(path, nil)
+	snap, err := load(path, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Index{path: path, cur: snap, id: id}, nil
+	return &Index{path: path, cur: snap}, nil
 }
+
+// loadTries bounds how many versions a load reads in a row while other
+// processes keep changing the path under it.
+const loadTries = 20
+
+// errChanged marks a load that failed because the path no longer names
+// the file it read: another process committed a version meanwhile.
+var errChanged = errors.New("the index changed while it was read")
 
 // load reads the store at path, reusing the open segments of old (may be
-// nil) that it still names. A segment file removed by a compaction
-// between reading the manifest and opening it means the manifest changed:
-// it reads again.
-func load(path string, old *snapshot) (*snapshot, os.FileInfo, error) {
-	for try := 0; ; try++ {
-		snap, id, err := loadOnce(path, old)
-		if err == nil || !errors.Is(err, os.ErrNotExist) || try == 3 {
-			return snap, id, err
+// nil) that it still names and that are still the same files. A version
+// superseded while it is read (its segments removed by a compaction, its
+// manifest replaced) is read again, at most loadTries times.
+func load(path string, old *snapshot) (*snapshot, error) {
+	var err error
+	for try := range loadTries {
+		var snap *snapshot
+		if snap, err = loadOnce(path, old); err == nil || !errors.Is(err, errChanged) {
+			return snap, err
 		}
+		time.Sleep(time.Duration(try+1) * time.Millisecond)
 	}
+	return nil, fmt.Errorf("%s: another process changed it %d times while it was read: %w", path, loadTries, err)
 }
 
-func loadOnce(path string, old *snapshot) (*snapshot, os.FileInfo, error) {
+// loadOnce opens path once and reads whatever it holds from that one
+// open file: a lone index, or a manifest and its segments.
+func loadOnce(path string, old *snapshot) (*snapshot, error) {
 	f, err := format.Open(path, format.OpenOptions{Verify: true})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	id, err := os.Stat(path)
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
+	info := f.Stat()
 	if !isManifest(f) {
-		f.Close()
-		ix, err := index.Open(path, index.Options{Verify: true})
+		ix, err := index.OpenFile(f, index.Options{Verify: true})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		seg := &segment{ix: ix}
-		snap, err := newSnapshot(manifest{}, []*segment{seg}, []*roaring.Bitmap{roaring.New()})
+		seg := newSegment(ix, "")
+		snap, err := newSnapshot(nil, info, manifest{}, []*segment{seg}, []*roaring.Bitmap{roaring.New()}, nil)
 		if err != nil {
 			ix.Close()
-			return nil, nil, err
+			return nil, err
 		}
-		return snap, id, nil
+		return snap, nil
 	}
-	man, deleted, err := readManifest(f, path)
-	f.Close()
+	man, deleted, origin, err := readManifest(f, path)
 	if err != nil {
-		return nil, nil, err
+		f.Close()
+		return nil, err
 	}
 	reuse := map[string]*segment{}
 	if old != nil {
@@ -178,34 +218,61 @@ func loadOnce(path string, old *snapshot) (*snapshot, os.FileInfo, error) {
 			}
 		}
 	}
+	dir := segmentDir(path)
 	segs := make([]*segment, len(man.Segments))
-	fail := func(err error) (*snapshot, os.FileInfo, error) {
+	fail := func(err error) (*snapshot, error) {
 		for _, s := range segs {
 			if s != nil && s.refs.Load() == 0 {
 				s.ix.Close()
 			}
 		}
-		return nil, nil, err
+		f.Close()
+		// A segment missing or not what the manifest says, while the path
+		// names another file than the manifest read: a newer version.
+		if st, serr := os.Stat(path); serr == nil && !os.SameFile(st, info) {
+			return nil, fmt.Errorf("%w: %w", errChanged, err)
+		}
+		return nil, err
 	}
 	for i, e := range man.Segments {
-		if s, ok := reuse[e.File]; ok {
-			segs[i] = s
-			continue
+		file := filepath.Join(dir, e.File)
+		if s, ok := reuse[e.File]; ok && s.ix.Len() == e.Rows {
+			if st, err := os.Stat(file); err == nil && os.SameFile(st, s.info) {
+				segs[i] = s
+				continue
+			}
 		}
-		ix, err := index.Open(filepath.Join(segmentDir(path), e.File), index.Options{Verify: true})
+		ix, err := index.Open(file, index.Options{Verify: true})
 		if err != nil {
 			return fail(fmt.Errorf("%s: segment %d: %w", path, i, err))
 		}
-		segs[i] = &segment{ix: ix, file: e.File}
+		segs[i] = newSegment(ix, e.File)
 		if ix.Len() != e.Rows {
 			return fail(fmt.Errorf("%s: %w: segment %s holds %d rows, the manifest says %d", path, index.ErrCorrupt, e.File, ix.Len(), e.Rows))
 		}
 	}
-	snap, err := newSnapshot(man, segs, deleted)
+	if man.Version < 2 {
+		origin = firstOrigin(segs[0].ix, deleted[0])
+	}
+	snap, err := newSnapshot(f, info, man, segs, deleted, origin)
 	if err != nil {
 		return fail(fmt.Errorf("%s: %w", path, err))
 	}
-	return snap, id, nil
+	return snap, nil
+}
+
+// firstOrigin is the origin of a store made of first, an index file as
+// Compress or Build wrote it: every live row of a file without ids (its
+// row r has id r, the input's row r), none of one with ids (they name
+// rows by the caller's ids, and a file a compaction wrote renumbered its
+// rows).
+func firstOrigin(first *index.Index, deleted *roaring.Bitmap) *roaring.Bitmap {
+	o := roaring.New()
+	if !first.HasKeys() {
+		o.AddRange(0, uint64(first.Len()))
+		o.AndNot(deleted)
+	}
+	return o
 }
 
 // acquire returns the current snapshot, referenced until release.
@@ -220,46 +287,41 @@ func (ix *Index) acquire() (*snapshot, error) {
 }
 
 // install makes snap current (its reference passes to the Index).
-func (ix *Index) install(snap *snapshot, id os.FileInfo) {
+func (ix *Index) install(snap *snapshot) {
 	ix.mu.Lock()
 	old := ix.cur
-	ix.cur, ix.id = snap, id
+	ix.cur = snap
 	ix.mu.Unlock()
 	old.release()
 }
 
 // Refresh reads the index again if another process changed it since
-// Open or the last Refresh, so that later searches see its writes.
+// Open or the last Refresh, so that later searches see its writes. The
+// version held stays mapped, so the path names the same file only if it
+// is that very version: a check that cannot be fooled by a new file that
+// happens to get the old one's number.
 func (ix *Index) Refresh() error {
 	st, err := os.Stat(ix.path)
 	if err != nil {
 		return err
 	}
-	ix.mu.Lock()
-	same := ix.id != nil && os.SameFile(st, ix.id) && st.ModTime().Equal(ix.id.ModTime()) && st.Size() == ix.id.Size()
-	closed := ix.closed
-	ix.mu.Unlock()
-	if closed {
-		return index.ErrClosed
+	cur, err := ix.acquire()
+	if err != nil {
+		return err
 	}
-	if same {
+	defer cur.release()
+	if os.SameFile(st, cur.srcInfo) {
 		return nil
 	}
-	old, err := ix.acquire()
+	snap, err := load(ix.path, cur)
 	if err != nil {
 		return err
 	}
-	defer old.release()
-	snap, id, err := load(ix.path, old)
-	if err != nil {
-		return err
-	}
-	ix.install(snap, id)
+	ix.install(snap)
 	return nil
 }
 
-// Close releases the index once searches in flight have finished, and
-// the write lock if a write took it.
+// Close releases the index once searches in flight have finished.
 func (ix *Index) Close() error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
@@ -272,10 +334,6 @@ func (ix *Index) Close() error {
 	cur := ix.cur
 	ix.mu.Unlock()
 	cur.release()
-	if ix.lock != nil {
-		ix.lock.unlock()
-		ix.lock = nil
-	}
 	return nil
 }
 
@@ -291,6 +349,15 @@ type Info struct {
 	Deleted  int // rows deleted and not yet compacted away
 	Bytes    int64
 	Segments []SegmentInfo
+	// Sections and ListSizes describe the first segment's file (the
+	// trained one), as the snapshot holds it open.
+	Sections  []format.SectionInfo
+	ListSizes []int
+	// FromInput is the live rows whose vector is the row of their id's
+	// number in the input the index was built from: those a re-rank from
+	// that file (RowOriginals) scores exactly. Rows added later (and an
+	// index written with ids of its own) are not among them.
+	FromInput int
 	// Drift is the mean squared distance to their anchors of the rows
 	// added since training, over that of the trained rows (0 when none
 	// were added). Well above 1, the anchors no longer fit: Retrain.
@@ -320,7 +387,8 @@ func (ix *Index) Info() (Info, error) {
 	}
 	defer snap.release()
 	first := snap.segs[0].ix
-	in := Info{Meta: first.Meta(), Dim: first.Dim(), Lists: first.Lists(), Rows: snap.live, Deleted: snap.group.Len() - snap.live}
+	in := Info{Meta: first.Meta(), Dim: first.Dim(), Lists: first.Lists(), Rows: snap.live, Deleted: snap.group.Len() - snap.live,
+		Sections: first.Sections(), ListSizes: first.ListSizes(), FromInput: snap.fromInputRows()}
 	var addRows int
 	var addEnergy float64
 	for i, s := range snap.segs {
@@ -346,6 +414,30 @@ func (ix *Index) Info() (Info, error) {
 		in.Drift = addEnergy / float64(addRows) / trained
 	}
 	return in, nil
+}
+
+// fromInputRows counts the live rows RowOriginals covers (Info.FromInput).
+func (snap *snapshot) fromInputRows() int {
+	switch {
+	case snap.origin != nil:
+		return int(snap.origin.GetCardinality())
+	case snap.segs[0].ix.HasKeys():
+		return 0
+	}
+	return snap.live
+}
+
+// fromInput reports whether group row row, whose id is id, holds the row
+// of that number of the input the index was built from (Info.FromInput).
+func (snap *snapshot) fromInput(row int, id string) bool {
+	n, err := strconv.ParseUint(id, 10, 32)
+	if err != nil || strconv.FormatUint(n, 10) != id {
+		return false
+	}
+	if snap.origin != nil {
+		return snap.origin.Contains(uint32(n))
+	}
+	return !snap.segs[0].ix.HasKeys() && int(n) == row
 }
 
 // Len is the number of live rows.

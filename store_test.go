@@ -96,7 +96,11 @@ func TestStoreBadInput(t *testing.T) {
 
 // TestStoreLock: a second writer of the same index (here a second Index
 // in this process, which flock treats as another writer) is refused.
-func TestStoreLock(t *testing.T) {
+// TestStoreLockPerWrite: the write lock is held for one write, not for
+// the life of the handle that wrote: a second handle writes after the
+// first one's write, on top of it; while another writer holds the lock a
+// write waits for it, and gives up with ErrLocked after lockWait.
+func TestStoreLockPerWrite(t *testing.T) {
 	ctx := context.Background()
 	all := deepDocs(t, "testdata/deep2k/base.f16", 0, 600)
 	path := filepath.Join(t.TempDir(), "s.vlc")
@@ -113,15 +117,29 @@ func TestStoreLock(t *testing.T) {
 	if _, err := a.Add(ctx, all[500:550]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Add(ctx, all[550:]); !errors.Is(err, vlc.ErrLocked) {
-		t.Fatalf("second writer: %v, want ErrLocked", err)
-	}
-	a.Close()
-	if _, err := b.Add(ctx, all[550:]); err != nil { // b reads a's write first
+	if _, err := b.Add(ctx, all[550:580]); err != nil { // b reads a's write first
 		t.Fatal(err)
 	}
-	if n := b.Len(); n != 600 {
-		t.Fatalf("Len %d, want 600", n)
+	if n := b.Len(); n != 580 {
+		t.Fatalf("Len %d, want 580", n)
+	}
+	if err := a.Delete(ctx, []string{"doc-560"}); err != nil { // and a reads b's
+		t.Fatal(err)
+	}
+	defer vlc.SetLockWait(200 * time.Millisecond)()
+	release, err := vlc.HoldLock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Add(ctx, all[580:590]); !errors.Is(err, vlc.ErrLocked) {
+		t.Fatalf("a write while another holds the lock: %v, want ErrLocked", err)
+	}
+	time.AfterFunc(50*time.Millisecond, release)
+	if _, err := b.Add(ctx, all[580:590]); err != nil {
+		t.Fatalf("a write that waited for the lock: %v", err)
+	}
+	if n := b.Len(); n != 589 {
+		t.Fatalf("Len %d, want 589", n)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/regfile"
 	"github.com/vlc-embed/vlc/internal/vec"
 )
@@ -28,10 +29,20 @@ type Document struct {
 	Payload []byte // returned with hits and by Get; at most MaxPayloadBytes
 }
 
-// beginWrite serialises a write: it takes the lock file (kept until
-// Close), reads the index again if another process changed it, and
-// returns the snapshot to change, referenced; end releases both.
-func (ix *Index) beginWrite() (*snapshot, error) {
+// write is a write in progress: the store's lock, held, and the newest
+// version, read under it, to change.
+type write struct {
+	ix   *Index
+	lock *lockFile
+	snap *snapshot
+}
+
+// beginWrite serialises a write: it takes the store's lock file (waiting
+// up to lockWait while another process writes), reads the newest version
+// (another process may have committed since this one read the index) and
+// returns it to change. A change is computed from that version only, never
+// from an older one, so row numbers always refer to the files committed.
+func (ix *Index) beginWrite(ctx context.Context) (*write, error) {
 	ix.wmu.Lock()
 	ix.mu.Lock()
 	closed := ix.closed
@@ -40,93 +51,123 @@ func (ix *Index) beginWrite() (*snapshot, error) {
 		ix.wmu.Unlock()
 		return nil, index.ErrClosed
 	}
-	if ix.lock == nil {
-		l, err := lockPath(ix.path)
-		if err != nil {
-			ix.wmu.Unlock()
-			return nil, err
-		}
-		ix.lock = l
+	l, err := lockStore(ctx, ix.path)
+	if err != nil {
+		ix.wmu.Unlock()
+		return nil, err
 	}
 	if err := ix.Refresh(); err != nil {
+		l.unlock()
 		ix.wmu.Unlock()
 		return nil, err
 	}
 	snap, err := ix.acquire()
 	if err != nil {
+		l.unlock()
 		ix.wmu.Unlock()
 		return nil, err
 	}
-	return snap, nil
+	return &write{ix: ix, lock: l, snap: snap}, nil
 }
 
-func (ix *Index) endWrite(snap *snapshot) {
-	snap.release()
-	ix.wmu.Unlock()
+// end releases the version and the lock.
+func (w *write) end() {
+	w.snap.release()
+	w.lock.unlock()
+	w.ix.wmu.Unlock()
 }
 
-// store returns snap's manifest, deletions and segments to build the next
-// version from. A lone index file becomes the first segment of a store:
-// it is linked (or copied) into the segment folder, so that the manifest
-// can take its path.
-func (ix *Index) store(snap *snapshot) (manifest, []*roaring.Bitmap, []*segment, error) {
-	deleted := make([]*roaring.Bitmap, len(snap.deleted))
+// version is what a write builds the next version from: the manifest, each
+// segment's deleted rows (copies) and the origin (a copy).
+type version struct {
+	man     manifest
+	deleted []*roaring.Bitmap
+	origin  *roaring.Bitmap
+	segs    []*segment
+}
+
+// next returns the version to change. A lone index file becomes the first
+// segment of a store: it is linked (or copied) into the segment folder
+// under a new name, so that the manifest can take its path.
+func (w *write) next() (*version, error) {
+	snap, path := w.snap, w.ix.path
+	v := &version{deleted: make([]*roaring.Bitmap, len(snap.deleted))}
 	for i, d := range snap.deleted {
-		deleted[i] = d.Clone()
+		v.deleted[i] = d.Clone()
 	}
-	if snap.man.Segments != nil {
-		man := snap.man
-		man.Segments = append([]segmentEntry(nil), man.Segments...)
-		return man, deleted, append([]*segment(nil), snap.segs...), nil
+	if !snap.lone() {
+		v.man = snap.man
+		v.man.Segments = append([]segmentEntry(nil), snap.man.Segments...)
+		v.origin = snap.origin.Clone()
+		v.segs = append([]*segment(nil), snap.segs...)
+		return v, nil
 	}
-	dir := segmentDir(ix.path)
-	removeUnused(ix.path, &manifest{}) // leftovers of a conversion that never committed
+	dir := segmentDir(path)
+	removeObsolete(path, &manifest{}) // leftovers of a conversion that never committed
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return manifest{}, nil, nil, err
+		return nil, err
 	}
-	const name = "seg-000000.vlc"
+	name := segmentName(0)
 	dst := filepath.Join(dir, name)
-	if err := os.Link(ix.path, dst); err != nil {
-		if err := copyFile(ix.path, dst); err != nil {
-			return manifest{}, nil, nil, err
+	if err := os.Link(path, dst); err != nil {
+		if err := copyFile(path, dst); err != nil {
+			return nil, err
 		}
 	}
 	if err := syncDir(dir); err != nil {
-		return manifest{}, nil, nil, err
+		return nil, err
 	}
 	first, err := index.Open(dst, index.Options{})
 	if err != nil {
-		return manifest{}, nil, nil, err
+		return nil, err
+	}
+	if first.Len() != snap.segs[0].ix.Len() || first.Size() != snap.segs[0].ix.Size() {
+		first.Close()
+		return nil, fmt.Errorf("%s: the index file changed while it was made a store (another program wrote it without the lock)", path)
 	}
 	meta := first.Meta()
-	man := manifest{NextSegment: 1, NextID: meta.N, TrainedEnergy: meta.Energy,
+	v.man = manifest{NextSegment: 1, NextID: meta.N, TrainedEnergy: meta.Energy,
 		Segments: []segmentEntry{{File: name, Rows: first.Len(), Energy: meta.Energy}}}
-	return man, deleted, []*segment{{ix: first, file: name}}, nil
+	v.origin = firstOrigin(first, roaring.New())
+	v.segs = []*segment{newSegment(first, name)}
+	return v, nil
 }
 
-// commit writes the manifest (the change's commit point), makes the new
-// version current and removes the files no version needs any more.
-func (ix *Index) commit(man manifest, deleted []*roaring.Bitmap, segs []*segment) error {
-	if err := writeManifest(ix.path, man, deleted); err != nil {
-		closeUnshared(segs, ix)
+// newSegmentFile returns the name and path of the next segment file.
+func (w *write) newSegmentFile(v *version) (name, file string) {
+	name = segmentName(v.man.NextSegment)
+	v.man.NextSegment++
+	return name, filepath.Join(segmentDir(w.ix.path), name)
+}
+
+// commit writes v's manifest (the change's commit point), makes it the
+// current version and removes the files no version needs any more. On
+// error the segments v opened are closed.
+func (w *write) commit(v *version) error {
+	path := w.ix.path
+	if err := writeManifest(path, v.man, v.deleted, v.origin); err != nil {
+		closeUnshared(v.segs)
 		return err
 	}
-	snap, err := newSnapshot(man, segs, deleted)
+	// The manifest just written, mapped: the new version's identity. The
+	// lock is held, so the path names it.
+	f, err := format.Open(path, format.OpenOptions{})
 	if err != nil {
+		closeUnshared(v.segs)
 		return err
 	}
-	st, err := os.Stat(ix.path)
+	snap, err := newSnapshot(f, f.Stat(), v.man, v.segs, v.deleted, v.origin)
 	if err != nil {
-		snap.release()
+		closeUnshared(v.segs)
 		return err
 	}
-	ix.install(snap, st)
-	removeUnused(ix.path, &man)
+	w.ix.install(snap)
+	removeObsolete(path, &v.man)
 	return nil
 }
 
 // closeUnshared closes the segments a failed change opened.
-func closeUnshared(segs []*segment, ix *Index) {
+func closeUnshared(segs []*segment) {
 	for _, s := range segs {
 		if s.refs.Load() == 0 {
 			s.ix.Close()
@@ -143,11 +184,12 @@ func closeUnshared(segs []*segment, ix *Index) {
 // unchanged. Rows added far from every anchor (Info's Drift) call for
 // Retrain.
 func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
-	snap, err := ix.beginWrite()
+	w, err := ix.beginWrite(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer ix.endWrite(snap)
+	defer w.end()
+	snap := w.snap
 	if len(docs) == 0 {
 		return nil, nil
 	}
@@ -170,7 +212,7 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 		}
 		taken[doc.ID], ids[i] = i, doc.ID
 	}
-	man, deleted, segs, err := ix.store(snap)
+	v, err := w.next()
 	if err != nil {
 		return nil, err
 	}
@@ -179,8 +221,8 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 			continue
 		}
 		for {
-			id := strconv.FormatUint(man.NextID, 10)
-			man.NextID++
+			id := strconv.FormatUint(v.man.NextID, 10)
+			v.man.NextID++
 			if _, dup := taken[id]; !dup {
 				if _, live := snap.find(id); !live {
 					taken[id], ids[i] = i, id
@@ -213,26 +255,24 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 	meta.Flags |= index.FlagSegment
 	meta.Energy, meta.InitEnergy = energy/float64(len(docs)), 0
 	meta.Iterations, meta.Converged, meta.Merged, meta.Split = 0, 0, 0, 0
-	name := fmt.Sprintf("seg-%06d.vlc", man.NextSegment)
-	man.NextSegment++
-	file := filepath.Join(segmentDir(ix.path), name)
+	name, file := w.newSegmentFile(v)
 	err = index.WriteContext(ctx, file, index.Plan{
 		Rows: matrix(rows), Anchors: first.Anchors(), Assign: assign, Meta: meta,
 		Keys: ids, Payloads: payloads, Global: first.Global(),
 	})
 	if err != nil {
-		closeUnshared(segs, ix)
+		closeUnshared(v.segs)
 		return nil, err
 	}
 	seg, err := index.Open(file, index.Options{})
 	if err != nil {
-		closeUnshared(segs, ix)
+		closeUnshared(v.segs)
 		return nil, err
 	}
-	segs = append(segs, &segment{ix: seg, file: name})
-	man.Segments = append(man.Segments, segmentEntry{File: name, Rows: len(docs), Added: true, Energy: meta.Energy})
-	deleted = append(deleted, roaring.New())
-	if err := ix.commit(man, deleted, segs); err != nil {
+	v.segs = append(v.segs, newSegment(seg, name))
+	v.man.Segments = append(v.man.Segments, segmentEntry{File: name, Rows: len(docs), Added: true, Energy: meta.Energy})
+	v.deleted = append(v.deleted, roaring.New())
+	if err := w.commit(v); err != nil {
 		return nil, err
 	}
 	return ids, nil
@@ -276,11 +316,12 @@ func checkDocs(docs []Document, d int, metric index.Metric) error {
 // them, and Compact drops their rows. An id that is not live is an error
 // wrapping ErrNotFound, and then nothing is deleted.
 func (ix *Index) Delete(ctx context.Context, ids []string) error {
-	snap, err := ix.beginWrite()
+	w, err := ix.beginWrite(ctx)
 	if err != nil {
 		return err
 	}
-	defer ix.endWrite(snap)
+	defer w.end()
+	snap := w.snap
 	rows := make([]int, 0, len(ids))
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
@@ -300,49 +341,63 @@ func (ix *Index) Delete(ctx context.Context, ids []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	man, deleted, segs, err := ix.store(snap)
+	v, err := w.next()
 	if err != nil {
 		return err
 	}
 	for _, r := range rows {
 		i, local := snap.group.Locate(r)
-		deleted[i].Add(uint32(local))
+		v.deleted[i].Add(uint32(local))
+	}
+	for id := range seen {
+		if n, err := strconv.ParseUint(id, 10, 32); err == nil {
+			v.origin.Remove(uint32(n)) // its row is gone; an id added again is another vector
+		}
 	}
 	// A segment added after training whose rows are now all deleted holds
 	// nothing: it leaves the store (its file is removed once no search
 	// reads it) rather than being read by every search until a
 	// compaction. The trained segment stays: it holds the model.
 	keep := 0
-	for i, e := range man.Segments {
-		if i > 0 && e.Added && int(deleted[i].GetCardinality()) == e.Rows {
+	for i, e := range v.man.Segments {
+		if i > 0 && e.Added && int(v.deleted[i].GetCardinality()) == e.Rows {
 			continue
 		}
-		man.Segments[keep], deleted[keep], segs[keep] = e, deleted[i], segs[i]
+		v.man.Segments[keep], v.deleted[keep], v.segs[keep] = e, v.deleted[i], v.segs[i]
 		keep++
 	}
-	man.Segments, deleted, segs = man.Segments[:keep], deleted[:keep], segs[:keep]
-	return ix.commit(man, deleted, segs)
+	v.man.Segments, v.deleted, v.segs = v.man.Segments[:keep], v.deleted[:keep], v.segs[:keep]
+	return w.commit(v)
 }
 
-// Compact rewrites the index without its deleted rows. For the rotated
-// code (the default) every segment merges into one file, written in
-// place of the store's manifest; the codes are carried over (their two
-// float16 scalars re-expressed), never encoded again. For the pq and sq8
-// codes each segment with deletions is rewritten alone, as their list
-// parameters cannot be shared. Searches in flight finish on the old
-// files.
+// Compact rewrites the store without its deleted rows. For the rotated
+// code (the default) every segment merges into one new segment file; the
+// codes are carried over (their two float16 scalars re-expressed), never
+// encoded again. For the pq and sq8 codes each segment with deletions is
+// rewritten alone, as their list parameters cannot be shared. The store
+// stays a store (its counters of names and ids go on), and searches in
+// flight finish on the old files. A lone index file, or a store of one
+// segment without deletions, is left as it is.
 func (ix *Index) Compact(ctx context.Context) error {
-	snap, err := ix.beginWrite()
+	w, err := ix.beginWrite(ctx)
 	if err != nil {
 		return err
 	}
-	defer ix.endWrite(snap)
-	if snap.man.Segments == nil || len(snap.segs) == 1 && snap.gone.IsEmpty() && snap.segs[0].file == "" {
-		removeUnused(ix.path, nil) // segments a killed compaction left
-		return nil                 // a lone index file: nothing to compact
+	defer w.end()
+	snap := w.snap
+	if snap.lone() {
+		removeObsolete(ix.path, nil) // segments of a conversion that never committed
+		return nil
+	}
+	if len(snap.segs) == 1 && snap.gone.IsEmpty() {
+		return nil
 	}
 	if snap.live == 0 {
 		return fmt.Errorf("%s: %w: every vector is deleted; compacting would leave an empty index", ix.path, index.ErrArgument)
+	}
+	v, err := w.next()
+	if err != nil {
+		return err
 	}
 	first := snap.segs[0].ix
 	if first.CanMerge() {
@@ -354,62 +409,49 @@ func (ix *Index) Compact(ctx context.Context) error {
 			parts = append(parts, index.MergePart{Index: s.ix, Keep: keepLive(snap.deleted[i])})
 		}
 		meta := first.Meta()
-		meta.Energy = snap.man.TrainedEnergy
-		if _, err := index.Merge(ctx, ix.path, parts, meta, index.MergeOptions{WithKeys: len(snap.segs) > 1}); err != nil {
-			return err
-		}
-		seg, err := index.Open(ix.path, index.Options{})
+		meta.Energy = v.man.TrainedEnergy
+		name, file := w.newSegmentFile(v)
+		rows, err := index.Merge(ctx, file, parts, meta, index.MergeOptions{WithKeys: len(snap.segs) > 1})
 		if err != nil {
-			return err
-		}
-		st, err := os.Stat(ix.path)
-		if err != nil {
-			seg.Close()
-			return err
-		}
-		next, err := newSnapshot(manifest{}, []*segment{{ix: seg}}, []*roaring.Bitmap{roaring.New()})
-		if err != nil {
-			seg.Close()
-			return err
-		}
-		ix.install(next, st)
-		removeUnused(ix.path, nil)
-		return nil
-	}
-	man, deleted, segs, err := ix.store(snap)
-	if err != nil {
-		return err
-	}
-	var keptSegs []*segment
-	var keptEntries []segmentEntry
-	var keptDeleted []*roaring.Bitmap
-	for i, s := range segs {
-		e := man.Segments[i]
-		switch n := int(deleted[i].GetCardinality()); {
-		case n == 0:
-			keptSegs, keptEntries, keptDeleted = append(keptSegs, s), append(keptEntries, e), append(keptDeleted, deleted[i])
-			continue
-		case n == s.ix.Len():
-			continue
-		}
-		name := fmt.Sprintf("seg-%06d.vlc", man.NextSegment)
-		man.NextSegment++
-		file := filepath.Join(segmentDir(ix.path), name)
-		rows, err := index.Merge(ctx, file, []index.MergePart{{Index: s.ix, Keep: keepLive(deleted[i])}}, s.ix.Meta(), index.MergeOptions{})
-		if err != nil {
-			closeUnshared(keptSegs, ix)
 			return err
 		}
 		seg, err := index.Open(file, index.Options{})
 		if err != nil {
-			closeUnshared(keptSegs, ix)
+			return err
+		}
+		v.man.Segments = []segmentEntry{{File: name, Rows: rows, Energy: v.man.TrainedEnergy}}
+		v.deleted = []*roaring.Bitmap{roaring.New()}
+		v.segs = []*segment{newSegment(seg, name)}
+		return w.commit(v)
+	}
+	var keptSegs []*segment
+	var keptEntries []segmentEntry
+	var keptDeleted []*roaring.Bitmap
+	for i, s := range v.segs {
+		e := v.man.Segments[i]
+		switch n := int(v.deleted[i].GetCardinality()); {
+		case n == 0:
+			keptSegs, keptEntries, keptDeleted = append(keptSegs, s), append(keptEntries, e), append(keptDeleted, v.deleted[i])
+			continue
+		case n == s.ix.Len():
+			continue
+		}
+		name, file := w.newSegmentFile(v)
+		rows, err := index.Merge(ctx, file, []index.MergePart{{Index: s.ix, Keep: keepLive(v.deleted[i])}}, s.ix.Meta(), index.MergeOptions{})
+		if err != nil {
+			closeUnshared(keptSegs)
+			return err
+		}
+		seg, err := index.Open(file, index.Options{})
+		if err != nil {
+			closeUnshared(keptSegs)
 			return err
 		}
 		e.File, e.Rows = name, rows
-		keptSegs, keptEntries, keptDeleted = append(keptSegs, &segment{ix: seg, file: name}), append(keptEntries, e), append(keptDeleted, roaring.New())
+		keptSegs, keptEntries, keptDeleted = append(keptSegs, newSegment(seg, name)), append(keptEntries, e), append(keptDeleted, roaring.New())
 	}
-	man.Segments = keptEntries
-	return ix.commit(man, keptDeleted, keptSegs)
+	v.man.Segments, v.deleted, v.segs = keptEntries, keptDeleted, keptSegs
+	return w.commit(v)
 }
 
 func keepLive(deleted *roaring.Bitmap) func(int) bool {

@@ -44,6 +44,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	anchorsFrom := fs.String("anchors-from", "", "encode with the model (anchors, code, list parameters) of this index `file`, without training: indexes encoded under one model merge (vlc merge) into what one encode of all their rows gives")
 	rowsFlag := fs.String("rows", "", "compress only the input's rows START:END (END excluded; either may be left out); the index numbers them from 0")
 	trainSample := fs.Int("train-sample", 0, fmt.Sprintf("rows training learns from, evenly spaced through the input, before every row is assigned and encoded (0: on a GPU every row that fits in its memory, on the CPU %d per anchor)", vlc.DefaultSamplePerAnchor))
+	replace := fs.Bool("replace", false, "write over a store at the output (an index that took adds or deletes, holding vectors no input has); an index file compress wrote is replaced without it")
 	deviceMemory := fs.String("device-memory", "", "GPU memory to size the work to, e.g. 8GiB (default: what is free): the anchors' state, then the training sample and the assignment's windows; larger point sets stream through in batches")
 	pos, err := parse(fs, args, []string{"INPUT"}, stdout)
 	if err != nil {
@@ -82,7 +83,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	opt := vlc.Options{
 		Dim: *dim, Bits: *bits, Ratio: *ratio, Subspaces: *subspaces, Code: *codeName, Anchors: *anchors, Metric: *metric,
 		Backend: *backend, Devices: *devices, Seed: *seed, MaxIter: *maxIter,
-		AnchorsFrom: *anchorsFrom, Start: start, End: end, TrainSample: *trainSample, DeviceMemory: devMem,
+		AnchorsFrom: *anchorsFrom, Start: start, End: end, TrainSample: *trainSample, DeviceMemory: devMem, Replace: *replace,
 	}
 	if *idsFile != "" {
 		if opt.IDs, err = readIDs(*idsFile); err != nil {

@@ -30,13 +30,11 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	// The trained segment (the index file itself, unless vectors were
-	// added or deleted since) describes the training and the code.
-	ix, err := index.Open(in.Segments[0].File, index.Options{})
-	if err != nil {
-		return err
-	}
-	defer ix.Close()
-	m := ix.Meta()
+	// added or deleted since) describes the training and the code, as
+	// the version Open read holds it (not reopened by name: another
+	// process may have replaced it since).
+	m := in.Meta
+	trained := in.Segments[0].Bytes
 	type segment struct {
 		File     string  `json:"file"`
 		Rows     int     `json:"rows"`
@@ -51,7 +49,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, s := range in.Segments {
 		segs = append(segs, segment(s))
 	}
-	sizes := ix.ListSizes()
+	sizes := slices.Clone(in.ListSizes)
 	slices.Sort(sizes)
 	type section struct {
 		Kind   string `json:"kind"`
@@ -60,16 +58,16 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		CRC    string `json:"crc32c"`
 	}
 	var secs []section
-	for _, s := range ix.Sections() {
+	for _, s := range in.Sections {
 		secs = append(secs, section{s.Kind.String(), int64(s.Offset), int64(s.Length), fmt.Sprintf("%08x", s.CRC)})
 	}
 	info := map[string]any{
-		"path": pos[0], "bytes": ix.Size(), "vectors": m.N, "dim": m.Dim, "anchors": m.M,
+		"path": pos[0], "bytes": trained, "vectors": m.N, "dim": m.Dim, "anchors": m.M,
 		"bits": m.Bits, "subspaces": m.Subspaces, "ip_codes": m.Flags&index.FlagIPCodes != 0, "bits_per_dim": m.CodeSpec().BitsPerDim(), "code": quant.Kind(m.Code).String(), "metric": m.Metric.String(), "seed": m.Seed,
 		"iterations": m.Iterations, "converged": m.Converged == 1, "merged": m.Merged, "split": m.Split,
 		"energy": m.Energy, "init_energy": m.InitEnergy,
-		"bytes_per_vector": ix.BytesPerVector(),
-		"size_ratio":       ix.SizeRatio(),
+		"bytes_per_vector": float64(trained) / float64(m.N),
+		"size_ratio":       index.SizeRatio(trained, int(m.N), int(m.Dim)),
 		"list_min":         sizes[0], "list_median": sizes[len(sizes)/2], "list_max": sizes[len(sizes)-1],
 		"sections": secs,
 		"live":     in.Rows, "deleted": in.Deleted, "segments": segs, "drift": in.Drift, "store_bytes": in.Bytes,
@@ -77,7 +75,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(info)
 	}
-	fmt.Fprintf(stdout, "%s: vlc index, %d bytes\n", pos[0], ix.Size())
+	fmt.Fprintf(stdout, "%s: vlc index, %d bytes\n", pos[0], trained)
 	fmt.Fprintf(stdout, "  vectors     %d x %d, metric %s\n", m.N, m.Dim, m.Metric)
 	fmt.Fprintf(stdout, "  anchors     %d (list sizes: min %d, median %d, max %d)\n", m.M, sizes[0], sizes[len(sizes)/2], sizes[len(sizes)-1])
 	fmt.Fprintf(stdout, "  codes       %s\n", m.CodeSpec())
@@ -125,12 +123,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if len(in.Segments) == 1 && in.Segments[0].File == pos[0] {
-		ix, err := index.Open(pos[0], index.Options{})
-		if err != nil {
-			return err
-		}
-		defer ix.Close()
-		fmt.Fprintf(stdout, "%s: ok (%d sections, %d bytes, every checksum matches)\n", pos[0], len(ix.Sections()), ix.Size())
+		fmt.Fprintf(stdout, "%s: ok (%d sections, %d bytes, every checksum matches)\n", pos[0], len(in.Sections), in.Bytes)
 		return nil
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d segments, %d live and %d deleted vectors, %d bytes, every checksum matches)\n", pos[0], len(in.Segments), in.Rows, in.Deleted, in.Bytes)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -300,11 +301,17 @@ func TestStoreCLI(t *testing.T) {
 	out, _ = mustVLC(t, "info", ix)
 	for _, want := range []string{
 		fmt.Sprintf("rows        %d live, 5 deleted, in 2 segment(s)", deepN-5),
-		fmt.Sprintf("segment     %s: %d rows, 3 deleted, trained, ids true, payloads true", filepath.Join(ix+".d", "seg-000000.vlc"), split),
-		fmt.Sprintf("segment     %s: %d rows, 2 deleted, added, ids true, payloads true", filepath.Join(ix+".d", "seg-000001.vlc"), deepN-split),
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("info lacks %q:\n%s", want, out)
+		}
+	}
+	for _, want := range []string{
+		fmt.Sprintf(`segment     %s: %d rows, 3 deleted, trained, ids true, payloads true`, regexp.QuoteMeta(filepath.Join(ix+".d", "seg-000000-"))+"[0-9a-f]{16}[.]vlc", split),
+		fmt.Sprintf(`segment     %s: %d rows, 2 deleted, added, ids true, payloads true`, regexp.QuoteMeta(filepath.Join(ix+".d", "seg-000001-"))+"[0-9a-f]{16}[.]vlc", deepN-split),
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("info lacks a line matching %q:\n%s", want, out)
 		}
 	}
 	in := storeInfoJSON(t, ix)
@@ -330,16 +337,18 @@ func TestStoreCLI(t *testing.T) {
 	if want := fmt.Sprintf("%s: %d live vectors in 1 segment(s)", ix, deepN-5); !strings.HasPrefix(out, want) {
 		t.Errorf("compact: %q, want it to start %q", out, want)
 	}
+	// The store stays a store: one new segment (a name never used
+	// before), the replaced segments' files removed.
 	in = storeInfoJSON(t, ix)
-	if in.Live != deepN-5 || in.Deleted != 0 || len(in.Segments) != 1 || in.Vectors != deepN-5 || in.Segments[0].File != ix {
+	if in.Live != deepN-5 || in.Deleted != 0 || len(in.Segments) != 1 || in.Vectors != deepN-5 || filepath.Dir(in.Segments[0].File) != ix+".d" {
 		t.Errorf("info -json after compact: %+v", in)
 	}
 	out, _ = mustVLC(t, "info", ix)
 	if want := fmt.Sprintf("rows        %d live, 0 deleted, in 1 segment(s)", deepN-5); !strings.Contains(out, want) {
 		t.Errorf("info after compact lacks %q:\n%s", want, out)
 	}
-	if _, err := os.Stat(ix + ".d"); !os.IsNotExist(err) {
-		t.Errorf("after compact the segment folder is still there (%v)", err)
+	if files, err := os.ReadDir(ix + ".d"); err != nil || len(files) != 1 || filepath.Join(ix+".d", files[0].Name()) != in.Segments[0].File || !strings.HasPrefix(files[0].Name(), "seg-000002-") {
+		t.Errorf("after compact the segment folder holds %v (%v), want only %s, named seg-000002-*", files, err, in.Segments[0].File)
 	}
 	out, _ = mustVLC(t, "verify", ix)
 	if !strings.HasPrefix(out, ix+": ok (") {
