@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/vlc-embed/vlc/index"
@@ -277,13 +278,19 @@ func removeObsolete(path string, m *manifest) {
 			}
 		default:
 			left++
-			slog.Warn("vlc: a file in a store's segment folder that vlc did not write is left alone", "store", path, "file", filepath.Join(dir, name))
+			if _, warned := foreignWarned.LoadOrStore(filepath.Join(dir, name), true); !warned {
+				slog.Warn("vlc: a file in a store's segment folder that vlc did not write is left alone", "store", path, "file", filepath.Join(dir, name))
+			}
 		}
 	}
 	if m == nil && left == 0 {
 		os.Remove(dir)
 	}
 }
+
+// foreignWarned holds the foreign files removeObsolete warned of, so that
+// each is named once a process, not at every write.
+var foreignWarned sync.Map
 
 // isSegmentName reports whether name is a segment file name vlc writes.
 func isSegmentName(name string) bool {
