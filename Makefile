@@ -4,7 +4,7 @@ BIN     := bin/vlc
 DEEP    := testdata/deep2k
 DEMO    := demo-out
 
-.PHONY: all build demo test test-arm64 test-beam test-python vet bench bench-quality bench-search fuzz fuzz-brief clean
+.PHONY: all build demo test test-arm64 test-beam test-python vet bench bench-quality bench-search fuzz fuzz-brief soak clean
 
 # Fuzz targets (package:Target). make fuzz FUZZTIME=10m runs each in turn;
 # make test replays the corpus in testdata/fuzz and fuzzes each briefly, by
@@ -168,6 +168,17 @@ fuzz-brief:
 		echo "fuzz $$name ($$count)"; \
 		TMPDIR=$(FUZZTMP) $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $$count -fuzzminimizetime 10s ./$$pkg; \
 	done
+
+# The model-checked store test (internal/storemodel) at length: SOAK_OPS
+# random operations from two library workers, the CLI and vlc serve, with
+# concurrent readers and SIGKILLs, every answer checked against the model
+# of what was acknowledged; the seed is the clock's unless SOAK_SEED is
+# set, and a failure prints the command that reruns it. make test runs
+# 150 operations with seed 1.
+SOAK_OPS  ?= 5000
+SOAK_SEED ?= 0
+soak:
+	$(GO) test -count=1 -timeout 3h -run TestStoreModel -v ./internal/storemodel -store.ops $(SOAK_OPS) -store.seed $(SOAK_SEED)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
