@@ -16,7 +16,8 @@ import (
 )
 
 // Hit is one search result: the row of the vector in the input file and its
-// distance to the query (smaller is nearer, whatever the metric).
+// distance to the query (smaller is nearer, whatever the metric; never
+// below 0 under l2 and cosine, see finish).
 type Hit struct {
 	ID       int
 	Distance float32
@@ -67,8 +68,9 @@ type scratch struct {
 }
 
 // Search returns the K nearest vectors to q found in the NProbe nearest lists,
-// nearest first (ties by ascending ID). Under cosine a zero q is refused
-// (ErrZeroVector). Safe for concurrent use.
+// nearest first (ties by ascending ID, except hits whose l2 or cosine
+// distance was clamped to 0: they keep the estimate's order). Under cosine
+// a zero q is refused (ErrZeroVector). Safe for concurrent use.
 func (ix *Index) Search(q []float32, opt SearchOptions) ([]Hit, error) {
 	hits, err := ix.SearchAppend(nil, q, opt)
 	if err != nil {
@@ -383,7 +385,9 @@ type candidate struct {
 }
 
 // finish appends s's k best hits to dst, nearest first: re-ranked when opt
-// asks, distances as the metric defines them.
+// asks, distances as the metric defines them, those of l2 and cosine
+// clamped at 0 once sorted (clampDistances). Every path that returns hits
+// (Search, SearchBatch, a Group's, a device's) ends here.
 func (ix *Index) finish(dst []Hit, s *scratch, opt SearchOptions, k int) ([]Hit, error) {
 	n0 := len(dst)
 	dst = s.top.appendSorted(dst)
@@ -408,7 +412,24 @@ func (ix *Index) finish(dst []Hit, s *scratch, opt SearchOptions, k int) ([]Hit,
 			hits[i].Distance = float32(float64(hits[i].Distance) / s.scale)
 		}
 	}
+	if ix.meta.Metric != IP {
+		clampDistances(hits)
+	}
 	return dst[:n0+min(len(hits), k)], nil
+}
+
+// clampDistances sets the negative distances of hits (and -0) to 0:
+// squared L2 and 1 - cos are never below 0, but the code's estimate of a
+// vector near the query, or float rounding, can be. Applied to sorted
+// hits, it leaves their order as it is (hits tied at 0 keep the order the
+// estimate gave them). Not for ip, whose distances (the negative inner
+// product) may be below 0.
+func clampDistances(hits []Hit) {
+	for i := range hits {
+		if hits[i].Distance <= 0 {
+			hits[i].Distance = 0
+		}
+	}
 }
 
 // probeLists puts the nprobe lists nearest to s.q into s.probe, nearest
