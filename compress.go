@@ -85,7 +85,7 @@ func Compress(ctx context.Context, input, output string, opt Options) (sum *Summ
 		opt.Payloads = opt.Payloads[lo:hi]
 	}
 	src := source{name: input, rows: rowRange{mat, lo, hi - lo}, first: lo, keys: opt.IDs, payloads: opt.Payloads,
-		checkFinite: func() error { return mat.CheckFiniteRows(lo, hi) }}
+		checkRows: func(nonZero bool) error { return zeroRows(mat.CheckRows(lo, hi, nonZero)) }}
 	if f16, ok := mat.Float16(); ok {
 		src.f16 = f16[lo*mat.Dim() : hi*mat.Dim()]
 	}
@@ -133,8 +133,11 @@ type source struct {
 	first       int        // the file's number of rows[0], for errors
 	f16         []uint16   // the rows when the input holds exactly them as float16, else nil
 	checkFinite func() error
-	keys        []string // nil: rows named by number
-	payloads    [][]byte // nil: none
+	// checkRows, where set, is checkFinite that, with nonZero, also
+	// refuses zero rows (ErrZeroVector), in the same pass: an input file's.
+	checkRows func(nonZero bool) error
+	keys      []string // nil: rows named by number
+	payloads  [][]byte // nil: none
 }
 
 // compress trains on src and writes the index to output (opt checked,
@@ -177,7 +180,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 		return nil, err
 	}
 	spec := code.Spec()
-	if err := src.checkFinite(); err != nil {
+	if err := src.check(metric); err != nil {
 		return nil, err
 	}
 

@@ -16,7 +16,8 @@ import (
 // Training runs on float16; a float32 value beyond its range (65504) is an
 // input error, reported at the lowest such row, and so, for rows not
 // normalised (l2, ip), is a row too small for float32 distances
-// (checkScale). A float16 row is never that small.
+// (checkScale), and, for rows normalised (cosine), a zero row
+// (ErrZeroVector). A float16 row is never that small.
 //
 // rows may be a selection of src.rows (a sample): orig(i) is then the
 // number in src.rows of rows' row i (nil: the same), for its f16 bytes and
@@ -46,7 +47,7 @@ func points(src source, rows index.Rows, normalise bool, orig func(int) int) (an
 		x := make([]float32, d)
 		for i := lo; i < hi; i++ {
 			x = rows.Row(i, x)
-			bad := !normalise && checkScale(x) != ""
+			bad := !normalise && checkScale(x) != "" || normalise && isZeroVector(x)
 			for j, v := range x {
 				h := f16.FromFloat32(v)
 				bad = bad || !f16.IsFinite(h)
@@ -63,6 +64,9 @@ func points(src source, rows index.Rows, normalise bool, orig func(int) int) (an
 		}
 		r := orig(i)
 		x := src.rows.Row(r, nil)
+		if normalise && isZeroVector(x) {
+			return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d: every value is 0: %s", src.name, src.first+r, zeroWhy), ErrZeroVector}
+		}
 		for j, v := range x {
 			if !f16.IsFinite(f16.FromFloat32(v)) {
 				return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses", src.name, src.first+r, j, v), ErrRange}
@@ -82,6 +86,31 @@ var ErrRange = errors.New("value outside the float16 range")
 // query would find the same hits. Cosine normalises rows first and takes
 // any finite row.
 var ErrUnderflow = errors.New("vector too small for float32 distances")
+
+// ErrZeroVector is returned, under the cosine metric, for a vector (a
+// row of Compress's input, a document of Build or Add, a query) whose
+// every value is 0: cosine compares directions, and a zero vector has
+// none (it stayed zero when normalised, at distance 0.5 from every query,
+// above any real neighbour less similar than that). l2 and ip take it. A
+// vector that is not zero, however small, is normalised.
+var ErrZeroVector = index.ErrZeroVector
+
+// zeroFix and zeroWhy end the message of a zero vector refused under
+// cosine, after the sentinel's text or in place of it.
+const (
+	zeroFix = "drop the vector or use the l2 or ip metric"
+	zeroWhy = "a zero vector has no direction under the cosine metric; " + zeroFix
+)
+
+// isZeroVector reports whether every value of x is 0 (either sign).
+func isZeroVector(x []float32) bool {
+	for _, v := range x {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // checkScale describes why x is too small for float32 distances (l2, ip),
 // or returns "": a row is zero or its squared length, computed in float64,

@@ -23,6 +23,9 @@ type Rows = index.Rows
 // Hit is one search result: the id of a vector, its payload (a copy; nil
 // when it has none) and its distance to the query (smaller is nearer,
 // whatever the metric: squared L2, negative inner product, or 1 - cosine).
+// An l2 or cosine distance is never below 0: the code's estimate for a
+// vector next to the query can be, and is returned as 0, in the
+// estimate's order.
 type Hit struct {
 	ID       string
 	Distance float32
@@ -88,7 +91,7 @@ func (o SearchOptions) withDefaults() SearchOptions {
 
 // Search returns the K nearest live vectors to q that the filter allows,
 // nearest first. It returns ctx's error once ctx is done (checked every
-// few lists).
+// few lists). Under cosine a zero q is refused (ErrZeroVector).
 func (ix *Index) Search(ctx context.Context, q []float32, opt SearchOptions) ([]Hit, error) {
 	snap, err := ix.acquire()
 	if err != nil {
@@ -246,6 +249,13 @@ func (snap *snapshot) hits(q []float32, raw []index.Hit, opt SearchOptions) (_ [
 	if scale != 1 {
 		for i := range out {
 			out[i].Distance = float32(float64(out[i].Distance) / scale)
+		}
+	}
+	if metric != index.IP {
+		// Squared L2 and 1 - cos are never below 0; once sorted, so
+		// that the order stays (vec.L2 sums squares, so this is a guard).
+		for i := range out {
+			out[i].Distance = max(out[i].Distance, 0)
 		}
 	}
 	return out[:min(len(out), opt.K)], nil

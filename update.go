@@ -279,9 +279,9 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 }
 
 // checkDocs refuses documents Add or Build cannot index under metric,
-// naming the first bad one: cosine normalises every finite vector, l2
-// and ip need values within float16 and a vector zero or not too small
-// for float32 distances (checkScale).
+// naming the first bad one: cosine normalises every finite vector but
+// the zero vector (ErrZeroVector), l2 and ip need values within float16
+// and a vector zero or not too small for float32 distances (checkScale).
 func checkDocs(docs []Document, d int, metric index.Metric) error {
 	for i, doc := range docs {
 		name := fmt.Sprintf("document %d", i)
@@ -301,6 +301,9 @@ func checkDocs(docs []Document, d int, metric index.Metric) error {
 			case math.Abs(float64(v)) > 65504 && metric != index.Cosine:
 				return fmt.Errorf("%s: %w: value %d is %g (|x| <= 65504)", name, ErrRange, j, v)
 			}
+		}
+		if metric == index.Cosine && isZeroVector(doc.Vector) {
+			return fmt.Errorf("%s: %w: every value is 0; %s", name, ErrZeroVector, zeroFix)
 		}
 		if why := checkScale(doc.Vector); why != "" && metric != index.Cosine {
 			return fmt.Errorf("%s: %w: %s", name, ErrUnderflow, why)

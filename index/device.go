@@ -329,8 +329,8 @@ func (di *DeviceIndex) SearchBatch(ctx context.Context, queries Rows, opt Search
 	if ix.file == nil {
 		return nil, ErrClosed
 	}
-	// k and keep as Search takes them; the query is checked per row below.
-	k, keep, err := ix.check(make([]float32, ix.d), opt)
+	// k and keep as Search takes them; each query is checked below.
+	k, keep, err := ix.want(opt)
 	if err != nil {
 		return nil, err
 	}

@@ -19,4 +19,9 @@ var (
 	ErrDim        = errors.New("index: query dimension does not match the index")
 	ErrMetric     = errors.New("index: unknown metric")
 	ErrArgument   = errors.New("index: invalid argument")
+	// ErrZeroVector: a vector whose every value is 0 (a row or a query)
+	// under the cosine metric, which compares directions and a zero
+	// vector has none. Refused wherever a vector enters (l2 and ip take
+	// it).
+	ErrZeroVector = errors.New("index: zero vector under the cosine metric")
 )

@@ -16,7 +16,8 @@ import (
 )
 
 // Hit is one search result: the row of the vector in the input file and its
-// distance to the query (smaller is nearer, whatever the metric).
+// distance to the query (smaller is nearer, whatever the metric; never
+// below 0 under l2 and cosine, see finish).
 type Hit struct {
 	ID       int
 	Distance float32
@@ -67,7 +68,9 @@ type scratch struct {
 }
 
 // Search returns the K nearest vectors to q found in the NProbe nearest lists,
-// nearest first (ties by ascending ID). Safe for concurrent use.
+// nearest first (ties by ascending ID, except hits whose l2 or cosine
+// distance was clamped to 0: they keep the estimate's order). Under cosine
+// a zero q is refused (ErrZeroVector). Safe for concurrent use.
 func (ix *Index) Search(q []float32, opt SearchOptions) ([]Hit, error) {
 	hits, err := ix.SearchAppend(nil, q, opt)
 	if err != nil {
@@ -115,17 +118,42 @@ func (ix *Index) check(q []float32, opt SearchOptions) (k, keep int, err error) 
 	if len(q) != ix.d {
 		return 0, 0, fmt.Errorf("%w: query has %d values, index has dimension %d", ErrDim, len(q), ix.d)
 	}
-	if opt.K < 1 {
-		return 0, 0, fmt.Errorf("%w: k must be at least 1, got %d", ErrArgument, opt.K)
+	if k, keep, err = ix.want(opt); err != nil {
+		return 0, 0, err
 	}
+	if err := ix.checkQuery(q); err != nil {
+		return 0, 0, err
+	}
+	return k, keep, nil
+}
+
+// checkQuery refuses a query (of the index's dimension) that is not
+// finite, too large for float32 distances (l2, ip) or zero (cosine: it
+// has no direction; ErrZeroVector). A query that is tiny but not zero is
+// taken under cosine: load normalises it.
+func (ix *Index) checkQuery(q []float32) error {
+	zero := true
 	for j, v := range q {
 		if !finite(v) {
-			return 0, 0, fmt.Errorf("%w: query value %d is %v", ErrArgument, j, v)
+			return fmt.Errorf("%w: query value %d is %v", ErrArgument, j, v)
 		}
+		zero = zero && v == 0
+	}
+	if zero && ix.meta.Metric == Cosine {
+		return fmt.Errorf("%w: every value of the query is 0, and a zero vector has no direction to compare", ErrZeroVector)
 	}
 	if s := vec.Dot(q, q); ix.meta.Metric != Cosine && math.IsInf(float64(s), 1) {
 		// Every distance would be infinite and the hits arbitrary.
-		return 0, 0, fmt.Errorf("%w: query too large (its squared length overflows float32)", ErrArgument)
+		return fmt.Errorf("%w: query too large (its squared length overflows float32)", ErrArgument)
+	}
+	return nil
+}
+
+// want checks opt and returns the hits it wants and the candidates to
+// keep (more than k when re-ranking).
+func (ix *Index) want(opt SearchOptions) (k, keep int, err error) {
+	if opt.K < 1 {
+		return 0, 0, fmt.Errorf("%w: k must be at least 1, got %d", ErrArgument, opt.K)
 	}
 	if opt.Rerank != nil && opt.Rerank.Dim() != ix.d {
 		return 0, 0, fmt.Errorf("%w: re-rank vectors have dimension %d, index %d", ErrDim, opt.Rerank.Dim(), ix.d)
@@ -357,7 +385,9 @@ type candidate struct {
 }
 
 // finish appends s's k best hits to dst, nearest first: re-ranked when opt
-// asks, distances as the metric defines them.
+// asks, distances as the metric defines them, those of l2 and cosine
+// clamped at 0 once sorted (clampDistances). Every path that returns hits
+// (Search, SearchBatch, a Group's, a device's) ends here.
 func (ix *Index) finish(dst []Hit, s *scratch, opt SearchOptions, k int) ([]Hit, error) {
 	n0 := len(dst)
 	dst = s.top.appendSorted(dst)
@@ -382,7 +412,24 @@ func (ix *Index) finish(dst []Hit, s *scratch, opt SearchOptions, k int) ([]Hit,
 			hits[i].Distance = float32(float64(hits[i].Distance) / s.scale)
 		}
 	}
+	if ix.meta.Metric != IP {
+		clampDistances(hits)
+	}
 	return dst[:n0+min(len(hits), k)], nil
+}
+
+// clampDistances sets the negative distances of hits (and -0) to 0:
+// squared L2 and 1 - cos are never below 0, but the code's estimate of a
+// vector near the query, or float rounding, can be. Applied to sorted
+// hits, it leaves their order as it is (hits tied at 0 keep the order the
+// estimate gave them). Not for ip, whose distances (the negative inner
+// product) may be below 0.
+func clampDistances(hits []Hit) {
+	for i := range hits {
+		if hits[i].Distance <= 0 {
+			hits[i].Distance = 0
+		}
+	}
 }
 
 // probeLists puts the nprobe lists nearest to s.q into s.probe, nearest

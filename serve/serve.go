@@ -236,7 +236,8 @@ func statusOf(err error) int {
 	case errors.Is(err, context.Canceled):
 		return 499 // the client went away
 	case errors.Is(err, index.ErrArgument), errors.Is(err, index.ErrDim), errors.Is(err, vlc.ErrDuplicateID),
-		errors.Is(err, vlc.ErrID), errors.Is(err, vlc.ErrPayload), errors.Is(err, vlc.ErrUnderflow), errors.Is(err, vlc.ErrRange):
+		errors.Is(err, vlc.ErrID), errors.Is(err, vlc.ErrPayload), errors.Is(err, vlc.ErrUnderflow), errors.Is(err, vlc.ErrRange),
+		errors.Is(err, vlc.ErrZeroVector):
 		return http.StatusBadRequest
 	case errors.Is(err, vlc.ErrLocked):
 		return http.StatusConflict

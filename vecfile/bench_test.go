@@ -50,6 +50,24 @@ func BenchmarkCheckFinite(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckRowsNonZero is BenchmarkCheckFinite that also looks for
+// zero rows (the cosine metric's check), in the same pass.
+func BenchmarkCheckRowsNonZero(b *testing.B) {
+	const n, dim = 100_000, 96
+	for _, f := range benchFormats {
+		b.Run(f.name, func(b *testing.B) {
+			m := benchMatrix(b, f.file, n, dim)
+			b.SetBytes(int64(n * dim * m.elem))
+			b.ResetTimer()
+			for b.Loop() {
+				if err := m.CheckRows(0, n, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkRow(b *testing.B) {
 	const n, dim = 10_000, 768
 	for _, f := range benchFormats {

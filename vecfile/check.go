@@ -31,7 +31,19 @@ func (m *Matrix) CheckFinite() error {
 // CheckFiniteRows is CheckFinite for rows lo to hi-1 only (rows are
 // still named by their number in the file); a range outside the file is
 // an error wrapping ErrShape.
-func (m *Matrix) CheckFiniteRows(lo, hi int) (err error) {
+func (m *Matrix) CheckFiniteRows(lo, hi int) error {
+	return m.CheckRows(lo, hi, false)
+}
+
+// CheckRows is CheckFiniteRows that, with nonZero set, also refuses a
+// row whose every value is zero, in the same pass over the data: the
+// lowest row that is either is reported, a zero one wrapping ErrZero,
+// worded "<path>: row 17: every value is 0". A float64 value so small
+// that it reads as 0 in float32 (|x| <= 2^-150) counts as 0. (The cosine
+// metric refuses zero rows: they have no direction.) A row that is not
+// zero is seldom zero in its first values, so the test mostly reads one
+// word a row.
+func (m *Matrix) CheckRows(lo, hi int, nonZero bool) (err error) {
 	defer fault.Catch(&err, debug.SetPanicOnFault(true), m.path, ErrChanged)
 	if m.data == nil {
 		return newError(fs.ErrClosed, m.path, "CheckFinite after Close")
@@ -40,21 +52,29 @@ func (m *Matrix) CheckFiniteRows(lo, hi int) (err error) {
 		return newError(ErrRows, m.path, "rows %d to %d: the file has %d", lo, hi, m.n)
 	}
 	contiguous := m.skip == 0 && m.stride == m.dim*m.elem
-	anyBad := anyBadF32
+	anyBad, abs, limit := anyBadF32, uint64(absF32), uint64(0)
 	switch m.elem {
 	case 2:
-		anyBad = anyBadF16
+		anyBad, abs = anyBadF16, absF16
 	case 8:
-		anyBad = anyBadF64
+		anyBad, abs, limit = anyBadF64, absF64, zeroF64Bits
 	}
 	first := lo
 	bad := parallelFirst(hi-lo, m.blockRows(), func(lo, hi int) int {
 		lo, hi = lo+first, hi+first
 		if contiguous && !anyBad(m.data[lo*m.stride:hi*m.stride]) {
+			if !nonZero {
+				return -1
+			}
+			for i := lo; i < hi; i++ { // the block is in cache
+				if isZero(m.rowBytes(i), abs, limit) {
+					return i - first
+				}
+			}
 			return -1
 		}
 		for i := lo; i < hi; i++ {
-			if anyBad(m.rowBytes(i)) {
+			if b := m.rowBytes(i); anyBad(b) || nonZero && isZero(b, abs, limit) {
 				return i - first
 			}
 		}
@@ -92,7 +112,46 @@ func (m *Matrix) CheckFiniteRows(lo, hi int) (err error) {
 		}
 		return newError(ErrNonFinite, m.path, "row %d, column %d: value %s", bad, j, nonFiniteName(v))
 	}
+	if nonZero && isZero(b, abs, limit) {
+		if m.elem == 8 && !isZero(b, absF64, 0) { // tiny float64 values, not 0
+			return newError(ErrZero, m.path, "row %d: every value is 0 as float32 (|x| <= 2^-150)", bad)
+		}
+		return newError(ErrZero, m.path, "row %d: every value is 0", bad)
+	}
 	panic("vecfile: CheckFinite: bad row without a bad value") // unreachable
+}
+
+// Masks of the bits of a 64-bit word of float16, float32 and float64
+// values without their signs.
+const (
+	absF16 = 0x7fff7fff7fff7fff
+	absF32 = 0x7fffffff7fffffff
+	absF64 = 1<<63 - 1
+)
+
+// zeroF64Bits is the float64 bit pattern of 2^-150, half of float32's
+// least subnormal: a float64 whose bits less the sign are at most it reads
+// as 0 in float32 (round to nearest, ties to even), as Row converts it.
+const zeroF64Bits = 0x3690000000000000
+
+// isZero reports whether the row b (little-endian words of values) is
+// zero: no word w has w&abs > limit, abs clearing each value's sign, limit
+// 0 (float16, float32: every value is +-0) or zeroF64Bits (float64: one
+// value a word, every one reads as 0 in float32). It stops at the first
+// word that is not, mostly the first. A tail shorter than a word (whole
+// values) is read padded with zeros.
+func isZero(b []byte, abs, limit uint64) bool {
+	for ; len(b) >= 8; b = b[8:] {
+		if binary.LittleEndian.Uint64(b)&abs > limit {
+			return false
+		}
+	}
+	if len(b) == 0 {
+		return true
+	}
+	var w [8]byte
+	copy(w[:], b)
+	return binary.LittleEndian.Uint64(w[:])&abs <= limit
 }
 
 func nonFiniteName(v float64) string {

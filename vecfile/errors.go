@@ -33,6 +33,10 @@ var (
 	// ±Inf.
 	ErrNonFinite = errors.New("vecfile: non-finite value")
 
+	// ErrZero reports a row whose every value is 0, found by CheckRows
+	// when asked (the cosine metric refuses such rows).
+	ErrZero = errors.New("vecfile: zero row")
+
 	// ErrFormat reports a file this package cannot read: unknown extension,
 	// not a regular file, bad .npy magic, version, header, dtype, memory
 	// order or shape.
