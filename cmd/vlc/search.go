@@ -105,7 +105,7 @@ func (f *searchFlags) open(path string) (_ *opened, err error) {
 			o.Close()
 		}
 	}()
-	if o.ix, err = index.Open(path, index.Options{Verify: true}); err != nil {
+	if o.ix, err = openFile(path, f.rerank != ""); err != nil {
 		return nil, err
 	}
 	if o.q, err = openLike(f.query, o.ix.Dim()); err == nil {
@@ -123,6 +123,33 @@ func (f *searchFlags) open(path string) (_ *opened, err error) {
 		}
 	}
 	return o, nil
+}
+
+// openFile opens the one index file a search on a device (or eval) reads:
+// the file at path, or the one segment of a store without deletions (a
+// store vlc compact left so). rerank refuses the segment: its rows are
+// named by ids, and the re-rank file is read by row.
+func openFile(path string, rerank bool) (*index.Index, error) {
+	ix, err := index.Open(path, index.Options{Verify: true})
+	if !errors.Is(err, index.ErrNotIndex) {
+		return ix, err
+	}
+	st, serr := vlc.Open(path)
+	if serr != nil {
+		return nil, err
+	}
+	defer st.Close()
+	in, serr := st.Info()
+	if serr != nil {
+		return nil, serr
+	}
+	switch {
+	case len(in.Segments) != 1 || in.Deleted != 0:
+		return nil, fmt.Errorf("%s is a store of %d segments with %d deleted vectors: this reads one index file; vlc compact makes the store one segment, or search with -backend cpu", path, len(in.Segments), in.Deleted)
+	case rerank:
+		return nil, fmt.Errorf("%s is a store: -rerank with -backend or eval reads the re-rank file by row; search the store with -backend cpu", path)
+	}
+	return index.Open(in.Segments[0].File, index.Options{Verify: true})
 }
 
 func (f *searchFlags) options(rr *vecfile.Matrix, k int) index.SearchOptions {

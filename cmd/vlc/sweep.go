@@ -108,7 +108,7 @@ func runSweep(ctx context.Context, paths []string, sf *searchFlags, sw *sweepFla
 		}
 	}()
 	for _, p := range paths[1:] {
-		ix, err := index.Open(p, index.Options{Verify: true})
+		ix, err := openFile(p, rr != nil)
 		if err != nil {
 			return err
 		}
