@@ -254,7 +254,12 @@ func TestCompressInterrupted(t *testing.T) {
 		}
 	}
 	for _, f := range []float64{0.1, 0.5, 0.9, 0.99} {
-		try(fmt.Sprintf("%.0f%% of the way to writing", 100*f), os.Interrupt, time.Duration(f*float64(r.toWrite)), false)
+		// Not before the program is running: a signal that arrives while
+		// the runtime and the packages start (tens of milliseconds on a
+		// busy machine) finds no handler yet and kills it, as it would
+		// any program.
+		delay := max(time.Duration(f*float64(r.toWrite)), 100*time.Millisecond)
+		try(fmt.Sprintf("%.0f%% of the way to writing", 100*f), os.Interrupt, delay, false)
 	}
 	for i := 0; i < 5 && phases["writing"] < 2; i++ {
 		try("as the temporary file appears", os.Interrupt, 0, true)
