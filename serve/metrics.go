@@ -12,7 +12,8 @@ import (
 
 // metrics are the server's Prometheus metrics, in a registry of its own
 // (so that several servers, as in tests, do not collide): requests and
-// their latency per endpoint, and each index's size, read at each scrape.
+// their latency per endpoint, the body budget taken and the slots held,
+// and each index's size, read at each scrape.
 type metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
@@ -31,6 +32,12 @@ func newMetrics(s *Server) *metrics {
 		}, []string{"endpoint"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "vlc_request_body_bytes", Help: "Bytes of the request body budget (Limits.BodyMemory) taken now: bodies being read, waiting for a slot or being answered.",
+	}, func() float64 { return float64(s.bodyBytes.Load()) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "vlc_requests_in_flight", Help: "Requests holding a slot now (Limits.InFlight): bodies read, being answered.",
+	}, func() float64 { return float64(len(s.inFlight)) }))
 	for _, name := range s.names() {
 		ix := s.indexes[name]
 		gauge := func(metric, help string, value func() float64) {

@@ -5,15 +5,22 @@
 // can mount it in its own server.
 //
 // The server is meant to be small and safe by default: every request has
-// a size limit and a deadline, a bounded number are read at once, bad
-// input gets a 4xx naming the problem, and writes need the bearer token
-// when one is set (reads do not: search, get and metrics are open to
-// whoever reaches the address). A program mounting the handler should
-// give its http.Server a ReadTimeout, as vlc serve does, so that a body
-// that never ends is cut off.
+// a size limit and a deadline, bad input gets a 4xx naming the problem,
+// and writes need the bearer token when one is set (reads do not: search,
+// get and metrics are open to whoever reaches the address). Memory is
+// bounded whatever the number of clients: a request's body is read first,
+// its bytes held under a budget shared by all requests (Limits.BodyMemory),
+// and only then does the request take one of a bounded number of slots
+// (Limits.InFlight) to be decoded and answered, so that clients sending
+// their bodies slowly hold memory under the budget but no slot, and do
+// not hold up the others. A program mounting the handler should give its
+// http.Server a ReadTimeout, as vlc serve does, so that a body that never
+// ends is cut off (without one, the handler cuts off a body's reading at
+// the request's timeout).
 package serve
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/subtle"
@@ -22,15 +29,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	vlc "github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/index"
+	"golang.org/x/sync/semaphore"
 )
 
 // Limits bounds what one request may ask for. A request beyond a limit
@@ -44,14 +55,26 @@ type Limits struct {
 	// Hits bounds the candidates one search request may hold: queries
 	// times k, times the re-rank factor when re-ranking (default 100,000).
 	Hits int
-	// InFlight is the most requests read and answered at once (default
-	// 4 per core); others wait, their bodies unread, so that memory is
-	// bounded whatever the number of clients.
+	// BodyMemory bounds the bytes of request bodies held at once, all
+	// requests together: bodies being read, and bodies read and waiting
+	// for a slot or being answered (default 128 MiB, four bodies of the
+	// default size; never less than BodyBytes). A body with a
+	// Content-Length takes its bytes before it is read; one without (sent
+	// chunked) takes them as it arrives, 4 KiB, then 8 KiB, doubling up
+	// to 1 MiB at a time. A request waits for them, first come first
+	// served, and gets 503 if its timeout passes first. They are given
+	// back once the request is answered.
+	BodyMemory int64
+	// InFlight is the most requests answered at once (default 4 per
+	// core). A request takes a slot once its body is read, so that
+	// clients sending slowly hold none; others wait, their bodies held
+	// under BodyMemory, and get 503 if their timeout passes first.
+	// Decoding a body and searching happen in a slot.
 	InFlight int
 }
 
 // DefaultLimits are the limits of a zero Limits field.
-var DefaultLimits = Limits{BodyBytes: 32 << 20, K: 1000, Batch: 1000, NProbe: 4096, Timeout: 30 * time.Second, Hits: 100_000, InFlight: 4 * runtime.GOMAXPROCS(0)}
+var DefaultLimits = Limits{BodyBytes: 32 << 20, K: 1000, Batch: 1000, NProbe: 4096, Timeout: 30 * time.Second, Hits: 100_000, BodyMemory: 128 << 20, InFlight: 4 * runtime.GOMAXPROCS(0)}
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
@@ -73,6 +96,10 @@ func (l Limits) withDefaults() Limits {
 	if l.Hits > 0 {
 		d.Hits = l.Hits
 	}
+	if l.BodyMemory > 0 {
+		d.BodyMemory = l.BodyMemory
+	}
+	d.BodyMemory = max(d.BodyMemory, d.BodyBytes) // room for one body of the limit
 	if l.InFlight > 0 {
 		d.InFlight = l.InFlight
 	}
@@ -92,7 +119,9 @@ type Server struct {
 	// every core for a batch, and more at once only adds scheduling
 	// (many concurrent clients on few cores).
 	searching chan struct{}
-	inFlight  chan struct{} // Limits.InFlight
+	inFlight  chan struct{}       // Limits.InFlight
+	bodies    *semaphore.Weighted // Limits.BodyMemory
+	bodyBytes atomic.Int64        // taken from bodies now, for the metric
 }
 
 // Config configures New.
@@ -121,6 +150,7 @@ func New(indexes map[string]*vlc.Index, cfg Config) (*Server, error) {
 	}
 	s := &Server{indexes: indexes, originals: cfg.Originals, token: cfg.Token, limits: cfg.Limits.withDefaults(), searching: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	s.inFlight = make(chan struct{}, s.limits.InFlight)
+	s.bodies = semaphore.NewWeighted(s.limits.BodyMemory)
 	s.metrics = newMetrics(s)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -155,24 +185,41 @@ func validName(name string) bool {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// route registers an API handler: its body bounded, its context given
-// the request deadline, a panic in it answered with 500, and its count
+// route registers an API handler: its context given the request
+// deadline, its body (a POST's) read first under the body budget, then a
+// slot taken for the work, a panic in it answered with 500, and its count
 // and latency recorded under endpoint.
 func (s *Server) route(mux *http.ServeMux, pattern, endpoint string, h func(http.ResponseWriter, *http.Request) (int, error)) {
+	hasBody := strings.HasPrefix(pattern, "POST ")
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(r.Context(), s.limits.Timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
-		select { // before the body is read: waiting requests hold no memory
+		name := r.PathValue("name")
+		if _, ok := s.indexes[name]; !ok {
+			name = "" // no label per unknown name a client makes up
+		}
+		if hasBody {
+			held, status, err := s.readBody(w, r)
+			defer s.releaseBody(held)
+			if err != nil {
+				// The rest of the body is not waited for (the server
+				// would read up to 256 KiB of it before the reply).
+				w.Header().Set("Connection", "close")
+				fail(w, status, "%v", err)
+				s.metrics.observe(endpoint, name, status, time.Since(start))
+				return
+			}
+		}
+		select { // the body is in: a slow sender holds no slot
 		case s.inFlight <- struct{}{}:
 			defer func() { <-s.inFlight }()
 		case <-ctx.Done():
 			fail(w, http.StatusServiceUnavailable, "server busy: no slot within the request timeout")
-			s.metrics.observe(endpoint, "", http.StatusServiceUnavailable, time.Since(start))
+			s.metrics.observe(endpoint, name, http.StatusServiceUnavailable, time.Since(start))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.limits.BodyBytes)
 		status := func() (status int) {
 			defer func() {
 				if p := recover(); p != nil {
@@ -189,12 +236,113 @@ func (s *Server) route(mux *http.ServeMux, pattern, endpoint string, h func(http
 			}
 			return status
 		}()
-		name := r.PathValue("name")
-		if _, ok := s.indexes[name]; !ok {
-			name = "" // no label per unknown name a client makes up
-		}
 		s.metrics.observe(endpoint, name, status, time.Since(start))
 	})
+}
+
+// readBody reads r's body into memory, at most Limits.BodyBytes, its bytes
+// taken from the body budget (Limits.BodyMemory) before they are read, and
+// replaces r.Body by the bytes read. It returns the bytes of the budget it
+// took, which the caller gives back (releaseBody) once the request is
+// answered, also when it fails, with the status and error to answer.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (held int64, status int, err error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return 0, 0, nil
+	}
+	limit := s.limits.BodyBytes
+	if r.ContentLength > limit {
+		return 0, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over the limit of %d bytes", limit)
+	}
+	ctx := r.Context()
+	// A server without a ReadTimeout would wait for a body that never
+	// ends, its bytes taken: stop reading at the request's deadline.
+	if hs, _ := ctx.Value(http.ServerContextKey).(*http.Server); hs == nil || hs.ReadTimeout <= 0 {
+		if d, ok := ctx.Deadline(); ok {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(d) == nil {
+				defer rc.SetReadDeadline(time.Time{})
+			}
+		}
+	}
+	take := func(n int64) error {
+		if err := s.bodies.Acquire(ctx, n); err != nil {
+			return errors.New("server busy: no memory for the request body within the request timeout")
+		}
+		held += n
+		s.bodyBytes.Add(n)
+		return nil
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
+	var parts []io.Reader
+	if r.ContentLength >= 0 {
+		if err := take(r.ContentLength); err != nil {
+			return held, http.StatusServiceUnavailable, err
+		}
+		buf := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			status, err := bodyError(ctx, err)
+			return held, status, err
+		}
+		parts = append(parts, bytes.NewReader(buf))
+	} else {
+		for size, total := int64(4<<10), int64(0); ; size = min(2*size, 1<<20) {
+			n := min(size, limit-total)
+			if n == 0 {
+				n = 1 // a byte past the limit: the end of the body, or the reader's error
+			} else if err := take(n); err != nil {
+				return held, http.StatusServiceUnavailable, err
+			}
+			buf := make([]byte, n)
+			got, err := fill(body, buf)
+			total += int64(got)
+			if got > 0 {
+				parts = append(parts, bytes.NewReader(buf[:got]))
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				status, err := bodyError(ctx, err)
+				return held, status, err
+			}
+		}
+	}
+	r.Body = io.NopCloser(io.MultiReader(parts...))
+	return held, 0, nil
+}
+
+// releaseBody gives back bytes readBody took from the body budget.
+func (s *Server) releaseBody(held int64) {
+	if held > 0 {
+		s.bodyBytes.Add(-held)
+		s.bodies.Release(held)
+	}
+}
+
+// fill reads into buf until it is full or the reader fails (io.EOF at
+// the end).
+func fill(rd io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := rd.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// bodyError is the status and error for a body that could not be read.
+func bodyError(ctx context.Context, err error) (int, error) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, fmt.Errorf("request body over the limit of %d bytes", mbe.Limit)
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded), ctx.Err() != nil:
+		return http.StatusRequestTimeout, errors.New("request body not received in time")
+	}
+	return http.StatusBadRequest, fmt.Errorf("request body: %v", err)
 }
 
 // write wraps a handler that changes an index: it needs the token.
@@ -265,18 +413,12 @@ func reply(w http.ResponseWriter, v any) (int, error) {
 }
 
 // decode reads a JSON body into v, strictly: unknown fields and trailing
-// data are errors, so that a misspelt option is not silently ignored.
+// data are errors, so that a misspelt option is not silently ignored. The
+// body is in memory already (readBody).
 func decode(r *http.Request, v any) (int, error) {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return http.StatusRequestEntityTooLarge, fmt.Errorf("request body over the limit of %d bytes", mbe.Limit)
-		}
-		if errors.Is(err, context.DeadlineExceeded) || r.Context().Err() != nil {
-			return http.StatusRequestTimeout, errors.New("request body not received in time")
-		}
 		return http.StatusBadRequest, fmt.Errorf("request body: %v", err)
 	}
 	if dec.More() {

@@ -29,6 +29,21 @@ const deep = "../testdata/deep10k/"
 // "group" field) and serves it as "deep" with token "secret".
 func fixture(t *testing.T, limits serve.Limits) (*httptest.Server, *vlc.Index, *vecfile.Matrix) {
 	t.Helper()
+	ix, base := fixtureIndex(t)
+	srv, err := serve.New(map[string]*vlc.Index{"deep": ix}, serve.Config{Token: "secret", Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Config.ReadTimeout = 2 * time.Second
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts, ix, base
+}
+
+// fixtureIndex is fixture's store, not yet served.
+func fixtureIndex(t *testing.T) (*vlc.Index, *vecfile.Matrix) {
+	t.Helper()
 	base, err := vecfile.Open(deep+"base.f16", vecfile.Options{Dim: 96})
 	if err != nil {
 		t.Fatal(err)
@@ -44,15 +59,7 @@ func fixture(t *testing.T, limits serve.Limits) (*httptest.Server, *vlc.Index, *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ix.Close() })
-	srv, err := serve.New(map[string]*vlc.Index{"deep": ix}, serve.Config{Token: "secret", Limits: limits})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(srv)
-	ts.Config.ReadTimeout = 2 * time.Second
-	ts.Start()
-	t.Cleanup(ts.Close)
-	return ts, ix, base
+	return ix, base
 }
 
 func call(t *testing.T, ts *httptest.Server, method, path, token string, body any) (int, []byte) {
