@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Every index is visited exactly once, for sizes around the block size.
@@ -37,6 +38,12 @@ func TestForRaisesPanicInCaller(t *testing.T) {
 			ran.Add(1)
 			if lo == 3 {
 				panic("block 3")
+			}
+			if lo > 3 {
+				// Blocks that take some time, as real ones do: without it
+				// the other workers can finish all 1,000 in the moment the
+				// panicking one is descheduled on a busy machine.
+				time.Sleep(time.Millisecond)
 			}
 		})
 		return nil
