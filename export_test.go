@@ -30,3 +30,10 @@ func HoldLock(path string) (release func(), err error) {
 	}
 	return l.unlock, nil
 }
+
+// SetRefreshLoaded sets a function a Refresh calls between reading a
+// version and installing it; the returned function undoes it.
+func SetRefreshLoaded(f func()) (undo func()) {
+	refreshLoaded = f
+	return func() { refreshLoaded = nil }
+}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/vec"
@@ -42,7 +43,7 @@ func segmentFiles(t *testing.T, path string) []string {
 	return names
 }
 
-// liveIDs checks, through a fresh Open, that the store holds exactly the
+// checkLive checks, through a fresh Open, that the store holds exactly the
 // ids want.
 func checkLive(t *testing.T, path string, want []string) {
 	t.Helper()
@@ -241,7 +242,7 @@ func TestRerankFromFileSkipsIDsAddedAgain(t *testing.T) {
 	if in, _ := ix.Info(); in.FromInput != 999 || in.Rows != 1000 {
 		t.Fatalf("FromInput %d of %d rows, want 999 of 1000", in.FromInput, in.Rows)
 	}
-	opt := vlc.SearchOptions{K: 5, NProbe: 64, Rerank: vlc.RowOriginals(file)}
+	opt := vlc.SearchOptions{K: 5, NProbe: 64, Rerank: vlc.RowOriginals(firstRows{file, 1000})}
 	hits, err := ix.Search(ctx, fresh, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -253,6 +254,27 @@ func TestRerankFromFileSkipsIDsAddedAgain(t *testing.T) {
 	if hits[0].Distance > old/10 {
 		t.Fatalf("id 5 scored %g, the distance to the file's row 5 (%g) or near it: re-ranked from a row it no longer holds", hits[0].Distance, old)
 	}
+	// A store of an index compressed from a range of the file numbers its
+	// rows from 0: the whole file is not its input, and is refused.
+	shard := filepath.Join(t.TempDir(), "shard.vlc")
+	if _, err := vlc.Compress(ctx, base, shard, vlc.Options{Dim: 96, Start: 300, End: 400, Seed: 1, Backend: "cpu", Anchors: 4}); err != nil {
+		t.Fatal(err)
+	}
+	sh, err := vlc.Open(shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	if _, err := sh.Add(ctx, []vlc.Document{{ID: "x", Vector: fresh}}); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := sh.Info(); in.InputRows != 100 {
+		t.Errorf("a store of 100 rows compressed from a range: InputRows %d, want 100", in.InputRows)
+	}
+	whole := vlc.SearchOptions{K: 5, NProbe: 64, Rerank: vlc.RowOriginals(file)}
+	if _, err := sh.Search(ctx, file.Row(305, nil), whole); !errors.Is(err, index.ErrArgument) || !strings.Contains(err.Error(), "2000 rows, the input the index was built from 100") {
+		t.Errorf("re-rank of a range's store from the whole file: %v, want ErrArgument naming 2000 and 100 rows", err)
+	}
 	// A row still of the file is scored from it, exactly.
 	hits, err = ix.Search(ctx, file.Row(9, nil), opt)
 	if err != nil {
@@ -262,6 +284,15 @@ func TestRerankFromFileSkipsIDsAddedAgain(t *testing.T) {
 		t.Fatalf("row 9 of the file: first hit %s at %g, want 9 at 0", hits[0].ID, hits[0].Distance)
 	}
 }
+
+// firstRows is the first n rows of a matrix: the input of an index
+// compressed from them.
+type firstRows struct {
+	vlc.Rows
+	n int
+}
+
+func (r firstRows) Len() int { return r.n }
 
 // TestOpenWhileAnotherWrites: Open, Info, Verify, Get and Refresh never
 // fail while another handle turns the index into a store, adds, deletes,
@@ -326,11 +357,15 @@ func TestOpenWhileAnotherWrites(t *testing.T) {
 		if _, err := w.Add(ctx, []vlc.Document{{ID: fmt.Sprintf("r%d", round), Vector: add[0].Vector}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Delete(ctx, []string{fmt.Sprintf("r%d", round)}); err != nil {
+		if err := w.Delete(ctx, []string{"150"}); err != nil { // a row of the first segment
 			t.Fatal(err)
 		}
+		before, _ := w.Info()
 		if err := w.Compact(ctx); err != nil {
 			t.Fatal(err)
+		}
+		if after, _ := w.Info(); len(after.Segments) != 1 || after.Segments[0].File == before.Segments[0].File {
+			t.Fatalf("round %d: the compaction rewrote nothing", round)
 		}
 		w.Close()
 		replace := opt
@@ -345,6 +380,9 @@ func TestOpenWhileAnotherWrites(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	if reads.Load() == 0 {
+		t.Fatal("no read completed beside the writes")
 	}
 	t.Logf("%d reads beside %d writes", reads.Load(), writes)
 }
@@ -441,7 +479,8 @@ func TestHandedOutIDsNeverRepeat(t *testing.T) {
 			}
 			handed[id] = true
 		}
-		if err := ix.Delete(ctx, ids); err != nil {
+		// With a row of the first segment: the compaction rewrites it.
+		if err := ix.Delete(ctx, append(ids, all[round].ID)); err != nil {
 			t.Fatal(err)
 		}
 		switch round % 2 {
@@ -501,6 +540,7 @@ func TestMergeRefusesItsOwnInputs(t *testing.T) {
 		{"output a segment of an input", in.Segments[0].File, []string{s, shard}},
 		{"output in an input's segment folder", filepath.Join(s+".d", "merged.vlc"), []string{s, shard}},
 		{"output the input store", s, []string{shard}},
+		{"a store and one of its segments", filepath.Join(dir, "m3.vlc"), []string{s, in.Segments[0].File}},
 	} {
 		if _, err := vlc.Merge(ctx, c.out, c.inputs); !errors.Is(err, index.ErrArgument) {
 			t.Errorf("%s: %v, want ErrArgument", c.name, err)
@@ -698,4 +738,186 @@ func TestStoreLongName(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLive(t, path, slices.DeleteFunc(docIDs(all), func(id string) bool { return id == "doc-3" }))
+}
+
+// TestMergeNumbersPastHandedOutIDs: a store without ids whose next id is
+// past its rows (an id it picked, then deleted), merged with an index
+// without ids: that index's rows are numbered past the store's next id,
+// not by their position, so no id the store handed out names another
+// vector.
+func TestMergeNumbersPastHandedOutIDs(t *testing.T) {
+	ctx := context.Background()
+	base := "testdata/deep2k/base.f16"
+	dir := t.TempDir()
+	s := filepath.Join(dir, "s.vlc")
+	opt := vlc.Options{Dim: 96, End: 300, Anchors: 8, Bits: 4, Code: "rotated", Seed: 1, Backend: "cpu"}
+	if _, err := vlc.Compress(ctx, base, s, opt); err != nil {
+		t.Fatal(err)
+	}
+	shard := filepath.Join(dir, "shard.vlc")
+	if _, err := vlc.Compress(ctx, base, shard, vlc.Options{Dim: 96, Start: 300, End: 310, AnchorsFrom: s}); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := vlc.Open(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := deepDocs(t, base, 500, 501)
+	ids, err := ix.Add(ctx, []vlc.Document{{Vector: extra[0].Vector}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Delete(ctx, ids); err != nil { // the store is one segment again, no deletions
+		t.Fatal(err)
+	}
+	ix.Close()
+	out := filepath.Join(dir, "m.vlc")
+	if _, err := vlc.Merge(ctx, out, []string{s, shard}); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 300 {
+		want = append(want, strconv.Itoa(i))
+	}
+	for i := range 10 {
+		want = append(want, strconv.Itoa(301+i)) // past id 300, which the store handed out
+	}
+	checkLive(t, out, want)
+}
+
+// TestRefreshBesideWriteNeverGoesBack: a handle's Refresh that read a
+// version while the same handle's write ran (as vlc serve's -refresh
+// ticker beside its handlers) never installs it over the write's newer
+// one: the add stays visible to the handle that made it, and the write
+// was computed from the newest version.
+func TestRefreshBesideWriteNeverGoesBack(t *testing.T) {
+	ctx := context.Background()
+	all := deepDocs(t, "testdata/deep2k/base.f16", 0, 310)
+	path := filepath.Join(t.TempDir(), "s.vlc")
+	first, err := vlc.Build(ctx, path, all[:300], vlc.Options{Seed: 1, Backend: "cpu", Anchors: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	a, err := vlc.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := vlc.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Add(ctx, all[300:301]); err != nil { // a's Refresh has a version to read
+		t.Fatal(err)
+	}
+	loaded, proceed := make(chan struct{}), make(chan struct{})
+	var held atomic.Bool
+	defer vlc.SetRefreshLoaded(func() {
+		if held.CompareAndSwap(false, true) {
+			close(loaded)
+			<-proceed // hold the version read until a's add has had its chance
+		}
+	})()
+	refreshed := make(chan error)
+	go func() { refreshed <- a.Refresh() }()
+	<-loaded
+	added := make(chan error)
+	go func() {
+		_, err := a.Add(ctx, all[301:302])
+		added <- err
+	}()
+	select {
+	case err := <-added: // before the fix: the add ran in the window
+		close(proceed)
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(200 * time.Millisecond): // it waits for the Refresh
+		close(proceed)
+		if err := <-added; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-refreshed; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Get(all[301].ID); err != nil {
+		t.Fatalf("%s acknowledged by Add, then Get on the same handle: %v (a Refresh installed an older version over the add's)", all[301].ID, err)
+	}
+	checkHandle(t, "a", a, docIDs(all[:302]))
+	checkLive(t, path, docIDs(all[:302]))
+}
+
+// TestRefreshSeesFileCopiedInPlace: an index file copied over in place
+// (cp keeps the file's identity) is read again by Refresh, told apart by
+// its size and time.
+func TestRefreshSeesFileCopiedInPlace(t *testing.T) {
+	ctx := context.Background()
+	base := "testdata/deep2k/base.f16"
+	dir := t.TempDir()
+	path, other := filepath.Join(dir, "s.vlc"), filepath.Join(dir, "o.vlc")
+	if _, err := vlc.Compress(ctx, base, path, vlc.Options{Dim: 96, End: 300, Anchors: 8, Seed: 1, Backend: "cpu"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vlc.Compress(ctx, base, other, vlc.Options{Dim: 96, End: 400, Anchors: 8, Seed: 1, Backend: "cpu"}); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := vlc.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	b, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil { // in place, as cp does
+		t.Fatal(err)
+	}
+	if err := ix.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if n := ix.Len(); n != 400 {
+		t.Fatalf("after the copy and Refresh: Len %d, want 400", n)
+	}
+}
+
+// TestCompressHoldsItsOutput: a compress to a path that did not exist
+// holds the path's lock from the start, so that nothing can make a store
+// there meanwhile (which the compress would then replace unasked): a
+// Build and a write to that path during its training wait, then give up
+// with ErrLocked.
+func TestCompressHoldsItsOutput(t *testing.T) {
+	ctx := context.Background()
+	base := "testdata/deep2k/base.f16"
+	docs := deepDocs(t, base, 0, 300)
+	path := filepath.Join(t.TempDir(), "s.vlc")
+	defer vlc.SetLockWait(50 * time.Millisecond)()
+	var during []error
+	opt := vlc.Options{Dim: 96, End: 1000, Anchors: 8, Seed: 1, Backend: "cpu", MaxIter: 3}
+	opt.Progress = func(anneal.Iteration) {
+		if len(during) > 0 {
+			return
+		}
+		_, err := vlc.Build(ctx, path, docs, vlc.Options{Seed: 1, Backend: "cpu", Anchors: 8})
+		during = append(during, err)
+	}
+	if _, err := vlc.Compress(ctx, base, path, opt); err != nil {
+		t.Fatal(err)
+	}
+	if len(during) != 1 || !errors.Is(during[0], vlc.ErrLocked) {
+		t.Fatalf("a Build to the output during the compress: %v, want ErrLocked", during)
+	}
+	checkLive(t, path, func() []string {
+		var ids []string
+		for i := range 1000 {
+			ids = append(ids, strconv.Itoa(i))
+		}
+		return ids
+	}())
+	if _, err := os.Stat(path + ".lock"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the compress left its lock file: %v", err)
+	}
 }

@@ -51,6 +51,9 @@ type manifest struct {
 	// named: the next segment file takes it.
 	NextSegment int    `json:"next_segment"`
 	NextID      uint64 `json:"next_id"` // next id tried for a row added without one
+	// InputRows is the rows of the input the index was built from, when
+	// its ids are their row numbers there (ORIG); 0 otherwise.
+	InputRows int `json:"input_rows,omitempty"`
 	// TrainedEnergy is the mean squared distance of the trained rows to
 	// their anchors (the first segment's META energy).
 	TrainedEnergy float64        `json:"trained_energy"`

@@ -70,8 +70,8 @@ func Merge(ctx context.Context, output string, inputs []string) (_ *MergeSummary
 		}
 		defer snap.release()
 		for j, prev := range snaps {
-			if os.SameFile(prev.srcInfo, snap.srcInfo) {
-				return nil, fmt.Errorf("%w: inputs %d and %d are the same index (%s, %s): its rows would be merged twice", index.ErrArgument, j+1, k+1, inputs[j], in)
+			if os.SameFile(prev.srcInfo, snap.srcInfo) || shareFile(prev, snap) {
+				return nil, fmt.Errorf("%w: inputs %d and %d are the same index or share a file (%s, %s): rows would be merged twice", index.ErrArgument, j+1, k+1, inputs[j], in)
 			}
 		}
 		snaps = append(snaps, snap)
@@ -88,10 +88,12 @@ func Merge(ctx context.Context, output string, inputs []string) (_ *MergeSummary
 				return nil, fmt.Errorf("%w: output %s lies in the segment folder of the input store %s: write the merge elsewhere", index.ErrArgument, output, in)
 			}
 		}
-		if len(snap.segs) > 1 || !snap.gone.IsEmpty() {
-			withKeys = true // a store names its rows by id, not position
-		}
 		renumber := snap.lone() && !snap.segs[0].ix.HasKeys()
+		// Without keys the merged file names each row by its position:
+		// right only while every input's ids are their positions there.
+		positional := renumber && next == uint64(rows) ||
+			rows == 0 && len(snap.segs) == 1 && !snap.segs[0].ix.HasKeys() && snap.gone.IsEmpty()
+		withKeys = withKeys || !positional
 		for i, s := range snap.segs {
 			part := index.MergePart{Index: s.ix}
 			if renumber {
@@ -141,6 +143,26 @@ func Merge(ctx context.Context, output string, inputs []string) (_ *MergeSummary
 		return nil, err
 	}
 	return &MergeSummary{Inputs: len(inputs), Rows: rows, Bytes: st.Size()}, nil
+}
+
+// shareFile reports whether two versions hold a file in common (a store
+// and one of its segments given as an index).
+func shareFile(a, b *snapshot) bool {
+	files := func(s *snapshot) []os.FileInfo {
+		out := []os.FileInfo{s.srcInfo}
+		for _, g := range s.segs {
+			out = append(out, g.info)
+		}
+		return out
+	}
+	for _, x := range files(a) {
+		for _, y := range files(b) {
+			if os.SameFile(x, y) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // idsAbove returns one more than the largest live id that is a decimal

@@ -2,26 +2,22 @@ package vlc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/vlc-embed/vlc/index/format"
 )
 
 // claimOutput readies output for a new index file written over whatever
-// is there. A store there (a manifest: an index that took writes, holding
-// vectors no input has) is refused unless replace, with an error wrapping
-// fs.ErrExist. When output exists, its store lock is taken (waiting as a
-// write does) and held until release, so that no writer commits to it
-// meanwhile; release(true), after the new file took the path, removes
-// the replaced store's segment files (those vlc wrote), and the lock file
-// once no store is there.
+// is there. It takes the path's store lock (waiting as a write does) and
+// holds it until release, so that no writer makes a store there or
+// commits to one meanwhile; then a store at output (a manifest: an index
+// that took writes, holding vectors no input has) is refused unless
+// replace, with an error wrapping fs.ErrExist. release(true), after the
+// new file took the path, removes the replaced store's segment files
+// (those vlc wrote); release removes the lock file once no store is
+// there, an index file needing none.
 func claimOutput(ctx context.Context, output string, replace bool) (release func(written bool), err error) {
-	if _, err := os.Lstat(output); errors.Is(err, fs.ErrNotExist) {
-		return func(bool) {}, nil
-	}
 	l, err := lockStore(ctx, output)
 	if err != nil {
 		return nil, err

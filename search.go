@@ -214,7 +214,10 @@ func (snap *snapshot) hits(q []float32, raw []index.Hit, opt SearchOptions) (_ [
 	case index.IP:
 		scale = index.ScaleIPQuery(qq) // a tiny query keeps its digits
 	}
-	_, fromFile := opt.Rerank.(rowOriginals)
+	file, fromFile := opt.Rerank.(rowOriginals)
+	if n := snap.inputRows(); fromFile && n > 0 && file.rows.Len() != n {
+		return nil, fmt.Errorf("%w: the re-rank vectors have %d rows, the input the index was built from %d", index.ErrArgument, file.rows.Len(), n)
+	}
 	x := make([]float32, len(q))
 	for i := range out {
 		if fromFile && !snap.fromInput(raw[i].ID, out[i].ID) {

@@ -31,6 +31,10 @@ type Index struct {
 	closed bool
 
 	wmu sync.Mutex // held by a write in progress in this process
+	// rmu serialises reading a new version with installing it: Refresh,
+	// and a write from the version it reads to the one it commits, so
+	// that no version is installed over a newer one.
+	rmu sync.Mutex
 }
 
 // ErrNotFound is returned for an id the index does not hold (or holds
@@ -253,6 +257,9 @@ func loadOnce(path string, old *snapshot) (*snapshot, error) {
 	}
 	if man.Version < 2 {
 		origin = firstOrigin(segs[0].ix, deleted[0])
+		if !segs[0].ix.HasKeys() {
+			man.InputRows = segs[0].ix.Len()
+		}
 	}
 	snap, err := newSnapshot(f, info, man, segs, deleted, origin)
 	if err != nil {
@@ -289,6 +296,11 @@ func (ix *Index) acquire() (*snapshot, error) {
 // install makes snap current (its reference passes to the Index).
 func (ix *Index) install(snap *snapshot) {
 	ix.mu.Lock()
+	if ix.closed { // Close released cur already
+		ix.mu.Unlock()
+		snap.release()
+		return
+	}
 	old := ix.cur
 	ix.cur = snap
 	ix.mu.Unlock()
@@ -297,10 +309,20 @@ func (ix *Index) install(snap *snapshot) {
 
 // Refresh reads the index again if another process changed it since
 // Open or the last Refresh, so that later searches see its writes. The
-// version held stays mapped, so the path names the same file only if it
-// is that very version: a check that cannot be fooled by a new file that
-// happens to get the old one's number.
+// version held stays mapped, so no other file can take its identity: the
+// path names another version when it names another file, or the same
+// file with another size or modification time (a file copied over it in
+// place, which vlc never does).
 func (ix *Index) Refresh() error {
+	ix.rmu.Lock()
+	defer ix.rmu.Unlock()
+	return ix.refreshLocked()
+}
+
+// refreshLocked is Refresh with rmu held: reading a version and
+// installing it are one step, so that a version read earlier is never
+// installed over one read later.
+func (ix *Index) refreshLocked() error {
 	st, err := os.Stat(ix.path)
 	if err != nil {
 		return err
@@ -310,15 +332,30 @@ func (ix *Index) Refresh() error {
 		return err
 	}
 	defer cur.release()
-	if os.SameFile(st, cur.srcInfo) {
+	if sameVersion(st, cur.srcInfo) {
 		return nil
 	}
 	snap, err := load(ix.path, cur)
 	if err != nil {
 		return err
 	}
+	if refreshLoaded != nil {
+		refreshLoaded()
+	}
 	ix.install(snap)
 	return nil
+}
+
+// refreshLoaded, when set (by tests), is called between a Refresh's
+// reading of a version and its installing it: the window in which a
+// write of the same handle must not install a newer one.
+var refreshLoaded func()
+
+// sameVersion reports whether st, the file at a store's path now,
+// is the file a version was read from (whose mapping keeps its identity
+// from being reused), unchanged.
+func sameVersion(st, read os.FileInfo) bool {
+	return os.SameFile(st, read) && st.Size() == read.Size() && st.ModTime().Equal(read.ModTime())
 }
 
 // Close releases the index once searches in flight have finished.
@@ -358,6 +395,9 @@ type Info struct {
 	// that file (RowOriginals) scores exactly. Rows added later (and an
 	// index written with ids of its own) are not among them.
 	FromInput int
+	// InputRows is the rows of that input (a re-rank file must have
+	// them all); 0 when no row is from it.
+	InputRows int
 	// Drift is the mean squared distance to their anchors of the rows
 	// added since training, over that of the trained rows (0 when none
 	// were added). Well above 1, the anchors no longer fit: Retrain.
@@ -388,7 +428,7 @@ func (ix *Index) Info() (Info, error) {
 	defer snap.release()
 	first := snap.segs[0].ix
 	in := Info{Meta: first.Meta(), Dim: first.Dim(), Lists: first.Lists(), Rows: snap.live, Deleted: snap.group.Len() - snap.live,
-		Sections: first.Sections(), ListSizes: first.ListSizes(), FromInput: snap.fromInputRows()}
+		Sections: first.Sections(), ListSizes: first.ListSizes(), FromInput: snap.fromInputRows(), InputRows: snap.inputRows()}
 	var addRows int
 	var addEnergy float64
 	for i, s := range snap.segs {
@@ -427,17 +467,38 @@ func (snap *snapshot) fromInputRows() int {
 	return snap.live
 }
 
+// inputRows is Info.InputRows.
+func (snap *snapshot) inputRows() int {
+	switch {
+	case !snap.lone():
+		return snap.man.InputRows
+	case snap.segs[0].ix.HasKeys():
+		return 0
+	}
+	return snap.segs[0].ix.Len()
+}
+
 // fromInput reports whether group row row, whose id is id, holds the row
 // of that number of the input the index was built from (Info.FromInput).
 func (snap *snapshot) fromInput(row int, id string) bool {
-	n, err := strconv.ParseUint(id, 10, 32)
-	if err != nil || strconv.FormatUint(n, 10) != id {
+	n, ok := decimalID(id)
+	if !ok {
 		return false
 	}
 	if snap.origin != nil {
-		return snap.origin.Contains(uint32(n))
+		return snap.origin.Contains(n)
 	}
 	return !snap.segs[0].ix.HasKeys() && int(n) == row
+}
+
+// decimalID reads an id that is a row number as an index without ids
+// names it (canonical decimal, below 2^32).
+func decimalID(id string) (uint32, bool) {
+	n, err := strconv.ParseUint(id, 10, 32)
+	if err != nil || strconv.FormatUint(n, 10) != id {
+		return 0, false
+	}
+	return uint32(n), true
 }
 
 // Len is the number of live rows.

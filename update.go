@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -56,23 +57,36 @@ func (ix *Index) beginWrite(ctx context.Context) (*write, error) {
 		ix.wmu.Unlock()
 		return nil, err
 	}
-	if err := ix.Refresh(); err != nil {
+	ix.rmu.Lock() // no Refresh of this handle installs a version until the write ends
+	fail := func(err error) (*write, error) {
+		ix.rmu.Unlock()
 		l.unlock()
 		ix.wmu.Unlock()
 		return nil, err
 	}
+	if err := ix.refreshLocked(); err != nil {
+		return fail(err)
+	}
 	snap, err := ix.acquire()
 	if err != nil {
-		l.unlock()
-		ix.wmu.Unlock()
-		return nil, err
+		return fail(err)
+	}
+	// The lock is held and no other goroutine of this handle installs:
+	// snap is the newest version, which the path names.
+	if st, err := os.Stat(ix.path); err != nil || !sameVersion(st, snap.srcInfo) {
+		snap.release()
+		if err == nil {
+			err = fmt.Errorf("%s changed under the store's lock (a program that does not take it wrote it)", ix.path)
+		}
+		return fail(err)
 	}
 	return &write{ix: ix, lock: l, snap: snap}, nil
 }
 
-// end releases the version and the lock.
+// end releases the version and the locks.
 func (w *write) end() {
 	w.snap.release()
+	w.ix.rmu.Unlock()
 	w.lock.unlock()
 	w.ix.wmu.Unlock()
 }
@@ -121,7 +135,7 @@ func (w *write) next() (*version, error) {
 	if err != nil {
 		return nil, err
 	}
-	if first.Len() != snap.segs[0].ix.Len() || first.Size() != snap.segs[0].ix.Size() {
+	if !os.SameFile(first.Stat(), snap.srcInfo) && (first.Len() != snap.segs[0].ix.Len() || first.Size() != snap.segs[0].ix.Size()) {
 		first.Close()
 		return nil, fmt.Errorf("%s: the index file changed while it was made a store (another program wrote it without the lock)", path)
 	}
@@ -129,6 +143,9 @@ func (w *write) next() (*version, error) {
 	v.man = manifest{NextSegment: 1, NextID: meta.N, TrainedEnergy: meta.Energy,
 		Segments: []segmentEntry{{File: name, Rows: first.Len(), Energy: meta.Energy}}}
 	v.origin = firstOrigin(first, roaring.New())
+	if !first.HasKeys() {
+		v.man.InputRows = first.Len()
+	}
 	v.segs = []*segment{newSegment(first, name)}
 	return v, nil
 }
@@ -142,24 +159,31 @@ func (w *write) newSegmentFile(v *version) (name, file string) {
 
 // commit writes v's manifest (the change's commit point), makes it the
 // current version and removes the files no version needs any more. On
-// error the segments v opened are closed.
+// error the segments v opened are closed. Once the manifest has taken
+// the path the change is made, whatever fails after (syncing the folder,
+// mapping the new manifest): that is logged, not returned, so that no
+// caller retries a change that is in the store.
 func (w *write) commit(v *version) error {
 	path := w.ix.path
 	if err := writeManifest(path, v.man, v.deleted, v.origin); err != nil {
-		closeUnshared(v.segs)
-		return err
+		if st, serr := os.Stat(path); serr != nil || sameVersion(st, w.snap.srcInfo) {
+			closeUnshared(v.segs)
+			return err // not committed: the path names the version read
+		}
+		// Renamed (only this writer holds the lock), not made durable.
+		slog.Warn("vlc: a store's change is made, but not yet durable", "store", path, "error", err)
 	}
 	// The manifest just written, mapped: the new version's identity. The
 	// lock is held, so the path names it.
 	f, err := format.Open(path, format.OpenOptions{})
-	if err != nil {
-		closeUnshared(v.segs)
-		return err
+	var snap *snapshot
+	if err == nil {
+		snap, err = newSnapshot(f, f.Stat(), v.man, v.segs, v.deleted, v.origin)
 	}
-	snap, err := newSnapshot(f, f.Stat(), v.man, v.segs, v.deleted, v.origin)
 	if err != nil {
 		closeUnshared(v.segs)
-		return err
+		slog.Warn("vlc: a store's change is made, but this handle could not read it; Refresh reads it", "store", path, "error", err)
+		return nil
 	}
 	w.ix.install(snap)
 	removeObsolete(path, &v.man)
@@ -353,8 +377,8 @@ func (ix *Index) Delete(ctx context.Context, ids []string) error {
 		v.deleted[i].Add(uint32(local))
 	}
 	for id := range seen {
-		if n, err := strconv.ParseUint(id, 10, 32); err == nil {
-			v.origin.Remove(uint32(n)) // its row is gone; an id added again is another vector
+		if n, ok := decimalID(id); ok {
+			v.origin.Remove(n) // its row is gone; an id added again is another vector
 		}
 	}
 	// A segment added after training whose rows are now all deleted holds

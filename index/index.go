@@ -86,14 +86,15 @@ func Open(path string, opt Options) (*Index, error) {
 // errors), for a caller that opened a path once to find out what it holds:
 // it reads the same mapping, so the index is the file f is, whatever the
 // path names meanwhile. The Index takes f over (its Close closes f), and
-// f is closed on error. opt.Verify checks what format.OpenOptions.Verify
-// does not: the row ids and the ids.
+// f is closed on error. The container's checksums are the caller's to
+// check (format.OpenOptions.Verify, or f.Verify); opt.Verify checks what
+// they do not: that the row ids are a permutation, and the ids.
 func OpenFile(f *format.File, opt Options) (*Index, error) {
 	if !littleEndian() {
 		f.Close()
 		return nil, fmt.Errorf("%s: vlc indexes are read in place and need a little-endian host", f.Path())
 	}
-	return openFile(f, opt.Verify, false)
+	return openFile(f, opt.Verify, true)
 }
 
 // openFile loads f, checking its checksums first when verify and they

@@ -208,8 +208,8 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// Row i is the vector of id i: the file of an index written
 		// without ids has exactly its rows; a store's may have more
 		// (deleted) or fewer (added ones).
-		if lone := in.Segments[0].File == pos[0]; lone && !in.Segments[0].IDs && rr.Len() != in.Rows {
-			return fmt.Errorf("re-rank: %s has %d vectors, the index %d", sf.rerank, rr.Len(), in.Rows)
+		if in.InputRows > 0 && rr.Len() != in.InputRows {
+			return fmt.Errorf("re-rank: %s has %d vectors, the input the index was built from %d", sf.rerank, rr.Len(), in.InputRows)
 		}
 		if in.FromInput < in.Rows {
 			fmt.Fprintf(stderr, "vlc search: re-rank: %d of the %d live vectors are not rows of %s (added after the index was built, or named by ids of their own): they keep their codes' estimated distance\n", in.Rows-in.FromInput, in.Rows, sf.rerank)
