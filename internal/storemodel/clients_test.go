@@ -281,8 +281,9 @@ func (c *cli) answer(req request, out, errs string, runErr error) (response, boo
 	return resp, false, nil
 }
 
-// server is vlc serve with -refresh 0: its reads see the version it read
-// at start or its last write, as a library handle's do.
+// server is vlc serve refreshing every 20 ms: its reads see a version at
+// least as new as the one it read at start, at its last write or in its
+// last answer.
 type server struct {
 	bin, store string
 	log        io.Writer
@@ -296,7 +297,7 @@ func (s *server) name() string { return "serve" }
 var listening = regexp.MustCompile(`listening on (http://\S+)`)
 
 func (s *server) launch() error {
-	s.cmd = exec.Command(s.bin, "serve", "-addr", "127.0.0.1:0", "-refresh", "0", "-max-k", "5000", "-max-nprobe", "65536", "s="+s.store)
+	s.cmd = exec.Command(s.bin, "serve", "-addr", "127.0.0.1:0", "-refresh", "20ms", "-max-k", "5000", "-max-nprobe", "65536", "s="+s.store)
 	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {
 		return err
