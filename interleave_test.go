@@ -495,6 +495,24 @@ func TestHandedOutIDsNeverRepeat(t *testing.T) {
 	}
 }
 
+// storeAndShard compresses rows 0-299 of deep2k into dir/s.vlc (4-bit
+// rotated, 8 anchors, no ids) and the next n rows under its model into
+// dir/shard.vlc (no ids either), for Merge.
+func storeAndShard(t *testing.T, dir string, n int) (store, shard string) {
+	t.Helper()
+	ctx := context.Background()
+	base := "testdata/deep2k/base.f16"
+	store, shard = filepath.Join(dir, "s.vlc"), filepath.Join(dir, "shard.vlc")
+	opt := vlc.Options{Dim: 96, End: 300, Anchors: 8, Bits: 4, Code: "rotated", Seed: 1, Backend: "cpu"}
+	if _, err := vlc.Compress(ctx, base, store, opt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vlc.Compress(ctx, base, shard, vlc.Options{Dim: 96, Start: 300, End: 300 + n, AnchorsFrom: store}); err != nil {
+		t.Fatal(err)
+	}
+	return store, shard
+}
+
 // TestMergeRefusesItsOwnInputs: the same index twice (by another name
 // too), an output that is a segment of an input store or lies in its
 // folder, and a store at the output are refused; a store with deletions
@@ -504,15 +522,7 @@ func TestMergeRefusesItsOwnInputs(t *testing.T) {
 	ctx := context.Background()
 	base := "testdata/deep2k/base.f16"
 	dir := t.TempDir()
-	s := filepath.Join(dir, "s.vlc")
-	opt := vlc.Options{Dim: 96, End: 300, Anchors: 8, Bits: 4, Code: "rotated", Seed: 1, Backend: "cpu"}
-	if _, err := vlc.Compress(ctx, base, s, opt); err != nil {
-		t.Fatal(err)
-	}
-	shard := filepath.Join(dir, "shard.vlc")
-	if _, err := vlc.Compress(ctx, base, shard, vlc.Options{Dim: 96, Start: 300, End: 400, AnchorsFrom: s}); err != nil {
-		t.Fatal(err)
-	}
+	s, shard := storeAndShard(t, dir, 100)
 	ix, err := vlc.Open(s)
 	if err != nil {
 		t.Fatal(err)
@@ -749,15 +759,7 @@ func TestMergeNumbersPastHandedOutIDs(t *testing.T) {
 	ctx := context.Background()
 	base := "testdata/deep2k/base.f16"
 	dir := t.TempDir()
-	s := filepath.Join(dir, "s.vlc")
-	opt := vlc.Options{Dim: 96, End: 300, Anchors: 8, Bits: 4, Code: "rotated", Seed: 1, Backend: "cpu"}
-	if _, err := vlc.Compress(ctx, base, s, opt); err != nil {
-		t.Fatal(err)
-	}
-	shard := filepath.Join(dir, "shard.vlc")
-	if _, err := vlc.Compress(ctx, base, shard, vlc.Options{Dim: 96, Start: 300, End: 310, AnchorsFrom: s}); err != nil {
-		t.Fatal(err)
-	}
+	s, shard := storeAndShard(t, dir, 10)
 	ix, err := vlc.Open(s)
 	if err != nil {
 		t.Fatal(err)
