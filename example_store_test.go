@@ -93,7 +93,7 @@ func ExampleWhere() {
 
 // Add documents without retraining and delete others: searches see each
 // change whole, and it survives a crash and a reopen.
-func ExampleIndex_Add() {
+func ExampleStore_Add() {
 	dir, _ := os.MkdirTemp("", "vlc-example")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()

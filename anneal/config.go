@@ -39,11 +39,6 @@ type Config struct {
 
 	// Progress, when set, is called after every iteration.
 	Progress func(Iteration)
-	// Finish, when set, is called once training is done, with the model
-	// and the dataset still resident, before the dataset is closed: for
-	// work that uses the points on the device (encoding them there). Its
-	// error is Train's.
-	Finish func(*Model, Dataset) error
 }
 
 // The defaults of Config, and why each has its value.

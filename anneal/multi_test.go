@@ -267,6 +267,31 @@ func rescaled(ds anneal.Dataset) int {
 	return r
 }
 
+// counting is a device whose datasets record, as they close after
+// training, how many times they reduced again (rescaled).
+type counting struct {
+	anneal.Device
+	runs *[]int
+}
+
+func (c counting) Load(p anneal.Points) (anneal.Dataset, error) {
+	ds, err := c.Device.Load(p)
+	if err != nil {
+		return nil, err
+	}
+	return countingSet{ds, c.runs}, nil
+}
+
+type countingSet struct {
+	anneal.Dataset
+	runs *[]int
+}
+
+func (s countingSet) Close() error {
+	*s.runs = append(*s.runs, rescaled(s.Dataset))
+	return s.Dataset.Close()
+}
+
 // Multi's protocol on the toy fixed-point backend: the bound agreed in
 // Link, the whole set's n, second rounds (Again) on every share. Train
 // split over 1 to 5 toy devices, evenly and not, gives the bits of the
@@ -274,11 +299,8 @@ func rescaled(ds anneal.Dataset) int {
 func TestMultiProtocol(t *testing.T) {
 	pts := blockScaled(synth.Clusters(1200, 12, 10, 5))
 	var runs []int
-	cfg := anneal.Config{M: 16, Seed: 9, Finish: func(_ *anneal.Model, ds anneal.Dataset) error {
-		runs = append(runs, rescaled(ds))
-		return nil
-	}}
-	one := devicetest.TrainTrace(t, fixedDevice{}, pts, cfg)
+	cfg := anneal.Config{M: 16, Seed: 9}
+	one := devicetest.TrainTrace(t, counting{fixedDevice{}, &runs}, pts, cfg)
 	if runs[0] < 2 {
 		t.Fatalf("one device reduced again %d times: the test misses second rounds", runs[0])
 	}
@@ -290,7 +312,7 @@ func TestMultiProtocol(t *testing.T) {
 				for i := range devs {
 					devs[i] = fixedDevice{}
 				}
-				devicetest.SameTrace(t, "one device / split", one, devicetest.TrainTrace(t, anneal.Multi(devs...).WithSplit(split), pts, cfg))
+				devicetest.SameTrace(t, "one device / split", one, devicetest.TrainTrace(t, counting{anneal.Multi(devs...).WithSplit(split), &runs}, pts, cfg))
 				if r := runs[len(runs)-1]; r != runs[0] {
 					t.Errorf("the shares reduced again %d times, one device %d", r, runs[0])
 				}

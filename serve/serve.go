@@ -109,7 +109,7 @@ func (l Limits) withDefaults() Limits {
 // Server serves a set of open indexes by name. Its handler is safe for
 // concurrent use; the indexes stay the caller's to close.
 type Server struct {
-	indexes   map[string]*vlc.Index
+	indexes   map[string]*vlc.Store
 	originals map[string]vlc.Originals
 	token     string
 	limits    Limits
@@ -137,7 +137,7 @@ type Config struct {
 
 // New returns a server for the indexes, by name (names are path segments:
 // letters, digits, '.', '_' and '-').
-func New(indexes map[string]*vlc.Index, cfg Config) (*Server, error) {
+func New(indexes map[string]*vlc.Store, cfg Config) (*Server, error) {
 	for name := range indexes {
 		if !validName(name) {
 			return nil, fmt.Errorf("serve: index name %q: use letters, digits, '.', '_' and '-'", name)
@@ -427,7 +427,7 @@ func decode(r *http.Request, v any) (int, error) {
 	return 0, nil
 }
 
-func (s *Server) index(r *http.Request) (*vlc.Index, string, error) {
+func (s *Server) index(r *http.Request) (*vlc.Store, string, error) {
 	name := r.PathValue("name")
 	ix, ok := s.indexes[name]
 	if !ok {
@@ -476,7 +476,7 @@ type InfoBody struct {
 	Drift    float64 `json:"drift"`
 }
 
-func (s *Server) describe(name string, ix *vlc.Index) (InfoBody, error) {
+func (s *Server) describe(name string, ix *vlc.Store) (InfoBody, error) {
 	in, err := ix.Info()
 	if err != nil {
 		return InfoBody{}, err

@@ -27,10 +27,10 @@ const deep = "../testdata/deep10k/"
 
 // fixture builds a 2,000-document store (ids "doc-N", JSON payloads with a
 // "group" field) and serves it as "deep" with token "secret".
-func fixture(t *testing.T, limits serve.Limits) (*httptest.Server, *vlc.Index, *vecfile.Matrix) {
+func fixture(t *testing.T, limits serve.Limits) (*httptest.Server, *vlc.Store, *vecfile.Matrix) {
 	t.Helper()
 	ix, base := fixtureIndex(t)
-	srv, err := serve.New(map[string]*vlc.Index{"deep": ix}, serve.Config{Token: "secret", Limits: limits})
+	srv, err := serve.New(map[string]*vlc.Store{"deep": ix}, serve.Config{Token: "secret", Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func fixture(t *testing.T, limits serve.Limits) (*httptest.Server, *vlc.Index, *
 }
 
 // fixtureIndex is fixture's store, not yet served.
-func fixtureIndex(t *testing.T) (*vlc.Index, *vecfile.Matrix) {
+func fixtureIndex(t *testing.T) (*vlc.Store, *vecfile.Matrix) {
 	t.Helper()
 	base, err := vecfile.Open(deep+"base.f16", vecfile.Options{Dim: 96})
 	if err != nil {
@@ -303,10 +303,10 @@ func TestServeRerank(t *testing.T) {
 	}
 	defer base.Close()
 	orig := vlc.RowOriginals(base)
-	if _, err := serve.New(map[string]*vlc.Index{"d": ix}, serve.Config{Originals: map[string]vlc.Originals{"other": orig}}); err == nil {
+	if _, err := serve.New(map[string]*vlc.Store{"d": ix}, serve.Config{Originals: map[string]vlc.Originals{"other": orig}}); err == nil {
 		t.Error("originals for an index not served were accepted")
 	}
-	srv, err := serve.New(map[string]*vlc.Index{"d": ix, "plain": ix}, serve.Config{Originals: map[string]vlc.Originals{"d": orig}})
+	srv, err := serve.New(map[string]*vlc.Store{"d": ix, "plain": ix}, serve.Config{Originals: map[string]vlc.Originals{"d": orig}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("-token-file %s is empty", *tokenFile)
 		}
 	}
-	indexes := map[string]*vlc.Index{}
+	indexes := map[string]*vlc.Store{}
 	defer func() {
 		for _, ix := range indexes {
 			ix.Close()

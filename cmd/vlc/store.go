@@ -120,7 +120,7 @@ func runAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // driftNote says when the rows added since training sit far from the
 // anchors, and what to do.
-func driftNote(ix *vlc.Index, w io.Writer) error {
+func driftNote(ix *vlc.Store, w io.Writer) error {
 	in, err := ix.Info()
 	if err != nil {
 		return err

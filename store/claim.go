@@ -1,4 +1,4 @@
-package vlc
+package store
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/vlc-embed/vlc/index/format"
 )
 
-// claimOutput readies output for a new index file written over whatever
+// Claim readies output for a new index file written over whatever
 // is there. It takes the path's store lock (waiting as a write does) and
 // holds it until release, so that no writer makes a store there or
 // commits to one meanwhile; then a store at output (a manifest: an index
@@ -17,7 +17,7 @@ import (
 // new file took the path, removes the replaced store's segment files
 // (those vlc wrote); release removes the lock file once no store is
 // there, an index file needing none.
-func claimOutput(ctx context.Context, output string, replace bool) (release func(written bool), err error) {
+func Claim(ctx context.Context, output string, replace bool) (release func(written bool), err error) {
 	l, err := lockStore(ctx, output)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package vlc_test
+package store_test
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/store"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -41,7 +42,7 @@ func deepDocs(t testing.TB, path string, lo, hi int) []vlc.Document {
 // the index as it was, byte for byte.
 func TestStoreBadInput(t *testing.T) {
 	ctx := context.Background()
-	all := deepDocs(t, "testdata/deep2k/base.f16", 0, 1000)
+	all := deepDocs(t, "../testdata/deep2k/base.f16", 0, 1000)
 	path := filepath.Join(t.TempDir(), "s.vlc")
 	ix, err := vlc.Build(ctx, path, all[:900], vlc.Options{Seed: 1})
 	if err != nil {
@@ -102,7 +103,7 @@ func TestStoreBadInput(t *testing.T) {
 // write waits for it, and gives up with ErrLocked after lockWait.
 func TestStoreLockPerWrite(t *testing.T) {
 	ctx := context.Background()
-	all := deepDocs(t, "testdata/deep2k/base.f16", 0, 600)
+	all := deepDocs(t, "../testdata/deep2k/base.f16", 0, 600)
 	path := filepath.Join(t.TempDir(), "s.vlc")
 	a, err := vlc.Build(ctx, path, all[:500], vlc.Options{Seed: 1})
 	if err != nil {
@@ -126,8 +127,8 @@ func TestStoreLockPerWrite(t *testing.T) {
 	if err := a.Delete(ctx, []string{"doc-560"}); err != nil { // and a reads b's
 		t.Fatal(err)
 	}
-	defer vlc.SetLockWait(200 * time.Millisecond)()
-	release, err := vlc.HoldLock(path)
+	defer store.SetLockWait(200 * time.Millisecond)()
+	release, err := store.HoldLock(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestStoreLockPerWrite(t *testing.T) {
 func TestStoreSnapshots(t *testing.T) {
 	ctx := context.Background()
 	const batch, batches = 8, 12
-	base := deepDocs(t, "testdata/deep2k/base.f16", 0, 1000)
+	base := deepDocs(t, "../testdata/deep2k/base.f16", 0, 1000)
 	path := filepath.Join(t.TempDir(), "s.vlc")
 	ix, err := vlc.Build(ctx, path, base, vlc.Options{Seed: 1})
 	if err != nil {

@@ -1,4 +1,4 @@
-package vlc
+package store
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,24 +15,13 @@ import (
 	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/regfile"
 	"github.com/vlc-embed/vlc/internal/vec"
+	"github.com/vlc-embed/vlc/pipeline"
 )
-
-// Document is a vector with the caller's id and an optional payload.
-type Document struct {
-	// ID names the vector, unique in the index, at most MaxIDBytes. ""
-	// lets the index pick the next free number (in decimal). Ids are
-	// strings because the ids RAG pipelines carry (document and chunk
-	// names, UUIDs, LangChainGo's and chromem-go's ids) are strings; a
-	// number is its decimal string.
-	ID      string
-	Vector  []float32
-	Payload []byte // returned with hits and by Get; at most MaxPayloadBytes
-}
 
 // write is a write in progress: the store's lock, held, and the newest
 // version, read under it, to change.
 type write struct {
-	ix   *Index
+	ix   *Store
 	lock *lockFile
 	snap *snapshot
 }
@@ -43,7 +31,7 @@ type write struct {
 // (another process may have committed since this one read the index) and
 // returns it to change. A change is computed from that version only, never
 // from an older one, so row numbers always refer to the files committed.
-func (ix *Index) beginWrite(ctx context.Context) (*write, error) {
+func (ix *Store) beginWrite(ctx context.Context) (*write, error) {
 	ix.wmu.Lock()
 	ix.mu.Lock()
 	closed := ix.closed
@@ -207,7 +195,7 @@ func closeUnshared(segs []*segment) {
 // MaxPayloadBytes: the error names the document, and the index is
 // unchanged. Rows added far from every anchor (Info's Drift) call for
 // Retrain.
-func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
+func (ix *Store) Add(ctx context.Context, docs []pipeline.Document) ([]string, error) {
 	w, err := ix.beginWrite(ctx)
 	if err != nil {
 		return nil, err
@@ -219,7 +207,7 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 	}
 	first := snap.segs[0].ix
 	d, metric := first.Dim(), first.Meta().Metric
-	if err := checkDocs(docs, d, metric); err != nil {
+	if err := pipeline.CheckDocuments(docs, d, metric); err != nil {
 		return nil, err
 	}
 	ids := make([]string, len(docs))
@@ -302,47 +290,10 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 	return ids, nil
 }
 
-// checkDocs refuses documents Add or Build cannot index under metric,
-// naming the first bad one: cosine normalises every finite vector but
-// the zero vector (ErrZeroVector), l2 and ip need values within float16
-// and a vector zero or not too small for float32 distances (checkScale).
-func checkDocs(docs []Document, d int, metric index.Metric) error {
-	for i, doc := range docs {
-		name := fmt.Sprintf("document %d", i)
-		if doc.ID != "" {
-			name = fmt.Sprintf("document %d (%q)", i, doc.ID)
-			if err := index.CheckKey(doc.ID); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-		}
-		if len(doc.Vector) != d {
-			return fmt.Errorf("%s: %w: %d values, the index has dimension %d", name, index.ErrDim, len(doc.Vector), d)
-		}
-		for j, v := range doc.Vector {
-			switch {
-			case math.IsNaN(float64(v)) || math.IsInf(float64(v), 0):
-				return fmt.Errorf("%s: %w: value %d is %v", name, index.ErrArgument, j, v)
-			case math.Abs(float64(v)) > 65504 && metric != index.Cosine:
-				return fmt.Errorf("%s: %w: value %d is %g (|x| <= 65504)", name, ErrRange, j, v)
-			}
-		}
-		if metric == index.Cosine && isZeroVector(doc.Vector) {
-			return fmt.Errorf("%s: %w: every value is 0; %s", name, ErrZeroVector, zeroFix)
-		}
-		if why := checkScale(doc.Vector); why != "" && metric != index.Cosine {
-			return fmt.Errorf("%s: %w: %s", name, ErrUnderflow, why)
-		}
-		if len(doc.Payload) > MaxPayloadBytes {
-			return fmt.Errorf("%s: %w: %d bytes (at most %d)", name, ErrPayload, len(doc.Payload), MaxPayloadBytes)
-		}
-	}
-	return nil
-}
-
 // Delete marks the given ids deleted: searches and Get no longer return
 // them, and Compact drops their rows. An id that is not live is an error
 // wrapping ErrNotFound, and then nothing is deleted.
-func (ix *Index) Delete(ctx context.Context, ids []string) error {
+func (ix *Store) Delete(ctx context.Context, ids []string) error {
 	w, err := ix.beginWrite(ctx)
 	if err != nil {
 		return err
@@ -405,7 +356,7 @@ func (ix *Index) Delete(ctx context.Context, ids []string) error {
 // stays a store (its counters of names and ids go on), and searches in
 // flight finish on the old files. A lone index file, or a store of one
 // segment without deletions, is left as it is.
-func (ix *Index) Compact(ctx context.Context) error {
+func (ix *Store) Compact(ctx context.Context) error {
 	w, err := ix.beginWrite(ctx)
 	if err != nil {
 		return err

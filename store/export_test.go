@@ -1,17 +1,9 @@
-package vlc
+package store
 
 import (
 	"context"
 	"time"
 )
-
-// SetMinWindow lowers the fewest rows an assignment window takes, so that
-// tests walk many windows on small inputs; the returned function undoes it.
-func SetMinWindow(n int) (undo func()) {
-	old := minWindow
-	minWindow = n
-	return func() { minWindow = old }
-}
 
 // SetLockWait sets how long a write waits for another writer's lock; the
 // returned function undoes it.

@@ -1,4 +1,4 @@
-package vlc
+package store
 
 import (
 	"cmp"
@@ -92,7 +92,7 @@ func (o SearchOptions) withDefaults() SearchOptions {
 // Search returns the K nearest live vectors to q that the filter allows,
 // nearest first. It returns ctx's error once ctx is done (checked every
 // few lists). Under cosine a zero q is refused (ErrZeroVector).
-func (ix *Index) Search(ctx context.Context, q []float32, opt SearchOptions) ([]Hit, error) {
+func (ix *Store) Search(ctx context.Context, q []float32, opt SearchOptions) ([]Hit, error) {
 	snap, err := ix.acquire()
 	if err != nil {
 		return nil, err
@@ -107,12 +107,12 @@ func (ix *Index) Search(ctx context.Context, q []float32, opt SearchOptions) ([]
 // SearchBatch searches for every query, on all cores, and returns each
 // one's hits in order, as Search would. The first error stops the work:
 // a query's names it; ctx's comes back as it is.
-func (ix *Index) SearchBatch(ctx context.Context, queries [][]float32, opt SearchOptions) ([][]Hit, error) {
+func (ix *Store) SearchBatch(ctx context.Context, queries [][]float32, opt SearchOptions) ([][]Hit, error) {
 	return ix.SearchRows(ctx, matrix(queries), opt)
 }
 
 // SearchRows is SearchBatch over queries held as Rows (a query file).
-func (ix *Index) SearchRows(ctx context.Context, queries Rows, opt SearchOptions) ([][]Hit, error) {
+func (ix *Store) SearchRows(ctx context.Context, queries Rows, opt SearchOptions) ([][]Hit, error) {
 	snap, err := ix.acquire()
 	if err != nil {
 		return nil, err

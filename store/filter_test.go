@@ -1,4 +1,4 @@
-package vlc_test
+package store_test
 
 import (
 	"context"
@@ -14,15 +14,15 @@ import (
 
 // deep10k builds an index of testdata/deep10k (ids "doc-<row>") and
 // returns it with the base and query vectors.
-func deep10k(t testing.TB) (*vlc.Index, [][]float32, [][]float32) {
+func deep10k(t testing.TB) (*vlc.Store, [][]float32, [][]float32) {
 	t.Helper()
-	docs := deepDocs(t, "testdata/deep10k/base.f16", 0, 10000)
+	docs := deepDocs(t, "../testdata/deep10k/base.f16", 0, 10000)
 	ix, err := vlc.Build(context.Background(), filepath.Join(t.TempDir(), "deep10k.vlc"), docs, vlc.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ix.Close() })
-	qm, err := vecfile.Open("testdata/deep10k/query.fvecs", vecfile.Options{})
+	qm, err := vecfile.Open("../testdata/deep10k/query.fvecs", vecfile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

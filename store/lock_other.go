@@ -1,6 +1,6 @@
 //go:build !unix
 
-package vlc
+package store
 
 import (
 	"context"

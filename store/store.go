@@ -1,4 +1,4 @@
-package vlc
+package store
 
 import (
 	"errors"
@@ -15,16 +15,16 @@ import (
 	"github.com/vlc-embed/vlc/index/format"
 )
 
-// Index is an open vlc index: the file Compress or Build wrote, and the
+// Store is an open vlc index: the file Compress or Build wrote, and the
 // vectors added and deleted since (a store of segments, see Add). Search,
 // SearchBatch and Get see a consistent snapshot: a write becomes visible
 // whole, to searches that start after it. Writes (Add, Delete, Compact,
-// Retrain) are serialised, in this process by the Index and across
+// Retrain) are serialised, in this process by the Store and across
 // processes by a lock file taken for each write; a write first reads the
 // newest version (another process's writes included) and applies its
 // change to that. Refresh picks up another process's writes for searches.
 // Safe for concurrent use.
-type Index struct {
+type Store struct {
 	path   string
 	mu     sync.Mutex // guards cur and closed
 	cur    *snapshot
@@ -156,12 +156,12 @@ func (s *snapshot) lone() bool { return s.src == nil }
 // that Add or Delete made of it) and verifies every checksum once. Should
 // another process change the path meanwhile (a write that turns an index
 // into a store, a compaction), it reads the new version.
-func Open(path string) (*Index, error) {
+func Open(path string) (*Store, error) {
 	snap, err := load(path, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Index{path: path, cur: snap}, nil
+	return &Store{path: path, cur: snap}, nil
 }
 
 // loadTries bounds how many versions a load reads in a row while other
@@ -283,7 +283,7 @@ func firstOrigin(first *index.Index, deleted *roaring.Bitmap) *roaring.Bitmap {
 }
 
 // acquire returns the current snapshot, referenced until release.
-func (ix *Index) acquire() (*snapshot, error) {
+func (ix *Store) acquire() (*snapshot, error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.closed {
@@ -293,8 +293,8 @@ func (ix *Index) acquire() (*snapshot, error) {
 	return ix.cur, nil
 }
 
-// install makes snap current (its reference passes to the Index).
-func (ix *Index) install(snap *snapshot) {
+// install makes snap current (its reference passes to the Store).
+func (ix *Store) install(snap *snapshot) {
 	ix.mu.Lock()
 	if ix.closed { // Close released cur already
 		ix.mu.Unlock()
@@ -313,7 +313,7 @@ func (ix *Index) install(snap *snapshot) {
 // path names another version when it names another file, or the same
 // file with another size or modification time (a file copied over it in
 // place, which vlc never does).
-func (ix *Index) Refresh() error {
+func (ix *Store) Refresh() error {
 	ix.rmu.Lock()
 	defer ix.rmu.Unlock()
 	return ix.refreshLocked()
@@ -322,7 +322,7 @@ func (ix *Index) Refresh() error {
 // refreshLocked is Refresh with rmu held: reading a version and
 // installing it are one step, so that a version read earlier is never
 // installed over one read later.
-func (ix *Index) refreshLocked() error {
+func (ix *Store) refreshLocked() error {
 	st, err := os.Stat(ix.path)
 	if err != nil {
 		return err
@@ -359,7 +359,7 @@ func sameVersion(st, read os.FileInfo) bool {
 }
 
 // Close releases the index once searches in flight have finished.
-func (ix *Index) Close() error {
+func (ix *Store) Close() error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
 	ix.mu.Lock()
@@ -375,7 +375,7 @@ func (ix *Index) Close() error {
 }
 
 // Path is the path the index was opened from.
-func (ix *Index) Path() string { return ix.path }
+func (ix *Store) Path() string { return ix.path }
 
 // Info describes an index: its training, segments and rows.
 type Info struct {
@@ -420,7 +420,7 @@ type SegmentInfo struct {
 const DriftWarn = 1.33
 
 // Info describes the index as the current snapshot holds it.
-func (ix *Index) Info() (Info, error) {
+func (ix *Store) Info() (Info, error) {
 	snap, err := ix.acquire()
 	if err != nil {
 		return Info{}, err
@@ -502,7 +502,7 @@ func decimalID(id string) (uint32, bool) {
 }
 
 // Len is the number of live rows.
-func (ix *Index) Len() int {
+func (ix *Store) Len() int {
 	snap, err := ix.acquire()
 	if err != nil {
 		return 0
@@ -512,7 +512,7 @@ func (ix *Index) Len() int {
 }
 
 // Dim is the dimension of the vectors.
-func (ix *Index) Dim() int {
+func (ix *Store) Dim() int {
 	snap, err := ix.acquire()
 	if err != nil {
 		return 0
@@ -522,7 +522,7 @@ func (ix *Index) Dim() int {
 }
 
 // Verify checks every checksum of every segment and the manifest again.
-func (ix *Index) Verify() error {
+func (ix *Store) Verify() error {
 	snap, err := ix.acquire()
 	if err != nil {
 		return err
@@ -543,7 +543,7 @@ type Record struct {
 }
 
 // Get returns the record of a live id, or an error wrapping ErrNotFound.
-func (ix *Index) Get(id string) (Record, error) {
+func (ix *Store) Get(id string) (Record, error) {
 	snap, err := ix.acquire()
 	if err != nil {
 		return Record{}, err

@@ -1,4 +1,4 @@
-package vlc_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -11,10 +11,11 @@ import (
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/pipeline"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
-const deep10kBase = "testdata/deep10k/base.f16"
+const deep10kBase = "../testdata/deep10k/base.f16"
 
 // compressT is vlc.Compress that fails the test on error.
 func compressT(t *testing.T, input, output string, opt vlc.Options) *vlc.Summary {
@@ -30,7 +31,7 @@ func compressT(t *testing.T, input, output string, opt vlc.Options) *vlc.Summary
 // for every deep10kBase query.
 func sameHits(t *testing.T, a, b string) {
 	t.Helper()
-	q, err := vecfile.Open("testdata/deep10k/query.fvecs", vecfile.Options{})
+	q, err := vecfile.Open("../testdata/deep10k/query.fvecs", vecfile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestWindows(t *testing.T) {
 		opt := vlc.Options{Dim: 96, Anchors: 40, Bits: 4, Code: "rotated", Metric: c.metric, TrainSample: 2500}
 		one, many := filepath.Join(dir, "one.vlc"), filepath.Join(dir, "many.vlc")
 		compressT(t, c.input, one, opt)
-		undo := vlc.SetMinWindow(1)
+		undo := pipeline.SetMinWindow(1)
 		calls := 0
 		opt.AssignProgress = func(done, total int) { calls++ }
 		compressT(t, c.input, many, opt)
@@ -281,7 +282,7 @@ func TestAnchorsFromChecks(t *testing.T) {
 			t.Errorf("%+v: got %v, want an OptionError", opt, err)
 		}
 	}
-	if _, err := vlc.Compress(context.Background(), "testdata/golden/small.f16", out, vlc.Options{Dim: 16, AnchorsFrom: model}); !errors.Is(err, index.ErrDim) {
+	if _, err := vlc.Compress(context.Background(), "../testdata/golden/small.f16", out, vlc.Options{Dim: 16, AnchorsFrom: model}); !errors.Is(err, index.ErrDim) {
 		t.Errorf("a model of another dimension: got %v, want ErrDim", err)
 	}
 	if _, err := vlc.Compress(context.Background(), deep10kBase, out, vlc.Options{Dim: 96, Start: 9000, End: 10001}); !errors.Is(err, index.ErrArgument) {
@@ -335,11 +336,11 @@ func appendInt(b []byte, i int) []byte {
 
 func recallOf(t *testing.T, path string) float64 {
 	t.Helper()
-	gt, err := vecfile.ReadIvecs("testdata/deep10k/groundtruth.ivecs")
+	gt, err := vecfile.ReadIvecs("../testdata/deep10k/groundtruth.ivecs")
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := vecfile.Open("testdata/deep10k/query.fvecs", vecfile.Options{})
+	q, err := vecfile.Open("../testdata/deep10k/query.fvecs", vecfile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

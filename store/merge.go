@@ -1,4 +1,4 @@
-package vlc
+package store
 
 import (
 	"context"
@@ -128,7 +128,7 @@ func Merge(ctx context.Context, output string, inputs []string) (_ *MergeSummary
 	if _, err := index.PrepareWrite(output); err != nil {
 		return nil, err
 	}
-	release, err := claimOutput(ctx, output, false)
+	release, err := Claim(ctx, output, false)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package vlc
+package store
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/pipeline"
 	"github.com/vlc-embed/vlc/quant"
 )
 
@@ -22,7 +23,7 @@ import (
 // Anchors (default: about sqrt of the live count), Backend, Devices,
 // MaxIter, TrainSample, DeviceMemory, Logger and the progress callbacks;
 // the rest comes from the index.
-func (ix *Index) Retrain(ctx context.Context, opt Options) (*Summary, error) {
+func (ix *Store) Retrain(ctx context.Context, opt pipeline.Options) (*pipeline.Summary, error) {
 	w, err := ix.beginWrite(ctx)
 	if err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func (ix *Index) Retrain(ctx context.Context, opt Options) (*Summary, error) {
 	if spec.Kind == quant.KindPQ && spec.Bits == 0 {
 		opt.Bits, opt.Subspaces = 0, spec.Subspaces
 	}
-	docs := make([]Document, 0, snap.live)
+	docs := make([]pipeline.Document, 0, snap.live)
 	for i, s := range snap.segs {
 		del := snap.deleted[i]
 		err := s.ix.Reconstruct(func(row int, x []float32) error {
@@ -51,7 +52,7 @@ func (ix *Index) Retrain(ctx context.Context, opt Options) (*Summary, error) {
 			if err != nil {
 				return err
 			}
-			docs = append(docs, Document{ID: rec.ID, Vector: slices.Clone(x), Payload: rec.Payload})
+			docs = append(docs, pipeline.Document{ID: rec.ID, Vector: slices.Clone(x), Payload: rec.Payload})
 			return nil
 		})
 		if err != nil {
@@ -59,29 +60,19 @@ func (ix *Index) Retrain(ctx context.Context, opt Options) (*Summary, error) {
 		}
 	}
 	start := time.Now()
-	opt, log, err := opt.prepare("")
+	opt, err = opt.Prepare("")
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDocs(docs, snap.segs[0].ix.Dim(), snap.segs[0].ix.Meta().Metric); err != nil {
+	if err := pipeline.CheckDocuments(docs, snap.segs[0].ix.Dim(), snap.segs[0].ix.Meta().Metric); err != nil {
 		return nil, fmt.Errorf("%s: a reconstructed vector: %w", ix.path, err)
-	}
-	src := source{name: ix.path, rows: docRows(docs), checkFinite: func() error { return nil }, keys: make([]string, len(docs))}
-	for i, d := range docs {
-		src.keys[i] = d.ID
-		if d.Payload != nil && src.payloads == nil {
-			src.payloads = make([][]byte, len(docs))
-		}
-		if src.payloads != nil {
-			src.payloads[i] = d.Payload
-		}
 	}
 	v, err := w.next()
 	if err != nil {
 		return nil, err
 	}
 	name, file := w.newSegmentFile(v)
-	sum, err := compress(ctx, src, file, opt, log, start)
+	sum, err := pipeline.Run(ctx, pipeline.Job{Source: pipeline.DocumentSource(ix.path, docs), Output: file, Options: opt, Start: start})
 	if err != nil {
 		closeUnshared(v.segs)
 		return nil, err

@@ -1,4 +1,4 @@
-package vlc
+package pipeline
 
 import (
 	"errors"
@@ -19,23 +19,23 @@ import (
 // (checkScale), and, for rows normalised (cosine), a zero row
 // (ErrZeroVector). A float16 row is never that small.
 //
-// rows may be a selection of src.rows (a sample): orig(i) is then the
-// number in src.rows of rows' row i (nil: the same), for its f16 bytes and
+// rows may be a selection of src.Rows (a sample): orig(i) is then the
+// number in src.Rows of rows' row i (nil: the same), for its f16 bytes and
 // its errors.
-func points(src source, rows index.Rows, normalise bool, orig func(int) int) (anneal.Points, error) {
+func points(src Source, rows index.Rows, normalise bool, orig func(int) int) (anneal.Points, error) {
 	n, d := rows.Len(), rows.Dim()
 	if orig == nil {
-		if src.f16 != nil && !normalise {
-			return anneal.Points{Data: src.f16, N: n, Dim: d}, nil
+		if src.F16 != nil && !normalise {
+			return anneal.Points{Data: src.F16, N: n, Dim: d}, nil
 		}
 		orig = func(i int) int { return i }
 	}
-	if src.f16 != nil && !normalise {
+	if src.F16 != nil && !normalise {
 		data := make([]uint16, n*d)
 		par.For(n, 1024, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				r := orig(i)
-				copy(data[i*d:(i+1)*d], src.f16[r*d:(r+1)*d])
+				copy(data[i*d:(i+1)*d], src.F16[r*d:(r+1)*d])
 			}
 		})
 		return anneal.Points{Data: data, N: n, Dim: d}, nil
@@ -63,16 +63,16 @@ func points(src source, rows index.Rows, normalise bool, orig func(int) int) (an
 			continue
 		}
 		r := orig(i)
-		x := src.rows.Row(r, nil)
+		x := src.Rows.Row(r, nil)
 		if normalise && isZeroVector(x) {
-			return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d: every value is 0: %s", src.name, src.first+r, zeroWhy), ErrZeroVector}
+			return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d: every value is 0: %s", src.Name, src.First+r, zeroWhy), ErrZeroVector}
 		}
 		for j, v := range x {
 			if !f16.IsFinite(f16.FromFloat32(v)) {
-				return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses", src.name, src.first+r, j, v), ErrRange}
+				return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses", src.Name, src.First+r, j, v), ErrRange}
 			}
 		}
-		return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d: %s", src.name, src.first+r, checkScale(x)), ErrUnderflow}
+		return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d: %s", src.Name, src.First+r, checkScale(x)), ErrUnderflow}
 	}
 	return anneal.Points{Data: data, N: n, Dim: d}, nil
 }

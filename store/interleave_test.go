@@ -1,4 +1,4 @@
-package vlc_test
+package store_test
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/vec"
+	"github.com/vlc-embed/vlc/store"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -58,7 +59,7 @@ func checkLive(t *testing.T, path string, want []string) {
 // checkHandle checks that ix's version holds exactly the ids want: its
 // length, Get of each, and a search over every list that returns them
 // all.
-func checkHandle(t *testing.T, who string, ix *vlc.Index, want []string) {
+func checkHandle(t *testing.T, who string, ix *vlc.Store, want []string) {
 	t.Helper()
 	if n := ix.Len(); n != len(want) {
 		t.Errorf("%s: Len %d, want %d", who, n, len(want))
@@ -117,7 +118,7 @@ func docIDs(docs []vlc.Document) []string {
 // over the life of the store.
 func TestStaleHandleSeesNewFiles(t *testing.T) {
 	ctx := context.Background()
-	all := deepDocs(t, "testdata/deep2k/base.f16", 0, 400)
+	all := deepDocs(t, "../testdata/deep2k/base.f16", 0, 400)
 	path := filepath.Join(t.TempDir(), "s.vlc")
 	first, err := vlc.Build(ctx, path, all[:300], vlc.Options{Seed: 1})
 	if err != nil {
@@ -210,7 +211,7 @@ func TestStaleHandleSeesNewFiles(t *testing.T) {
 // keeps its code's estimate, not the distance to the file's old row.
 func TestRerankFromFileSkipsIDsAddedAgain(t *testing.T) {
 	ctx := context.Background()
-	base := "testdata/deep2k/base.f16"
+	base := "../testdata/deep2k/base.f16"
 	path := filepath.Join(t.TempDir(), "s.vlc")
 	if _, err := vlc.Compress(ctx, base, path, vlc.Options{Dim: 96, End: 1000, Seed: 1, Backend: "cpu"}); err != nil {
 		t.Fatal(err)
@@ -299,7 +300,7 @@ func (r firstRows) Len() int { return r.n }
 // compacts, and Compress replaces the store with an index file again.
 func TestOpenWhileAnotherWrites(t *testing.T) {
 	ctx := context.Background()
-	base := "testdata/deep2k/base.f16"
+	base := "../testdata/deep2k/base.f16"
 	all := deepDocs(t, base, 0, 400)
 	path := filepath.Join(t.TempDir(), "s.vlc")
 	opt := vlc.Options{Dim: 96, End: 300, Anchors: 8, Bits: 4, Code: "rotated", Seed: 1, Backend: "cpu", MaxIter: 3}
@@ -392,7 +393,7 @@ func TestOpenWhileAnotherWrites(t *testing.T) {
 // own leftovers go.
 func TestForeignFilesInSegmentFolderKept(t *testing.T) {
 	ctx := context.Background()
-	base := "testdata/deep2k/base.f16"
+	base := "../testdata/deep2k/base.f16"
 	all := deepDocs(t, base, 0, 400)
 	path := filepath.Join(t.TempDir(), "s.vlc")
 	opt := vlc.Options{Dim: 96, End: 300, Anchors: 8, Seed: 1, Backend: "cpu"}
@@ -456,7 +457,7 @@ func TestForeignFilesInSegmentFolderKept(t *testing.T) {
 // retraining.
 func TestHandedOutIDsNeverRepeat(t *testing.T) {
 	ctx := context.Background()
-	all := deepDocs(t, "testdata/deep2k/base.f16", 0, 400)
+	all := deepDocs(t, "../testdata/deep2k/base.f16", 0, 400)
 	path := filepath.Join(t.TempDir(), "s.vlc")
 	ix, err := vlc.Build(ctx, path, all[:300], vlc.Options{Seed: 1, Backend: "cpu"})
 	if err != nil {
@@ -501,7 +502,7 @@ func TestHandedOutIDsNeverRepeat(t *testing.T) {
 func storeAndShard(t *testing.T, dir string, n int) (store, shard string) {
 	t.Helper()
 	ctx := context.Background()
-	base := "testdata/deep2k/base.f16"
+	base := "../testdata/deep2k/base.f16"
 	store, shard = filepath.Join(dir, "s.vlc"), filepath.Join(dir, "shard.vlc")
 	opt := vlc.Options{Dim: 96, End: 300, Anchors: 8, Bits: 4, Code: "rotated", Seed: 1, Backend: "cpu"}
 	if _, err := vlc.Compress(ctx, base, store, opt); err != nil {
@@ -520,7 +521,7 @@ func storeAndShard(t *testing.T, dir string, n int) (store, shard string) {
 // store's ids.
 func TestMergeRefusesItsOwnInputs(t *testing.T) {
 	ctx := context.Background()
-	base := "testdata/deep2k/base.f16"
+	base := "../testdata/deep2k/base.f16"
 	dir := t.TempDir()
 	s, shard := storeAndShard(t, dir, 100)
 	ix, err := vlc.Open(s)
@@ -588,7 +589,7 @@ func TestMergeRefusesItsOwnInputs(t *testing.T) {
 // as before.
 func TestBuildOverStoreRefused(t *testing.T) {
 	ctx := context.Background()
-	base := "testdata/deep2k/base.f16"
+	base := "../testdata/deep2k/base.f16"
 	all := deepDocs(t, base, 0, 320)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.vlc")
@@ -649,7 +650,7 @@ func TestStoreVersion1Upgraded(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.vlc")
-	copyTree(t, "testdata/golden/store-v1", dir)
+	copyTree(t, "../testdata/golden/store-v1", dir)
 	var want []string
 	for i := range 256 {
 		if i != 5 {
@@ -662,7 +663,7 @@ func TestStoreVersion1Upgraded(t *testing.T) {
 		}
 	}
 	checkLive(t, path, want)
-	small, err := vecfile.Open("testdata/golden/small.f16", vecfile.Options{Dim: 16})
+	small, err := vecfile.Open("../testdata/golden/small.f16", vecfile.Options{Dim: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -731,7 +732,7 @@ func copyTree(t *testing.T, from, to string) {
 // its lock file and segment folder get shortened names beside it.
 func TestStoreLongName(t *testing.T) {
 	ctx := context.Background()
-	all := deepDocs(t, "testdata/deep2k/base.f16", 0, 320)
+	all := deepDocs(t, "../testdata/deep2k/base.f16", 0, 320)
 	path := filepath.Join(t.TempDir(), strings.Repeat("a", 251)+".vlc")
 	ix, err := vlc.Build(ctx, path, all[:300], vlc.Options{Seed: 1, Backend: "cpu", Anchors: 8})
 	if err != nil {
@@ -757,7 +758,7 @@ func TestStoreLongName(t *testing.T) {
 // vector.
 func TestMergeNumbersPastHandedOutIDs(t *testing.T) {
 	ctx := context.Background()
-	base := "testdata/deep2k/base.f16"
+	base := "../testdata/deep2k/base.f16"
 	dir := t.TempDir()
 	s, shard := storeAndShard(t, dir, 10)
 	ix, err := vlc.Open(s)
@@ -794,7 +795,7 @@ func TestMergeNumbersPastHandedOutIDs(t *testing.T) {
 // was computed from the newest version.
 func TestRefreshBesideWriteNeverGoesBack(t *testing.T) {
 	ctx := context.Background()
-	all := deepDocs(t, "testdata/deep2k/base.f16", 0, 310)
+	all := deepDocs(t, "../testdata/deep2k/base.f16", 0, 310)
 	path := filepath.Join(t.TempDir(), "s.vlc")
 	first, err := vlc.Build(ctx, path, all[:300], vlc.Options{Seed: 1, Backend: "cpu", Anchors: 8})
 	if err != nil {
@@ -816,7 +817,7 @@ func TestRefreshBesideWriteNeverGoesBack(t *testing.T) {
 	}
 	loaded, proceed := make(chan struct{}), make(chan struct{})
 	var held atomic.Bool
-	defer vlc.SetRefreshLoaded(func() {
+	defer store.SetRefreshLoaded(func() {
 		if held.CompareAndSwap(false, true) {
 			close(loaded)
 			<-proceed // hold the version read until a's add has had its chance
@@ -857,7 +858,7 @@ func TestRefreshBesideWriteNeverGoesBack(t *testing.T) {
 // its size and time.
 func TestRefreshSeesFileCopiedInPlace(t *testing.T) {
 	ctx := context.Background()
-	base := "testdata/deep2k/base.f16"
+	base := "../testdata/deep2k/base.f16"
 	dir := t.TempDir()
 	path, other := filepath.Join(dir, "s.vlc"), filepath.Join(dir, "o.vlc")
 	if _, err := vlc.Compress(ctx, base, path, vlc.Options{Dim: 96, End: 300, Anchors: 8, Seed: 1, Backend: "cpu"}); err != nil {
@@ -893,10 +894,10 @@ func TestRefreshSeesFileCopiedInPlace(t *testing.T) {
 // with ErrLocked.
 func TestCompressHoldsItsOutput(t *testing.T) {
 	ctx := context.Background()
-	base := "testdata/deep2k/base.f16"
+	base := "../testdata/deep2k/base.f16"
 	docs := deepDocs(t, base, 0, 300)
 	path := filepath.Join(t.TempDir(), "s.vlc")
-	defer vlc.SetLockWait(50 * time.Millisecond)()
+	defer store.SetLockWait(50 * time.Millisecond)()
 	var during []error
 	opt := vlc.Options{Dim: 96, End: 1000, Anchors: 8, Seed: 1, Backend: "cpu", MaxIter: 3}
 	opt.Progress = func(anneal.Iteration) {

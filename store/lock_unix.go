@@ -1,6 +1,6 @@
 //go:build unix
 
-package vlc
+package store
 
 import (
 	"context"
@@ -21,7 +21,7 @@ type lockFile struct{ f *os.File }
 // lockStore takes the lock of the store at path, waiting while another
 // process holds it, up to lockWait or until ctx is done: then an error
 // wrapping ErrLocked. The lock is taken on the file the name holds once
-// it is held: a lock file removed under its lock (claimOutput's release)
+// it is held: a lock file removed under its lock (Claim's release)
 // and made again by another process is locked anew, so two writers never
 // hold locks on two files of one name.
 func lockStore(ctx context.Context, path string) (*lockFile, error) {

@@ -1,4 +1,4 @@
-package vlc
+package pipeline
 
 import (
 	"errors"
@@ -11,11 +11,11 @@ import (
 // values not finite and, under cosine, zero rows (a file's, in the same
 // pass; Build's and Add's documents were checked by checkDocs, and
 // points refuses a zero row it normalises in any case).
-func (src source) check(metric index.Metric) error {
-	if src.checkRows != nil {
-		return src.checkRows(metric == index.Cosine)
+func (src Source) check(metric index.Metric) error {
+	if src.CheckRows != nil {
+		return src.CheckRows(metric == index.Cosine)
 	}
-	return src.checkFinite()
+	return nil
 }
 
 // zeroRows turns vecfile's zero row error ("<path>: row 17: every value

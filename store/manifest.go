@@ -1,4 +1,4 @@
-package vlc
+package store
 
 import (
 	"encoding/json"
