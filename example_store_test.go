@@ -134,7 +134,7 @@ func ExampleStore_Add() {
 	// Output:
 	// nearest to article-950: article-677
 	// nearest to article-951: article-951
-	// vlc: id not found: "article-950"
+	// id not found: "article-950"
 	// 999 live, 1 deleted, 2 segments
 	// compacted: 999 live, 0 deleted, 1 segment
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/errs"
 	"github.com/vlc-embed/vlc/internal/fault"
 	"github.com/vlc-embed/vlc/pipeline"
 	"github.com/vlc-embed/vlc/store"
@@ -77,18 +78,35 @@ const (
 	MaxPayloadBytes        = index.MaxPayloadBytes
 )
 
-// The errors a caller tests for with errors.Is.
+// The categories every error of vlc and its packages falls in, to test
+// with errors.Is: a package's own sentinels (index.ErrDim,
+// vecfile.ErrSize, ...) match their category too. Each error's message
+// names the file, row, id, option or flag it is about.
 var (
-	ErrNotFound    = store.ErrNotFound   // an id the store does not hold live
-	ErrLocked      = store.ErrLocked     // another process held the store's write lock too long
-	ErrModel       = store.ErrModel      // Merge's inputs were not encoded under one model
-	ErrNotRegular  = index.ErrNotRegular // a path that is not a regular file
+	ErrArgument    = errs.Argument    // a value given that cannot be used: an option (*OptionError), vector, id, range
+	ErrNotFound    = errs.NotFound    // an id the store does not hold live
+	ErrDuplicate   = errs.Duplicate   // an id given twice, or already held
+	ErrCorrupt     = errs.Corrupt     // a damaged vlc file
+	ErrFormat      = errs.Format      // a file this build cannot read (not vlc's, newer, an unknown input layout)
+	ErrLocked      = errs.Locked      // another process held the store's write lock too long
+	ErrNotRegular  = errs.NotRegular  // a path that is not a regular file
+	ErrOutOfMemory = errs.OutOfMemory // no device memory for the work
+	ErrChanged     = errs.Changed     // a file rewritten or truncated while it was mapped
+	ErrClosed      = errs.Closed      // a use after Close (fs.ErrClosed)
+	ErrUnavailable = errs.Unavailable // a backend not built in or unable to start
+)
+
+// Finer errors within ErrArgument and ErrDuplicate, for callers that
+// treat them apart.
+var (
+	ErrDim         = index.ErrDim // a vector's dimension is not the index's
 	ErrDuplicateID = index.ErrDuplicateKey
 	ErrID          = index.ErrKey
 	ErrPayload     = index.ErrPayload
 	ErrRange       = pipeline.ErrRange      // a value beyond float16
 	ErrUnderflow   = pipeline.ErrUnderflow  // a vector too small for float32 distances
 	ErrZeroVector  = pipeline.ErrZeroVector // a zero vector under cosine
+	ErrModel       = store.ErrModel         // Merge's inputs were not encoded under one model
 )
 
 // Open opens the index file or store at path.

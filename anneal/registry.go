@@ -1,8 +1,8 @@
 package anneal
 
 import (
-	"errors"
 	"fmt"
+	"github.com/vlc-embed/vlc/internal/errs"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,7 +11,7 @@ import (
 
 // ErrNoBackend is returned when a named backend is not built in or cannot
 // start (no driver, no adapter).
-var ErrNoBackend = errors.New("anneal: backend not available")
+var ErrNoBackend = errs.New(errs.Unavailable, "backend not available")
 
 type backend struct {
 	name string
@@ -67,7 +67,7 @@ func ParseDevices(spec string) ([]int, error) {
 	for _, f := range strings.Split(spec, ",") {
 		o, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || o < 0 {
-			return nil, fmt.Errorf("anneal: devices %q: want all, or device numbers separated by commas (0,1)", spec)
+			return nil, fmt.Errorf("%w: devices %q: want all, or device numbers separated by commas (0,1)", errs.Argument, spec)
 		}
 		ords = append(ords, o)
 	}

@@ -2,8 +2,8 @@ package index
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/vlc-embed/vlc/internal/errs"
 	"math"
 	"runtime/debug"
 	"slices"
@@ -24,7 +24,7 @@ import (
 
 // ErrNoDeviceSearch is returned by OnDevice for an index a device cannot
 // search (its code is not the rotated one, or the backend has no search).
-var ErrNoDeviceSearch = errors.New("index: no device search")
+var ErrNoDeviceSearch = errs.New(errs.Unavailable, "no device search")
 
 // SearchDevice is a backend that can search an index in its own memory:
 // the training devices of gpu/cuda and gpu/webgpu implement it (OnDevice

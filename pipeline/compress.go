@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -48,6 +49,9 @@ type Summary struct {
 // are taken). Close the returned file when the Source is done with.
 func OpenInput(input string, opt Options) (Source, io.Closer, error) {
 	mat, err := vecfile.Open(input, vecfile.Options{Dim: opt.Dim})
+	if errors.Is(err, vecfile.ErrDim) && opt.Dim != 0 {
+		return Source{}, nil, &OptionError{Fields: []string{"Dim"}, Value: opt.Dim, Reason: err.Error(), Err: err}
+	}
 	if err != nil {
 		return Source{}, nil, err
 	}

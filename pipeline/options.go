@@ -1,8 +1,12 @@
 package pipeline
 
 import (
+	"slices"
+	"strconv"
+
 	"cmp"
 	"fmt"
+	"github.com/vlc-embed/vlc/internal/errs"
 	"log/slog"
 	"math"
 	"strings"
@@ -104,9 +108,14 @@ type OptionError struct {
 	Fields []string // one field, or the fields that conflict
 	Value  any      // the refused value of a single field; nil for a conflict
 	Reason string
+	Err    error // the cause, where another package refused the value; or nil
 }
 
 func (e *OptionError) Error() string { return e.Message(func(f string) string { return f }) }
+
+// Unwrap gives the category every OptionError is in, errs.Argument, and
+// the cause where there is one.
+func (e *OptionError) Unwrap() []error { return []error{errs.Argument, e.Err} }
 
 // Message is the error's text with each field named by name(field).
 func (e *OptionError) Message(name func(field string) string) string {
@@ -161,16 +170,35 @@ func (o Options) check() error {
 		return nil // the model's code, checked against it in compress
 	}
 	if o.autoCode() {
+		if o.Bits != 0 && !slices.Contains(quant.Bits(quant.KindRotated), o.Bits) {
+			return &OptionError{Fields: []string{"Bits"}, Value: o.Bits, Reason: "must be " + oneOf(quant.Bits(quant.KindRotated)), Err: quant.ErrBits}
+		}
 		return nil
 	}
 	kind, err := quant.ParseKind(o.Code)
 	if err != nil {
-		return err
+		return &OptionError{Fields: []string{"Code"}, Value: o.Code, Reason: "want rotated, pq, sq8 or auto", Err: err}
+	}
+	if o.Bits != 0 && !slices.Contains(quant.Bits(kind), o.Bits) {
+		return &OptionError{Fields: []string{"Bits"}, Value: o.Bits, Reason: fmt.Sprintf("the %s code takes %s", kind, oneOf(quant.Bits(kind))), Err: quant.ErrBits}
 	}
 	if o.Subspaces != 0 && kind != quant.KindPQ {
 		return &OptionError{Fields: []string{"Subspaces"}, Value: o.Subspaces, Reason: fmt.Sprintf("a setting of the pq code, not of %s", kind)}
 	}
 	return nil
+}
+
+// oneOf lists bits settings in increasing order: "1, 2, 4 or 8".
+func oneOf(bits []int) string {
+	b := slices.Sorted(slices.Values(bits))
+	s := make([]string, len(b))
+	for i, v := range b {
+		s[i] = strconv.Itoa(v)
+	}
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 // autoCode reports whether o leaves the code to pickKind.

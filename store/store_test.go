@@ -65,7 +65,7 @@ func TestStoreBadInput(t *testing.T) {
 	}{
 		{"duplicate of a live id", []vlc.Document{all[950], {ID: "doc-3", Vector: all[951].Vector}}, vlc.ErrDuplicateID, `"doc-3": already in the index`},
 		{"duplicate within the batch", []vlc.Document{all[952], all[952]}, vlc.ErrDuplicateID, "documents 0 and 1"},
-		{"wrong dimension", []vlc.Document{all[953], {ID: "short", Vector: make([]float32, 95)}}, index.ErrDim, `document 1 ("short"): index: query dimension does not match the index: 95 values`},
+		{"wrong dimension", []vlc.Document{all[953], {ID: "short", Vector: make([]float32, 95)}}, index.ErrDim, `document 1 ("short"): dimension does not match the index: 95 values`},
 		{"NaN", []vlc.Document{{ID: "nan", Vector: nan}}, index.ErrArgument, "value 3 is NaN"},
 		{"beyond float16", []vlc.Document{{ID: "big", Vector: big}}, vlc.ErrRange, "value 0 is 1e+06"},
 		{"payload too large", []vlc.Document{{ID: "p", Vector: all[954].Vector, Payload: make([]byte, vlc.MaxPayloadBytes+1)}}, vlc.ErrPayload, "1048577 bytes"},
@@ -74,6 +74,13 @@ func TestStoreBadInput(t *testing.T) {
 		_, err := ix.Add(ctx, c.docs)
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
 			t.Errorf("%s: %v, want %v containing %q", c.name, err, c.want, c.text)
+		}
+		category := vlc.ErrArgument
+		if c.want == vlc.ErrDuplicateID {
+			category = vlc.ErrDuplicate
+		}
+		if !errors.Is(err, category) {
+			t.Errorf("%s: %v does not match its category %v", c.name, err, category)
 		}
 	}
 	if err := ix.Delete(ctx, []string{"doc-1", "no-such-id"}); !errors.Is(err, vlc.ErrNotFound) || !strings.Contains(err.Error(), `"no-such-id"`) {

@@ -75,7 +75,7 @@ func TestCompressBadInput(t *testing.T) {
 		{"bits and ratio", []string{in["ok"], "-dim", "4", "-bits", "4", "-ratio", "0.3", "-o", out}, []string{"give only one of", "-bits, -ratio"}},
 		{"negative ratio", []string{in["ok"], "-dim", "4", "-ratio", "-1", "-o", out}, []string{"-ratio -1: must be a positive"}},
 		{"subspaces of the rotated code", []string{in["ok"], "-dim", "4", "-code", "rotated", "-subspaces", "2", "-o", out}, []string{"-subspaces 2: a setting of the pq code"}},
-		{"bits 3", []string{in["ok"], "-dim", "4", "-bits", "3", "-o", out}, []string{"bits per dimension: 3", "support"}},
+		{"bits 3", []string{in["ok"], "-dim", "4", "-bits", "3", "-o", out}, []string{"-bits 3", "must be 1, 2, 4 or 8"}},
 		{"unknown extension", []string{in["txt"], "-dim", "4", "-o", out}, []string{in["txt"], `unknown extension ".txt"`}},
 		{"input does not exist", []string{in["missing"], "-dim", "4", "-o", out}, []string{in["missing"], "no such file"}},
 		{"output in a missing folder", []string{in["ok"], "-dim", "4", "-o", filepath.Join(in["missingDir"], "x.vlc")}, []string{filepath.Join(in["missingDir"], "x.vlc"), "no such file"}},
