@@ -106,21 +106,25 @@ func sameSections(t *testing.T, a, b string) {
 // and pq codes, in two and three uneven shards.
 func TestFrozenMerge(t *testing.T) {
 	ctx := context.Background()
+	n := 10000 // rows of deep10k encoded; -short takes fewer (pq trains slowly under -race)
+	if testing.Short() {
+		n = 2000
+	}
 	for _, code := range []string{"rotated", "pq"} {
 		t.Run(code, func(t *testing.T) {
 			dir := t.TempDir()
 			model := filepath.Join(dir, "model.vlc")
-			compressT(t, deep10kBase, model, vlc.Options{Dim: 96, End: 3000, Anchors: 48, Bits: 4, Code: code, Seed: 3})
+			compressT(t, deep10kBase, model, vlc.Options{Dim: 96, End: 3 * n / 10, Anchors: 48, Bits: 4, Code: code, Seed: 3})
 			all := filepath.Join(dir, "all.vlc")
-			sum := compressT(t, deep10kBase, all, vlc.Options{Dim: 96, AnchorsFrom: model})
-			if sum.N != 10000 || sum.Anchors != 48 || sum.Code != code || sum.Bits != 4 || sum.TrainRows != 0 {
+			sum := compressT(t, deep10kBase, all, vlc.Options{Dim: 96, AnchorsFrom: model, End: n})
+			if sum.N != n || sum.Anchors != 48 || sum.Code != code || sum.Bits != 4 || sum.TrainRows != 0 {
 				t.Fatalf("frozen encode: %+v", sum)
 			}
 			// The rotated code loses nothing under a model; pq puts
 			// corrections beyond the model's grids (fitted to about 60
 			// rows a list here) at their ends: measured 0.921 against
 			// 0.940.
-			cutSets := [][]int{{0, 1, 4097, 10000}}
+			cutSets := [][]int{{0, 1, n/2 + 97, n}}
 			if testing.Short() {
 				t.Log("-short: the recall beside a fitted index and the two-shard merge run in make test-long")
 			} else {
@@ -131,7 +135,7 @@ func TestFrozenMerge(t *testing.T) {
 				if tol := map[string]float64{"rotated": 0.005, "pq": 0.03}[code]; ra < rf-tol {
 					t.Errorf("%s: recall@10 %.4f under the model, %.4f fitted", code, ra, rf)
 				}
-				cutSets = append(cutSets, []int{0, 6001, 10000})
+				cutSets = append(cutSets, []int{0, 6001, n})
 			}
 			for _, cuts := range cutSets {
 				var shards []string
@@ -145,7 +149,7 @@ func TestFrozenMerge(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if ms.Rows != 10000 || ms.Inputs != len(shards) {
+				if ms.Rows != n || ms.Inputs != len(shards) {
 					t.Fatalf("merge summary %+v", ms)
 				}
 				sameSections(t, merged, all)
@@ -242,10 +246,14 @@ func TestWindows(t *testing.T) {
 	if err := vecfile.WriteFvecs(fvecs, rows); err != nil {
 		t.Fatal(err)
 	}
+	n := 10000 // rows compressed; -short takes half (two windows, not four)
+	if testing.Short() {
+		n = 5000
+	}
 	for _, c := range []struct {
 		input, metric string
 	}{{deep10kBase, "l2"}, {deep10kBase, "cosine"}, {fvecs, "l2"}} {
-		opt := vlc.Options{Dim: 96, Anchors: 40, Bits: 4, Code: "rotated", Metric: c.metric, TrainSample: 2500}
+		opt := vlc.Options{Dim: 96, End: n, Anchors: 40, Bits: 4, Code: "rotated", Metric: c.metric, TrainSample: 2500}
 		one, many := filepath.Join(dir, "one.vlc"), filepath.Join(dir, "many.vlc")
 		compressT(t, c.input, one, opt)
 		undo := pipeline.SetMinWindow(1)
@@ -253,12 +261,12 @@ func TestWindows(t *testing.T) {
 		opt.AssignProgress = func(done, total int) { calls++ }
 		compressT(t, c.input, many, opt)
 		undo()
-		if calls != 5 { // 0, then 4 windows of 2,500
-			t.Errorf("%s %s: %d progress calls, want 5", c.input, c.metric, calls)
+		if calls != 1+n/2500 { // 0, then a call a window of 2,500
+			t.Errorf("%s %s: %d progress calls, want %d", c.input, c.metric, calls, 1+n/2500)
 		}
 		a, b := readAll(t, one), readAll(t, many)
 		if !bytes.Equal(a, b) {
-			t.Errorf("%s %s: four windows wrote other bytes than one", c.input, c.metric)
+			t.Errorf("%s %s: %d windows wrote other bytes than one", c.input, c.metric, n/2500)
 		}
 	}
 }

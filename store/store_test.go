@@ -169,8 +169,12 @@ func TestStoreSnapshots(t *testing.T) {
 	point := func(b int) []float32 { return base[b].Vector }
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	errs := make(chan error, 65)
-	for g := range 64 {
+	searchers, rounds := 64, 3
+	if testing.Short() {
+		searchers, rounds = 8, 2 // under -race on 2 cores, 64 take a minute
+	}
+	errs := make(chan error, searchers+1)
+	for g := range searchers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -197,7 +201,7 @@ func TestStoreSnapshots(t *testing.T) {
 			}
 		}()
 	}
-	for round := range 3 {
+	for round := range rounds {
 		for b := range batches {
 			docs := make([]vlc.Document, batch)
 			for j := range docs {
