@@ -21,6 +21,7 @@ import (
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/internal/regfile"
 	"github.com/vlc-embed/vlc/quant"
+	"github.com/vlc-embed/vlc/vecfile"
 )
 
 func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -104,6 +105,9 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	rss, rssOK := peak()
 	if oe := (*vlc.OptionError)(nil); errors.As(err, &oe) {
 		return errors.New(oe.Message(flagName))
+	}
+	if errors.Is(err, vecfile.ErrLikelyDim) {
+		return fmt.Errorf("-dim %d: %w", *dim, err)
 	}
 	if err != nil {
 		return err
