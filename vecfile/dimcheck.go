@@ -102,12 +102,12 @@ func (m *Matrix) checkF16Dim() error {
 	}
 	if m.dim%likely == 0 {
 		return newError(likelyDim, m.path,
-			"read at dimension %d each row holds %d vectors of %d: its columns j and j+%d have the same statistics (mean and spread); the dimension is likely %d, not %d",
+			"read at dimension %d, each row holds %d vectors of %d: columns j and j+%d have the same statistics (mean and spread); the dimension is likely %d, not %d",
 			m.dim, m.dim/likely, likely, likely, likely, m.dim)
 	}
 	if have < dimCheckSmeared*want && want-have > 10*s.noise(max(likely, m.dim)) {
 		return newError(likelyDim, m.path,
-			"read at dimension %d its columns mix values of different coordinates: the values' statistics (mean and spread) repeat every %d values, not every %d; the dimension is likely %d, not %d",
+			"read at dimension %d, its columns mix values of different coordinates: the values' statistics (mean and spread) repeat every %d values, not every %d; the dimension is likely %d, not %d",
 			m.dim, likely, m.dim, likely, m.dim)
 	}
 	return nil
