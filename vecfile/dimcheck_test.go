@@ -188,3 +188,26 @@ func TestLikelyDimRealData(t *testing.T) {
 		t.Logf("%s: %d wrong dimensions refused, accepted: %v", name, len(refusedDims), accepted)
 	}
 }
+
+// BenchmarkOpenF16 opens a raw .f16 file, the dimension check included
+// (it reads a sample of at most 2^16 values at these sizes).
+func BenchmarkOpenF16(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		path string
+		dim  int
+	}{
+		{"deep2k/n=2000/d=96", filepath.Join(deepDir, "base.f16"), 96},
+		{"deep10k/n=10000/d=96", "../testdata/deep10k/base.f16", 96},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				m, err := Open(c.path, Options{Dim: c.dim})
+				if err != nil {
+					b.Fatal(err)
+				}
+				m.Close()
+			}
+		})
+	}
+}
