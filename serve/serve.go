@@ -383,11 +383,14 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	case errors.Is(err, context.Canceled):
 		return 499 // the client went away
-	case errors.Is(err, index.ErrArgument), errors.Is(err, index.ErrDim), errors.Is(err, vlc.ErrDuplicateID),
+	case errors.Is(err, index.ErrArgument), errors.Is(err, index.ErrDim),
 		errors.Is(err, vlc.ErrID), errors.Is(err, vlc.ErrPayload), errors.Is(err, vlc.ErrUnderflow), errors.Is(err, vlc.ErrRange),
 		errors.Is(err, vlc.ErrZeroVector):
 		return http.StatusBadRequest
-	case errors.Is(err, vlc.ErrLocked):
+	case errors.Is(err, vlc.ErrDuplicateID), errors.Is(err, vlc.ErrLocked):
+		// The request is sound but the index's state refuses it: an id
+		// already there (add repeats its own ids as 400, before this),
+		// or another writer's lock.
 		return http.StatusConflict
 	}
 	return http.StatusInternalServerError
@@ -773,7 +776,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) (int, error) {
 }
 
 // AddRequest adds documents; AddResponse gives their ids in order (ids
-// chosen by the index for documents without one).
+// chosen by the index for documents without one). An id already in the
+// index is 409 Conflict naming it, an id given twice in one request 400;
+// either way nothing is added.
 type AddRequest struct {
 	Documents []DocumentBody `json:"documents"`
 }
@@ -811,7 +816,12 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) (int, error) {
 		return http.StatusBadRequest, fmt.Errorf("%d documents in one add, over the limit of %d", len(req.Documents), s.limits.Batch)
 	}
 	docs := make([]vlc.Document, len(req.Documents))
+	first := make(map[string]int, len(req.Documents)) // document by id
 	for i, d := range req.Documents {
+		if j, dup := first[d.ID]; dup && d.ID != "" {
+			return http.StatusBadRequest, fmt.Errorf("documents %d and %d have the same id %q", j, i, d.ID)
+		}
+		first[d.ID] = i
 		if d.Payload != nil && d.PayloadBase64 != nil {
 			return http.StatusBadRequest, fmt.Errorf(`document %d: give "payload" or "payload_base64", not both`, i)
 		}

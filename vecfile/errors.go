@@ -25,9 +25,17 @@ var (
 
 	// ErrDim reports a missing or invalid dimension: no Options.Dim for a raw
 	// .f16 file, Options.Dim different from the file's own dimension, a
-	// dimension <= 0 or > MaxDim, or an .fvecs row whose dimension differs
-	// from the first row's.
+	// dimension <= 0 or > MaxDim, an .fvecs row whose dimension differs
+	// from the first row's, or a raw .f16 file whose values look like rows
+	// of another dimension (ErrLikelyDim).
 	ErrDim = errs.New(errs.Argument, "bad dimension")
+
+	// ErrLikelyDim reports a raw .f16 file whose values look like rows of
+	// another dimension than Options.Dim (a dimension that divides the
+	// file size reads without error, but each row then mixes values of
+	// different coordinates, or holds several vectors). The message names
+	// the likely dimension. Such errors match ErrDim too.
+	ErrLikelyDim = errs.New(ErrDim, "the dimension looks wrong")
 
 	// ErrNonFinite reports a NaN or infinite value, found by CheckFinite;
 	// also a float64 value beyond the float32 range, as it would read as
@@ -69,6 +77,9 @@ type fileError struct {
 
 func (e *fileError) Error() string { return e.msg }
 func (e *fileError) Unwrap() error { return e.kind }
+
+// likelyDim is the kind of an error refusing a raw .f16 file's dimension.
+var likelyDim = errors.Join(ErrDim, ErrLikelyDim)
 
 // notRegular is the kind of an error refusing a file that is not regular.
 var notRegular = errors.Join(ErrFormat, ErrNotRegular)

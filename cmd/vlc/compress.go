@@ -204,7 +204,7 @@ func isTerminal(w io.Writer) bool {
 // flagName is compress's flag for an Options field.
 func flagName(field string) string {
 	if f, ok := map[string]string{"Bits": "-bits", "Ratio": "-ratio", "Subspaces": "-subspaces", "Anchors": "-anchors", "MaxIter": "-max-iter", "Devices": "-devices",
-		"TrainSample": "-train-sample", "DeviceMemory": "-device-memory", "Code": "-code", "Metric": "-metric", "Start": "-rows START", "End": "-rows END"}[field]; ok {
+		"TrainSample": "-train-sample", "DeviceMemory": "-device-memory", "Code": "-code", "Metric": "-metric", "Start": "-rows START", "End": "-rows END", "Dim": "-dim", "AnchorsFrom": "-anchors-from"}[field]; ok {
 		return f
 	}
 	return field

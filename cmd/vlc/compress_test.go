@@ -82,10 +82,6 @@ func TestCompressBadInput(t *testing.T) {
 		{"output folder is a file", []string{in["ok"], "-dim", "4", "-o", filepath.Join(in["fvecs"], "x.vlc")}, []string{in["fvecs"], "not a folder"}},
 		{"unknown metric", []string{in["ok"], "-dim", "4", "-metric", "hamming", "-o", out}, []string{`"hamming"`, "metric"}},
 		{"unknown backend", []string{in["ok"], "-dim", "4", "-backend", "tpu", "-o", out}, []string{`"tpu"`, "backend"}},
-		{"unknown flag", []string{in["ok"], "-dim", "4", "-o", out, "-frobnicate"}, []string{"-frobnicate"}},
-		{"bad flag value", []string{in["ok"], "-dim", "four", "-o", out}, []string{"-dim", "four"}},
-		{"missing positional argument", []string{"-dim", "4", "-o", out}, []string{"missing INPUT argument"}},
-		{"too many positional arguments", []string{in["ok"], in["fvecs"], "-dim", "4", "-o", out}, []string{"want 1 argument(s) (INPUT), got 2", in["ok"], in["fvecs"]}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,19 +108,6 @@ func TestCompressBadInput(t *testing.T) {
 		t.Errorf("compress created the missing output folder %s", in["missingDir"])
 	}
 	assertNoTempFiles(t, dir)
-}
-
-func TestUnknownCommand(t *testing.T) {
-	code, out, errs := runVLC(t, "frobnicate", "x.f16")
-	checkOneLineError(t, code, errs)
-	if out != "" {
-		t.Errorf("stdout %q", out)
-	}
-	for _, w := range []string{`unknown command "frobnicate"`, "compress", "search"} {
-		if !strings.Contains(errs, w) {
-			t.Errorf("stderr %q does not contain %q", errs, w)
-		}
-	}
 }
 
 // TestCompressSucceedsOnEveryFormat compresses the same small set of vectors

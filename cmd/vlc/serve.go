@@ -167,6 +167,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	fmt.Fprintln(stdout, "vlc serve: stopped")
+	fmt.Fprintln(stderr, "vlc serve: stopped")
 	return nil
 }
