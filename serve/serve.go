@@ -40,7 +40,6 @@ import (
 	"time"
 
 	vlc "github.com/vlc-embed/vlc"
-	"github.com/vlc-embed/vlc/index"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -383,11 +382,9 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	case errors.Is(err, context.Canceled):
 		return 499 // the client went away
-	case errors.Is(err, index.ErrArgument), errors.Is(err, index.ErrDim),
-		errors.Is(err, vlc.ErrID), errors.Is(err, vlc.ErrPayload), errors.Is(err, vlc.ErrUnderflow), errors.Is(err, vlc.ErrRange),
-		errors.Is(err, vlc.ErrZeroVector):
+	case errors.Is(err, vlc.ErrArgument):
 		return http.StatusBadRequest
-	case errors.Is(err, vlc.ErrDuplicateID), errors.Is(err, vlc.ErrLocked):
+	case errors.Is(err, vlc.ErrDuplicate), errors.Is(err, vlc.ErrLocked):
 		// The request is sound but the index's state refuses it: an id
 		// already there (add repeats its own ids as 400, before this),
 		// or another writer's lock.
