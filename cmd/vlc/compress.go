@@ -108,25 +108,30 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if *quiet {
-		return nil
+	if !*quiet {
+		printSummary(stderr, input, *out, *anchorsFrom, devMem, sum, rss, rssOK)
 	}
+	return nil
+}
+
+// printSummary tells what compress did and where the time and memory went.
+func printSummary(stderr io.Writer, input, out, anchorsFrom string, devMem int64, sum *vlc.Summary, rss int64, rssOK bool) {
 	conv := "stopped at -max-iter"
 	if sum.Converged {
 		conv = "converged"
 	}
-	fmt.Fprintf(stderr, "compressed %s -> %s\n", input, *out)
+	fmt.Fprintf(stderr, "compressed %s -> %s\n", input, out)
 	fmt.Fprintf(stderr, "  vectors       %d x %d\n", sum.N, sum.Dim)
 	fmt.Fprintf(stderr, "  anchors       %d\n", sum.Anchors)
 	fmt.Fprintf(stderr, "  codes         %s, metric %s\n", codeText(sum), sum.Metric)
 	fmt.Fprintf(stderr, "  backend       %s\n", sum.Backend)
 	switch {
-	case *anchorsFrom != "":
-		fmt.Fprintf(stderr, "  model         %s (no training)\n", *anchorsFrom)
+	case anchorsFrom != "":
+		fmt.Fprintf(stderr, "  model         %s (no training)\n", anchorsFrom)
 	case sum.TrainRows < sum.N:
 		fmt.Fprintf(stderr, "  trained on    %d of the %d rows (evenly spaced), then every row assigned\n", sum.TrainRows, sum.N)
 	}
-	if *anchorsFrom == "" {
+	if anchorsFrom == "" {
 		fmt.Fprintf(stderr, "  iterations    %d (%s)\n", sum.Iterations, conv)
 	}
 	fmt.Fprintf(stderr, "  energy        %.6g (mean squared distance to anchors)\n", sum.Energy)
@@ -137,7 +142,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		assign = fmt.Sprintf(", assigning every row %s", sum.AssignTime.Round(time.Millisecond))
 	}
 	train := fmt.Sprintf(", training %s", sum.TrainTime.Round(time.Millisecond))
-	if *anchorsFrom != "" {
+	if anchorsFrom != "" {
 		train = "" // the model's
 	}
 	fmt.Fprintf(stderr, "  time          %s (input %s%s%s, encoding on %s and writing %s)\n", sum.Total.Round(time.Millisecond),
@@ -152,7 +157,6 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		fmt.Fprintf(stderr, "  device memory %s at most (%s)\n", mib(sum.DevicePeak), limit)
 	}
-	return nil
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
