@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/vlc-embed/vlc/internal/kmeans"
 )
 
 // Training on several devices (Multi) splits the points by rows: each
@@ -387,5 +389,5 @@ func (s *multiSet) DrawPlusPlus(rows []int, first int, u []float64, fallback []i
 		return dr.DrawPlusPlus(rows, first, u, fallback)
 	}
 	dist := make([]float32, len(rows))
-	return PlusPlusRounds(first, u, fallback, dist, HostDistances(s.pts, rows, dist))
+	return kmeans.PlusPlusRounds(first, u, fallback, dist, kmeans.HostDistances(s.pts.Data, s.pts.Dim, rows, dist))
 }

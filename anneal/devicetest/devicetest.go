@@ -12,7 +12,7 @@
 //
 // Two optional capabilities are held to goldens (testdata): a dataset that
 // is an anneal.PlusPlusDrawer must pick k-means++ centres exactly as
-// anneal.PlusPlusRounds does, and one that is a quant.DeviceEncoder must
+// kmeans.PlusPlusRounds does, and one that is a quant.DeviceEncoder must
 // write the rotated code's bytes exactly as quant.Rotated does. The
 // goldens pin the host's side too (TestGoldens), so a change to the host
 // arithmetic that a GPU kernel must follow fails on any machine, not only

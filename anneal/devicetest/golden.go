@@ -15,6 +15,7 @@ import (
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/kmeans"
 	"github.com/vlc-embed/vlc/internal/synth"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -68,22 +69,22 @@ func (c ppCase) input() ppInput {
 }
 
 // hostPlusPlus runs the host's k-means++ rounds as training runs them on
-// the CPU (anneal.PlusPlusRounds over anneal.HostDistances) and returns a
+// the CPU (kmeans.PlusPlusRounds over kmeans.HostDistances) and returns a
 // golden line: the picks, and hashes of every round's distances and of
 // the block sums each draw walks, so that a change to either on the host
 // shows even where the picks survive it.
 func hostPlusPlus(c ppCase) string {
 	in := c.input()
 	dist := make([]float32, c.s)
-	blocks := make([]float64, (c.s+anneal.DrawBlock-1)/anneal.DrawBlock)
+	blocks := make([]float64, (c.s+kmeans.DrawBlock-1)/kmeans.DrawBlock)
 	dh, sh := sha256.New(), sha256.New()
-	distances := anneal.HostDistances(in.pts, in.rows, dist)
-	picks, err := anneal.PlusPlusRounds(in.first, in.u, in.fallback, dist, func(ctr int, keep bool) error {
+	distances := kmeans.HostDistances(in.pts.Data, in.pts.Dim, in.rows, dist)
+	picks, err := kmeans.PlusPlusRounds(in.first, in.u, in.fallback, dist, func(ctr int, keep bool) error {
 		if err := distances(ctr, keep); err != nil {
 			return err
 		}
 		binary.Write(dh, binary.LittleEndian, dist)
-		total := anneal.BlockSums(dist, blocks)
+		total := kmeans.BlockSums(dist, blocks)
 		binary.Write(sh, binary.LittleEndian, blocks)
 		binary.Write(sh, binary.LittleEndian, total)
 		return nil
@@ -96,7 +97,7 @@ func hostPlusPlus(c ppCase) string {
 
 // PlusPlusGolden checks a dataset that runs k-means++ itself (an
 // anneal.PlusPlusDrawer) against the golden picks, which the host's
-// anneal.PlusPlusRounds makes. It skips datasets that are not drawers.
+// kmeans.PlusPlusRounds makes. It skips datasets that are not drawers.
 func PlusPlusGolden(t *testing.T, dev anneal.Device) {
 	if !capable[anneal.PlusPlusDrawer](t, dev) {
 		t.Skip("the dataset is not an anneal.PlusPlusDrawer: k-means++ runs on the host")

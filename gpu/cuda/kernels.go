@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/internal/kmeans"
 )
 
 // Constants the Go side and the kernels share. consts.cuh, which kernels.cu
@@ -30,8 +30,8 @@ const (
 	// counts take 256 x 2 bytes of shared memory a thread.
 	encodeBlock = 64
 	// ppBlock is PP_BLOCK: the k-means++ kernels sum and draw in blocks of
-	// anneal's DrawBlock distances, as the host does.
-	ppBlock = anneal.DrawBlock
+	// kmeans.DrawBlock distances, as the host does.
+	ppBlock = kmeans.DrawBlock
 	// maxRunDim is MAX_RUN_DIM, the largest dimension vlc_reduce_runs
 	// keeps in registers: 4 entry points of 256 dimensions a group.
 	maxRunDim = 1024

@@ -23,7 +23,7 @@ var _ anneal.PlusPlusDrawer = (*dataset)(nil)
 // distances to the last pick (vlc_pp_dist, reading the pick on the
 // device), the block sums and the draw (vlc_pp_blocksums, vlc_pp_draw),
 // queued with no round trip; the picks come back once. The same picks as
-// anneal.PlusPlusRounds on the host (TestDrawPlusPlusParity).
+// kmeans.PlusPlusRounds on the host (TestDrawPlusPlusParity).
 func (s *dataset) DrawPlusPlus(rows []int, first int, u []float64, fallback []int) ([]int, error) {
 	n, rounds := len(rows), len(u)
 	if n == 0 || first < 0 || first >= n || len(fallback) != rounds {

@@ -1,4 +1,4 @@
-package anneal
+package kmeans
 
 import (
 	"math/big"
