@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/fault"
 	"github.com/vlc-embed/vlc/quant"
@@ -189,7 +190,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 	if normalise {
 		rows = normalized{src.rows}
 	}
-	dev, skipped, err := anneal.OpenDevices(opt.Backend, opt.Devices)
+	dev, skipped, err := device.OpenDevices(opt.Backend, opt.Devices)
 	for _, s := range skipped {
 		log.Info("backend skipped", "reason", s)
 	}
@@ -198,7 +199,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 	}
 	defer dev.Close()
 	free := int64(-1) // what the points may take on the device, where it says
-	if lim, ok := dev.(anneal.MemoryLimiter); ok {
+	if lim, ok := dev.(device.MemoryLimiter); ok {
 		if opt.DeviceMemory > 0 {
 			// The device sizes its datasets to the cap less the
 			// anchors' state, which comes first.
@@ -265,7 +266,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 		if err != nil {
 			return nil, err
 		}
-		pts = anneal.Points{}
+		pts = device.Points{}
 		debug.FreeOSMemory() // the sample's memory, before the windows take theirs
 		setTrained(&plan.Meta, trained)
 		sum.Iterations, sum.Converged = trained.Iterations, trained.Converged
@@ -289,7 +290,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 		exact := src.f16 != nil && !normalise
 		_, err = anneal.Train(ctx, dev, pts, anneal.Config{
 			M: m, Seed: opt.Seed, MaxIter: opt.MaxIter, Progress: opt.Progress,
-			Finish: func(trained *anneal.Model, ds anneal.Dataset) error {
+			Finish: func(trained *anneal.Model, ds device.Dataset) error {
 				sum.TrainTime = time.Since(trainStart)
 				if err := ctx.Err(); err != nil {
 					return err
@@ -298,7 +299,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 				sum.Iterations, sum.Converged, sum.Energy = trained.Iterations, trained.Converged, trained.Energy
 				plan.Anchors, plan.Assign = trained.Anchors, trained.Assign
 				var onDevice bool
-				if enc, ok := ds.(quant.DeviceEncoder); ok && exact && spec.Kind == quant.KindRotated {
+				if enc, ok := ds.(device.RotatedEncoder); ok && exact && spec.Kind == quant.KindRotated {
 					plan.Device = recordingEncoder{enc, &onDevice}
 				}
 				encodeStart := time.Now()
@@ -321,7 +322,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 		}
 		sum.EncodeTime = time.Since(encodeStart)
 	}
-	if lim, ok := dev.(anneal.MemoryLimiter); ok {
+	if lim, ok := dev.(device.MemoryLimiter); ok {
 		sum.DevicePeak = lim.PeakMemory()
 	}
 	st, err := os.Stat(output)
@@ -372,12 +373,12 @@ func setTrained(meta *index.Meta, t *anneal.Model) {
 // recordingEncoder notes whether the device did encode (it declines when
 // the points stream from the host).
 type recordingEncoder struct {
-	quant.DeviceEncoder
+	device.RotatedEncoder
 	used *bool
 }
 
-func (e recordingEncoder) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
-	err := e.DeviceEncoder.EncodeRotated(c, anchors, ids, offsets, codes, params)
+func (e recordingEncoder) EncodeRotated(c device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
+	err := e.RotatedEncoder.EncodeRotated(c, anchors, ids, offsets, codes, params)
 	*e.used = err == nil
 	return err
 }

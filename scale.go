@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/sysmem"
 	"github.com/vlc-embed/vlc/quant"
@@ -91,7 +91,7 @@ func (r rowRange) Row(i int, dst []float32) []float32 { return r.Rows.Row(r.firs
 // the device (and, for input that is not float16, the host) holds one
 // window, never the input. It returns the assignments and the mean squared
 // distance to the anchors.
-func assignRows(ctx context.Context, dev anneal.Device, src source, rows index.Rows, normalise bool, anchors []float32, m, window int, progress func(done, total int)) ([]int32, float64, error) {
+func assignRows(ctx context.Context, dev device.Device, src source, rows index.Rows, normalise bool, anchors []float32, m, window int, progress func(done, total int)) ([]int32, float64, error) {
 	n, d := rows.Len(), rows.Dim()
 	assign := make([]int32, n)
 	var energy float64
@@ -103,9 +103,9 @@ func assignRows(ctx context.Context, dev anneal.Device, src source, rows index.R
 			return nil, 0, err
 		}
 		hi := min(n, lo+window)
-		var pts anneal.Points
+		var pts device.Points
 		if src.f16 != nil && !normalise {
-			pts = anneal.Points{Data: src.f16[lo*d : hi*d], N: hi - lo, Dim: d}
+			pts = device.Points{Data: src.f16[lo*d : hi*d], N: hi - lo, Dim: d}
 		} else {
 			first := lo
 			var err error
@@ -126,14 +126,14 @@ func assignRows(ctx context.Context, dev anneal.Device, src source, rows index.R
 }
 
 // assignWindow assigns pts to the anchors on dev, writing to assign.
-func assignWindow(dev anneal.Device, pts anneal.Points, anchors []float32, m int, assign []int32) (anneal.StepStats, error) {
+func assignWindow(dev device.Device, pts device.Points, anchors []float32, m int, assign []int32) (device.StepStats, error) {
 	ds, err := dev.Load(pts)
 	if err != nil {
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	defer ds.Close()
 	if err := ds.SetAnchors(anchors, m); err != nil {
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	st, err := ds.Assign()
 	if err != nil {

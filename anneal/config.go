@@ -4,14 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/vlc-embed/vlc/device"
 )
 
 // Errors of training, for errors.Is.
 var (
 	// ErrTooFewPoints: there are fewer points than anchors.
 	ErrTooFewPoints = errors.New("anneal: fewer points than anchors")
-	// ErrNonFinite: a point or anchor value is an Inf or NaN.
-	ErrNonFinite = errors.New("anneal: value not finite")
 )
 
 // Config sets the anchors to learn and the annealing schedule. The zero value
@@ -43,7 +43,7 @@ type Config struct {
 	// and the dataset still resident, before the dataset is closed: for
 	// work that uses the points on the device (encoding them there). Its
 	// error is Train's.
-	Finish func(*Model, Dataset) error
+	Finish func(*Model, device.Dataset) error
 }
 
 // The defaults of Config, and why each has its value.

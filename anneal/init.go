@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/kmeans"
 )
@@ -14,13 +15,13 @@ import (
 // random numbers of every round are drawn first, so that a device can run
 // all the rounds (PlusPlusDrawer, the points on a GPU); otherwise they run
 // on the host. Both give the same bits, so the same anchors.
-func initPlusPlus(pts Points, m, s int, rng *rand.Rand, ds Dataset) ([]float32, error) {
+func initPlusPlus(pts device.Points, m, s int, rng *rand.Rand, ds device.Dataset) ([]float32, error) {
 	d := pts.Dim
 	idx := sample(pts.N, s, rng)
 	first, u, fallback := kmeans.Draws(s, m, rng)
 	var picks []int
 	var err error
-	if dr, ok := ds.(PlusPlusDrawer); ok {
+	if dr, ok := ds.(device.PlusPlusDrawer); ok {
 		picks, err = dr.DrawPlusPlus(idx, first, u, fallback)
 	} else {
 		dist := make([]float32, s)

@@ -7,7 +7,7 @@
 // the CPU has it, with the same bits), |a|^2 and |x|^2 as vec.Dot, clamped
 // at 0; ties go to the lowest anchor index. Reductions run per anchor over
 // its points in ascending point order with float64 sums, so results do not
-// depend on the core count, nor on how anneal.Multi splits the points over
+// depend on the core count, nor on how device.Multi splits the points over
 // simulated devices (shard.go carries the sums from share to share).
 package cpu
 
@@ -16,7 +16,7 @@ import (
 	"math"
 	"runtime"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
@@ -25,7 +25,7 @@ import (
 // Device is the CPU backend.
 type Device struct{}
 
-var _ anneal.Device = (*Device)(nil)
+var _ device.Device = (*Device)(nil)
 
 // New returns the CPU backend.
 func New() *Device { return &Device{} }
@@ -37,7 +37,7 @@ func (*Device) Name() string { return fmt.Sprintf("cpu (%d cores)", runtime.GOMA
 func (*Device) Close() error { return nil }
 
 // Load keeps a reference to the points; nothing is copied.
-func (*Device) Load(p anneal.Points) (anneal.Dataset, error) {
+func (*Device) Load(p device.Points) (device.Dataset, error) {
 	if p.Dim < 1 || p.N < 1 || len(p.Data) != p.N*p.Dim {
 		return nil, fmt.Errorf("cpu: %d values do not make %d points of dimension %d", len(p.Data), p.N, p.Dim)
 	}
@@ -85,18 +85,18 @@ func (s *dataset) SetAnchors(a []float32, m int) error {
 	return nil
 }
 
-func (s *dataset) Step(p anneal.StepParams) (anneal.StepStats, error) {
+func (s *dataset) Step(p device.StepParams) (device.StepStats, error) {
 	if s.m == 0 {
-		return anneal.StepStats{}, fmt.Errorf("cpu: Step before SetAnchors")
+		return device.StepStats{}, fmt.Errorf("cpu: Step before SetAnchors")
 	}
 	st := s.assignAll()
 	s.reduce(&p)
 	return st, nil
 }
 
-func (s *dataset) Assign() (anneal.StepStats, error) {
+func (s *dataset) Assign() (device.StepStats, error) {
 	if s.m == 0 {
-		return anneal.StepStats{}, fmt.Errorf("cpu: Assign before SetAnchors")
+		return device.StepStats{}, fmt.Errorf("cpu: Assign before SetAnchors")
 	}
 	st := s.assignAll()
 	s.reduce(nil)
@@ -127,9 +127,9 @@ const assignBlock = 256
 
 // assignAll sets every point's nearest anchor and its squared distance,
 // and returns the energy and the number of points whose anchor changed.
-func (s *dataset) assignAll() anneal.StepStats {
+func (s *dataset) assignAll() device.StepStats {
 	changed := s.assignRows()
-	return anneal.StepStats{Energy: addDist(0, s.dist) / float64(s.n), Changed: changed}
+	return device.StepStats{Energy: addDist(0, s.dist) / float64(s.n), Changed: changed}
 }
 
 // assignRows sets every point's nearest anchor and its squared distance,
@@ -192,7 +192,7 @@ func nearest(dots, norms []float32) (int32, float32) {
 
 // reduce gathers counts and variances and, when p is not nil, moves each
 // anchor toward the Huber-weighted mean of its points.
-func (s *dataset) reduce(p *anneal.StepParams) {
+func (s *dataset) reduce(p *device.StepParams) {
 	d, m := s.d, s.m
 	start, members := s.byAnchor()
 	par.For(m, 1, func(lo, hi int) {
@@ -240,7 +240,7 @@ func (s *dataset) byAnchor() (start []int, members []int32) {
 // (x_j - anc_j)^2 in float64, w the Huber weight min(1, Tau/r) (1 when p
 // is nil or Tau is +Inf), and returns wsum plus the weights. x is scratch
 // of d values.
-func (s *dataset) addPoints(pts []int32, anc []float32, p *anneal.StepParams, x []float32, sum, sq []float64, wsum float64) float64 {
+func (s *dataset) addPoints(pts []int32, anc []float32, p *device.StepParams, x []float32, sum, sq []float64, wsum float64) float64 {
 	d := s.d
 	for _, i := range pts {
 		f16.DecodeRow(x, s.pts[int(i)*d:(int(i)+1)*d])
@@ -264,7 +264,7 @@ func (s *dataset) addPoints(pts []int32, anc []float32, p *anneal.StepParams, x 
 // point count: its variance v, and when p is not nil and it has points,
 // its move, rate * (robust mean - anchor) capped in length, applied to
 // anc. sum is overwritten.
-func finishAnchor(anc []float32, sum, sq []float64, wsum float64, count int64, v []float32, p *anneal.StepParams) {
+func finishAnchor(anc []float32, sum, sq []float64, wsum float64, count int64, v []float32, p *device.StepParams) {
 	if count == 0 {
 		clear(v)
 		return
@@ -290,18 +290,18 @@ func finishAnchor(anc []float32, sum, sq []float64, wsum float64, count int64, v
 }
 
 func init() {
-	anneal.Register("cpu", 2, func() (anneal.Device, error) { return New(), nil })
-	anneal.RegisterDevices("cpu", OpenDevices)
+	device.Register("cpu", device.RankCPU, func() (device.Device, error) { return New(), nil })
+	device.RegisterDevices("cpu", OpenDevices)
 }
 
 // OpenDevices returns one CPU device per number given, each 0: the CPU is
 // device 0, and "0,0,0" splits training over three simulated devices (for
-// tests of anneal.Multi). nil ("all") is the one CPU.
-func OpenDevices(ordinals []int) ([]anneal.Device, error) {
+// tests of device.Multi). nil ("all") is the one CPU.
+func OpenDevices(ordinals []int) ([]device.Device, error) {
 	if ordinals == nil {
-		return []anneal.Device{New()}, nil
+		return []device.Device{New()}, nil
 	}
-	devs := make([]anneal.Device, len(ordinals))
+	devs := make([]device.Device, len(ordinals))
 	for i, o := range ordinals {
 		if o != 0 {
 			return nil, fmt.Errorf("no CPU device %d: the CPU is device 0 (give 0 more than once, 0,0, to split training over simulated devices)", o)

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/anneal/devicetest"
 	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/synth"
 )
 
@@ -25,7 +25,7 @@ func TestConformance(t *testing.T) {
 			}
 		}
 	}
-	none := func(anneal.Dataset, int, int) int64 { return 0 }
+	none := func(device.Dataset, int, int) int64 { return 0 }
 	devicetest.Run(t, cpu.New(), devicetest.Options{
 		Deterministic: true,
 		AssignSizes:   sizes,

@@ -7,12 +7,13 @@ import (
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/anneal/devicetest"
 	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/synth"
 )
 
 // devices returns k CPU devices: k simulated shares.
-func devices(k int) []anneal.Device {
-	devs := make([]anneal.Device, k)
+func devices(k int) []device.Device {
+	devs := make([]device.Device, k)
 	for i := range devs {
 		devs[i] = cpu.New()
 	}
@@ -27,13 +28,13 @@ var multiSplits = []struct {
 	name  string
 	split func(n, k int) []int
 }{
-	{1, "even", anneal.EvenSplit},
-	{2, "even", anneal.EvenSplit},
+	{1, "even", device.EvenSplit},
+	{2, "even", device.EvenSplit},
 	{2, "255+rest", devicetest.Sizes(255)},
-	{3, "even", anneal.EvenSplit},
+	{3, "even", device.EvenSplit},
 	{3, "1+257+rest", devicetest.Sizes(1, 257)},
 	{3, "skewed", devicetest.Skewed},
-	{5, "even", anneal.EvenSplit},
+	{5, "even", device.EvenSplit},
 	{5, "256+129+127+511+rest", devicetest.Sizes(256, 129, 127, 511)},
 	{5, "skewed", devicetest.Skewed},
 }
@@ -61,7 +62,7 @@ func TestMultiTrain(t *testing.T) {
 		t.Logf("n=%d d=%d m=%d: %d iterations, energy %.6g, %d merged, %d split", c.n, c.d, c.cfg.M, one.Model.Iterations, one.Model.Energy, one.Model.Merged, one.Model.Split)
 		for _, s := range multiSplits {
 			t.Run(fmt.Sprintf("n=%d/d=%d/devices=%d/%s", c.n, c.d, s.k, s.name), func(t *testing.T) {
-				dev := anneal.Multi(devices(s.k)...).WithSplit(s.split)
+				dev := device.Multi(devices(s.k)...).WithSplit(s.split)
 				devicetest.SameTrace(t, "one device / split", one, devicetest.TrainTrace(t, dev, pts, c.cfg))
 			})
 		}
@@ -75,7 +76,7 @@ func TestMultiPasses(t *testing.T) {
 	const n, d, m = 900, 33, 25
 	pts := devicetest.Scaled(synth.Clusters(n, d, 10, 8), 1.0/256, 1, 64)
 	anchors := synth.AnchorsNear(pts, m, 0.2, 2)
-	run := func(dev anneal.Device) []devicetest.Result {
+	run := func(dev device.Device) []devicetest.Result {
 		ds := devicetest.Load(t, dev, pts)
 		if err := ds.SetAnchors(anchors, m); err != nil {
 			t.Fatal(err)
@@ -85,7 +86,7 @@ func TestMultiPasses(t *testing.T) {
 	one := run(cpu.New())
 	for _, split := range [][]int{{n}, {0, n}, {450, 0, 450}, {1, 1, n - 2}, {n - 1, 1}, {300, 300, 0, 299, 1}} {
 		t.Run(fmt.Sprint(split), func(t *testing.T) {
-			dev := anneal.Multi(devices(len(split))...).WithSplit(devicetest.Sizes(split...))
+			dev := device.Multi(devices(len(split))...).WithSplit(devicetest.Sizes(split...))
 			devicetest.SameBits(t, "one / split", one, run(dev))
 		})
 	}
@@ -93,8 +94,8 @@ func TestMultiPasses(t *testing.T) {
 
 // The conformance suite on three simulated devices, split unevenly.
 func TestMultiConformance(t *testing.T) {
-	none := func(anneal.Dataset, int, int) int64 { return 0 }
-	devicetest.Run(t, anneal.Multi(devices(3)...).WithSplit(devicetest.Skewed), devicetest.Options{
+	none := func(device.Dataset, int, int) int64 { return 0 }
+	devicetest.Run(t, device.Multi(devices(3)...).WithSplit(devicetest.Skewed), devicetest.Options{
 		Deterministic: true,
 		Transfers: &devicetest.Transfers{
 			Load:       none,
@@ -108,14 +109,14 @@ func TestMultiConformance(t *testing.T) {
 func TestMultiRefused(t *testing.T) {
 	pts := synth.Clusters(10, 4, 2, 1)
 	for _, c := range []struct {
-		dev  anneal.Device
+		dev  device.Device
 		want string
 	}{
-		{anneal.Multi(devices(2)...).WithSplit(func(n, k int) []int { return []int{n, 1} }), "anneal: split [10 1] of 10 points over 2 devices"},
-		{anneal.Multi(devices(2)...).WithSplit(func(n, k int) []int { return []int{n} }), "anneal: split [10] of 10 points over 2 devices"},
-		{anneal.Multi(devices(2)...).WithSplit(func(n, k int) []int { return []int{12, -2} }), "anneal: split [12 -2] of 10 points over 2 devices"},
-		{anneal.Multi(), "anneal: Multi with no devices"},
-		{anneal.Multi(cpu.New(), plainDevice{}), "anneal: plain cannot hold a share of a split point set"},
+		{device.Multi(devices(2)...).WithSplit(func(n, k int) []int { return []int{n, 1} }), "device: split [10 1] of 10 points over 2 devices"},
+		{device.Multi(devices(2)...).WithSplit(func(n, k int) []int { return []int{n} }), "device: split [10] of 10 points over 2 devices"},
+		{device.Multi(devices(2)...).WithSplit(func(n, k int) []int { return []int{12, -2} }), "device: split [12 -2] of 10 points over 2 devices"},
+		{device.Multi(), "device: Multi with no devices"},
+		{device.Multi(cpu.New(), plainDevice{}), "device: plain cannot hold a share of a split point set"},
 	} {
 		_, err := c.dev.Load(pts)
 		if err == nil || err.Error() != c.want {
@@ -128,5 +129,5 @@ func TestMultiRefused(t *testing.T) {
 type plainDevice struct{}
 
 func (plainDevice) Name() string                               { return "plain" }
-func (plainDevice) Load(anneal.Points) (anneal.Dataset, error) { return nil, nil }
+func (plainDevice) Load(device.Points) (device.Dataset, error) { return nil, nil }
 func (plainDevice) Close() error                               { return nil }

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
 )
 
-// A share of a point set split over several devices (anneal.Multi) is a
+// A share of a point set split over several devices (device.Multi) is a
 // dataset of its rows. Its float64 sums do not split: they are carried
 // from share to share instead. Fold adds the share's points to the sums
 // the shares before it left, anchor by anchor in ascending point order
@@ -19,19 +19,19 @@ import (
 // set gives the one-dataset bits, for any number of shares and any split.
 // The assigns of the shares run at once; the folds one after another.
 
-var _ anneal.ShardDevice = (*Device)(nil)
+var _ device.ShardDevice = (*Device)(nil)
 
 // share is what a dataset keeps as a share.
 type share struct {
 	gn      int // points in the whole set
 	changed int // of the last Reduce
-	p       anneal.StepParams
+	p       device.StepParams
 	move    bool
 	own     *sums // the total this share begins when it folds first
 }
 
 // LoadShard keeps a reference to rows lo to hi-1 of p.
-func (*Device) LoadShard(p anneal.Points, lo, hi int) (anneal.Shard, error) {
+func (*Device) LoadShard(p device.Points, lo, hi int) (device.Shard, error) {
 	if p.Dim < 1 || len(p.Data) != p.N*p.Dim || lo < 0 || lo >= hi || hi > p.N {
 		return nil, fmt.Errorf("cpu: rows %d to %d of %d points of dimension %d (%d values)", lo, hi, p.N, p.Dim, len(p.Data))
 	}
@@ -41,10 +41,10 @@ func (*Device) LoadShard(p anneal.Points, lo, hi int) (anneal.Shard, error) {
 }
 
 // Link has nothing to agree on: the carried sums need no common scale.
-func (s *dataset) Link([]anneal.Shard) error { return nil }
+func (s *dataset) Link([]device.Shard) error { return nil }
 
 // Reduce assigns the share's points; Fold reduces them.
-func (s *dataset) Reduce(p anneal.StepParams, move bool, again anneal.ShardSums) error {
+func (s *dataset) Reduce(p device.StepParams, move bool, again device.ShardSums) error {
 	switch {
 	case s.share == nil:
 		return fmt.Errorf("cpu: Reduce on a dataset that is not a share")
@@ -62,7 +62,7 @@ func (s *dataset) Reduce(p anneal.StepParams, move bool, again anneal.ShardSums)
 type sums struct {
 	m, d, gn  int
 	move      bool
-	p         anneal.StepParams
+	p         device.StepParams
 	sum, sq   []float64 // m*d
 	wsum      []float64
 	cnt       []int64
@@ -75,8 +75,8 @@ type sums struct {
 
 func (t *sums) Again() bool { return false }
 
-func (t *sums) StepStats() anneal.StepStats {
-	return anneal.StepStats{Energy: t.energy / float64(t.gn), Changed: t.changed}
+func (t *sums) StepStats() device.StepStats {
+	return device.StepStats{Energy: t.energy / float64(t.gn), Changed: t.changed}
 }
 
 func (t *sums) Stats(counts []int64, variance []float32) error {
@@ -87,7 +87,7 @@ func (t *sums) Stats(counts []int64, variance []float32) error {
 
 // Fold adds the share's points to the carried sums, anchor by anchor
 // (all cores), and its distances to the energy, in point order.
-func (s *dataset) Fold(acc anneal.ShardSums) (anneal.ShardSums, error) {
+func (s *dataset) Fold(acc device.ShardSums) (device.ShardSums, error) {
 	sh := s.share
 	if sh == nil {
 		return nil, fmt.Errorf("cpu: Fold on a dataset that is not a share")
@@ -112,7 +112,7 @@ func (s *dataset) Fold(acc anneal.ShardSums) (anneal.ShardSums, error) {
 			return nil, fmt.Errorf("cpu: cannot fold a share into %T", acc)
 		}
 	}
-	var p *anneal.StepParams
+	var p *device.StepParams
 	if t.move {
 		p = &t.p
 	}
@@ -134,7 +134,7 @@ func (s *dataset) Fold(acc anneal.ShardSums) (anneal.ShardSums, error) {
 // and, for a Step, the moved anchors (from anc, the anchors of the pass).
 func (t *sums) finish(anc []float32) {
 	t.finishing.Do(func() {
-		var p *anneal.StepParams
+		var p *device.StepParams
 		if t.move {
 			p = &t.p
 		}
@@ -149,7 +149,7 @@ func (t *sums) finish(anc []float32) {
 }
 
 // Apply takes the moved anchors of a Step.
-func (s *dataset) Apply(_ anneal.StepParams, move bool, total anneal.ShardSums) error {
+func (s *dataset) Apply(_ device.StepParams, move bool, total device.ShardSums) error {
 	t, ok := total.(*sums)
 	if !ok || t.m != s.m || t.d != s.d {
 		return fmt.Errorf("cpu: cannot apply %T", total)

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/synth"
 )
@@ -25,7 +25,7 @@ func TestCarriedSums(t *testing.T) {
 		}
 	}
 	anchors := synth.AnchorsNear(pts, m, 0.5, 1)
-	p := anneal.StepParams{Tau: 3, Rate: 0.5, MaxMove: float32(math.Inf(1))}
+	p := device.StepParams{Tau: 3, Rate: 0.5, MaxMove: float32(math.Inf(1))}
 
 	whole := newDataset(pts.Data, n, d)
 	if err := whole.SetAnchors(anchors, m); err != nil {
@@ -50,12 +50,12 @@ func TestCarriedSums(t *testing.T) {
 	}
 	for _, split := range [][]int{{1, n - 1}, {1000, 1001, 1000}, {256, 257, 255, 2000, 233}} {
 		t.Run(fmt.Sprint(split), func(t *testing.T) {
-			var acc anneal.ShardSums
+			var acc device.ShardSums
 			apart := sums{sum: make([]float64, m*d), sq: make([]float64, m*d), wsum: make([]float64, m)}
 			lo := 0
 			for _, rows := range split {
 				// sh is carried on; solo, the same rows, begins from zero.
-				var shards [2]anneal.Shard
+				var shards [2]device.Shard
 				for k := range shards {
 					sh, err := New().LoadShard(pts, lo, lo+rows)
 					if err != nil {

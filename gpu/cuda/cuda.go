@@ -12,7 +12,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 )
 
 // Device is one CUDA GPU (device 0 unless OpenDevices) with its primary context and the
@@ -58,7 +58,7 @@ type Device struct {
 	closed bool
 }
 
-var _ anneal.Device = (*Device)(nil)
+var _ device.Device = (*Device)(nil)
 
 // launchArgs holds kernel parameters for cuLaunchKernel, which takes an
 // array of pointers to the values. It lives on the heap for the Device's
@@ -75,9 +75,9 @@ type launchArgs struct {
 }
 
 // Open starts the CUDA backend on device 0. Without a driver the error
-// starts with "no CUDA driver:", and anneal's "auto" moves on to the next
-// backend.
-func Open() (anneal.Device, error) {
+// starts with "no CUDA driver:", and the registry's "auto" moves on to
+// the next backend.
+func Open() (device.Device, error) {
 	d, err := open()
 	if err != nil {
 		return nil, err
@@ -86,12 +86,12 @@ func Open() (anneal.Device, error) {
 }
 
 // OpenDevices opens the devices with these numbers (nil: every device the
-// driver sees), one Device each, in order, for anneal.Multi. A number given
+// driver sees), one Device each, in order, for device.Multi. A number given
 // twice opens a second Device on the same GPU (its own worker thread,
 // kernels and buffers, the GPU's primary context shared): two shares on
 // one GPU, which tests the split path without a second GPU. A number the
 // driver does not have is an error that names it.
-func OpenDevices(ordinals []int) ([]anneal.Device, error) {
+func OpenDevices(ordinals []int) ([]device.Device, error) {
 	if ordinals == nil {
 		_, count, err := loadDevices()
 		if err != nil {
@@ -101,7 +101,7 @@ func OpenDevices(ordinals []int) ([]anneal.Device, error) {
 			ordinals = append(ordinals, o)
 		}
 	}
-	var devs []anneal.Device
+	var devs []device.Device
 	for _, o := range ordinals {
 		d, err := openOrdinal(o)
 		if err != nil {
@@ -583,6 +583,6 @@ func b32(v bool) uint64 {
 }
 
 func init() {
-	anneal.Register("cuda", 0, func() (anneal.Device, error) { return Open() })
-	anneal.RegisterDevices("cuda", OpenDevices)
+	device.Register("cuda", device.RankCUDA, func() (device.Device, error) { return Open() })
+	device.RegisterDevices("cuda", OpenDevices)
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/anneal/devicetest"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/synth"
 )
 
@@ -20,13 +20,13 @@ var testDevice = devicetest.Shared[*Device]{
 	Describe:    func(d *Device) string { return d.Name() + ", PTX " + d.info.PTXSource },
 }
 
-func device(t *testing.T) *Device { t.Helper(); return testDevice.Get(t) }
+func gpuDevice(t *testing.T) *Device { t.Helper(); return testDevice.Get(t) }
 
 // The conformance suite of training backends (anneal/devicetest), at
 // sizes straddling the tiles (128 points, 128 and 256 anchors, 32 and 64
 // dimensions), for every assign variant this device has.
 func TestConformance(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	var assign []devicetest.Size
 	for _, n := range []int{1, 127, 128, 129, 1000, 4099} {
 		for _, m := range []int{1, 7, 64, 65, 300} {
@@ -40,7 +40,7 @@ func TestConformance(t *testing.T) {
 		DirectEnergy:  true,
 		Deterministic: true,
 		Variants:      dev.variantNames(),
-		UseVariant: func(ds anneal.Dataset, name string) bool {
+		UseVariant: func(ds device.Dataset, name string) bool {
 			v, ok := dev.variantNamed(name)
 			ds.(*dataset).variant = v
 			return ok
@@ -50,7 +50,7 @@ func TestConformance(t *testing.T) {
 		// A steady-state Step moves 16 bytes to the host (energy,
 		// changed, the largest distance) and none to the device.
 		Transfers: &devicetest.Transfers{
-			Load:       func(_ anneal.Dataset, n, d int) int64 { return int64(n * roundUp(d, tileK) * 2) },
+			Load:       func(_ device.Dataset, n, d int) int64 { return int64(n * roundUp(d, tileK) * 2) },
 			SetAnchors: func(m, d int) int64 { return int64(m * d * 4) },
 			StepDown:   scalarSize,
 		},
@@ -60,7 +60,7 @@ func TestConformance(t *testing.T) {
 // k-means++ on points that stream from the host in batches (gathered
 // there, drawn on the device) picks the goldens too.
 func TestPlusPlusBatched(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	dev.batchRows = 256
 	defer func() { dev.batchRows = 0 }()
 	devicetest.PlusPlusGolden(t, dev)
@@ -70,7 +70,7 @@ func TestPlusPlusBatched(t *testing.T) {
 // a multiple of 128 rows; one whose single batch cannot fit is refused with
 // a clear error before anything is allocated.
 func TestTooLarge(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	n, d := int(dev.info.TotalMem/2048+1024), 1024
 	var rows int
 	err := dev.run(func() (err error) { rows, err = dev.residentRows(n, d); return err })
@@ -89,7 +89,7 @@ func TestTooLarge(t *testing.T) {
 // the same bits as resident points, through robust Steps and a final
 // Assign; each pass moves the points up once.
 func TestBatchedParity(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	const n, d, m = 5000, 130, 70
 	pts := synth.Clusters(n, d, 40, 21)
 	anchors := synth.AnchorsNear(pts, m, 0.1, 4)
@@ -126,7 +126,7 @@ func TestBatchedParity(t *testing.T) {
 // and for each of its 1 to 4 groups of 256; beyond maxRunDim the dataset
 // keeps the per-point reduce.
 func TestReduceRunsParity(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	for _, c := range []struct{ n, d, m int }{{1, 1, 1}, {5000, 130, 70}, {2000, 300, 20}, {3000, 768, 40}, {1500, 1000, 10}, {700, 33, 300}} {
 		pts := synth.Clusters(c.n, c.d, max(1, c.m/2), 31)
 		anchors := synth.AnchorsNear(pts, c.m, 0.1, 6)
@@ -162,5 +162,5 @@ func TestReduceRunsParity(t *testing.T) {
 // size that takes the reduce by runs, whose many atomics land in another
 // order each time (the suite's own check takes the per-point reduce).
 func TestDeterministicRuns(t *testing.T) {
-	devicetest.Deterministic(t, device(t), devicetest.Size{N: runMinPoints + 4000, M: 200, D: 96})
+	devicetest.Deterministic(t, gpuDevice(t), devicetest.Size{N: runMinPoints + 4000, M: 200, D: 96})
 }

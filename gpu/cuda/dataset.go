@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 )
 
 type dataset struct {
@@ -61,7 +61,7 @@ type dataset struct {
 	closed     bool
 }
 
-var _ anneal.Dataset = (*dataset)(nil)
+var _ device.Dataset = (*dataset)(nil)
 var _ Profiler = (*dataset)(nil)
 
 func roundUp(v, to int) int { return (v + to - 1) / to * to }
@@ -70,7 +70,7 @@ func roundUp(v, to int) int { return (v + to - 1) / to * to }
 // a multiple of 128 and columns to a multiple of 64 (zeros, which change no
 // dot product). Points that do not fit in the device's free memory stay on
 // the host and stream through a batch buffer on every pass (residentRows).
-func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
+func (d *Device) Load(p device.Points) (device.Dataset, error) {
 	if p.Dim < 1 || p.N < 1 || len(p.Data) != p.N*p.Dim {
 		return nil, fmt.Errorf("cuda: %d values do not make %d points of dimension %d", len(p.Data), p.N, p.Dim)
 	}
@@ -82,7 +82,7 @@ func (d *Device) Load(p anneal.Points) (anneal.Dataset, error) {
 }
 
 // load uploads rows lo to hi-1 of p (all of them, or a share).
-func (d *Device) load(p anneal.Points, lo, hi int) (*dataset, error) {
+func (d *Device) load(p device.Points, lo, hi int) (*dataset, error) {
 	n := hi - lo
 	if n > math.MaxInt32-tileM {
 		return nil, fmt.Errorf("cuda: %d points: at most %d per dataset", n, math.MaxInt32-tileM)
@@ -303,13 +303,13 @@ func (s *dataset) SetAnchors(a []float32, m int) error {
 			return err
 		}
 		s.toDev.Add(b)
-		return s.launchUpdate(anneal.StepParams{}, false)
+		return s.launchUpdate(device.StepParams{}, false)
 	})
 }
 
 // launchUpdate: vlc_update over mp blocks. With move it moves the anchors
 // as p says; always it refreshes A16 and anorm.
-func (s *dataset) launchUpdate(p anneal.StepParams, move bool) error {
+func (s *dataset) launchUpdate(p device.StepParams, move bool) error {
 	capped := move && !math.IsInf(float64(p.MaxMove), 1)
 	return s.dev.launch("vlc_update", s.mp, 1, 128, 0,
 		s.a32, s.a16, s.anorm, s.sum, s.wsum, s.cnt, i32(s.m), i32(s.d), i32(s.dp),
@@ -394,14 +394,14 @@ func (s *dataset) elapsed(a, b int) (float64, error) {
 
 // pass runs one assign + reduce (+ update when move) and brings back the
 // 16 bytes of scalars: the only transfer of a steady-state Step.
-func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error) {
+func (s *dataset) pass(p device.StepParams, move bool) (device.StepStats, error) {
 	if s.m == 0 {
-		return anneal.StepStats{}, errors.New("cuda: Step before SetAnchors")
+		return device.StepStats{}, errors.New("cuda: Step before SetAnchors")
 	}
 	if s.batch > 0 {
 		return s.passBatched(p, move)
 	}
-	var st anneal.StepStats
+	var st device.StepStats
 	err := s.run(func() error {
 		d := s.dev
 		if err := d.memset8(s.sc, 0, scalarSize); err != nil {
@@ -459,7 +459,7 @@ const runMinPoints = 1 << 16
 
 // launchReduceRuns sorts the points by anchor (counting sort: histogram,
 // scan, scatter) and reduces them run by run (on the worker).
-func (s *dataset) launchReduceRuns(p anneal.StepParams, huber, move bool) error {
+func (s *dataset) launchReduceRuns(p device.StepParams, huber, move bool) error {
 	d := s.dev
 	if err := d.memset8(s.hcount, 0, int64(s.m)*4); err != nil {
 		return err
@@ -486,7 +486,7 @@ func (s *dataset) launchReduceRuns(p anneal.StepParams, huber, move bool) error 
 
 // launchReduce launches the reduce of a resident pass: by runs or per
 // point, with the scales s.fix.
-func (s *dataset) launchReduce(p anneal.StepParams, move bool) error {
+func (s *dataset) launchReduce(p device.StepParams, move bool) error {
 	huber := move && !math.IsInf(float64(p.Tau), 1)
 	if s.runs {
 		return s.launchReduceRuns(p, huber, move)
@@ -512,7 +512,7 @@ type scalars struct {
 // distance measured) and update run once more; the changed count is the
 // first run's. Then the next pass's scales follow this one's largest
 // distance, with room to grow 4x.
-func (s *dataset) finishPass(p anneal.StepParams, move bool, reduce func() error) (anneal.StepStats, error) {
+func (s *dataset) finishPass(p device.StepParams, move bool, reduce func() error) (device.StepStats, error) {
 	var sc scalars
 	read := func() error {
 		if err := s.dev.dtoh(unsafe.Pointer(&sc), s.sc, scalarSize); err != nil {
@@ -522,30 +522,30 @@ func (s *dataset) finishPass(p anneal.StepParams, move bool, reduce func() error
 		return nil
 	}
 	if err := read(); err != nil {
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	changed := sc.changed
 	if sc.maxDist > s.fix.smax {
 		s.fix = scalesFor(s.gn, 2*float64(sc.maxDist))
 		if err := s.zeroSums(); err != nil {
-			return anneal.StepStats{}, err
+			return device.StepStats{}, err
 		}
 		if err := reduce(); err != nil {
-			return anneal.StepStats{}, err
+			return device.StepStats{}, err
 		}
 		if move {
 			if err := s.launchUpdate(p, true); err != nil {
-				return anneal.StepStats{}, err
+				return device.StepStats{}, err
 			}
 		}
 		if err := read(); err != nil {
-			return anneal.StepStats{}, err
+			return device.StepStats{}, err
 		}
 		s.rescaled++
 	}
 	s.statFix = s.fix
 	s.fix = scalesFor(s.gn, 4*float64(sc.maxDist))
-	return anneal.StepStats{Energy: float64(sc.energy) / float64(s.statFix.energy) / float64(s.gn), Changed: int(changed)}, nil
+	return device.StepStats{Energy: float64(sc.energy) / float64(s.statFix.energy) / float64(s.gn), Changed: int(changed)}, nil
 }
 
 // zeroSums zeroes the energy, the largest distance (not the changed
@@ -567,8 +567,8 @@ func (s *dataset) zeroSums() error {
 // time: per batch upload, assign, finalize (the statistics zeroed by the
 // first batch only) and reduce into the same sums; then one update. A
 // second reduce (finishPass) streams the batches again.
-func (s *dataset) passBatched(p anneal.StepParams, move bool) (anneal.StepStats, error) {
-	var st anneal.StepStats
+func (s *dataset) passBatched(p device.StepParams, move bool) (device.StepStats, error) {
+	var st device.StepStats
 	err := s.run(func() error {
 		d := s.dev
 		if err := d.memset8(s.sc, 0, scalarSize); err != nil {
@@ -596,7 +596,7 @@ func (s *dataset) passBatched(p anneal.StepParams, move bool) (anneal.StepStats,
 
 // batches streams the points through X and reduces each batch, assigning
 // it first when assign (on the worker).
-func (s *dataset) batches(p anneal.StepParams, move, assign bool) error {
+func (s *dataset) batches(p device.StepParams, move, assign bool) error {
 	d := s.dev
 	huber := move && !math.IsInf(float64(p.Tau), 1)
 	for lo := 0; lo < s.n; lo += s.batch {
@@ -629,9 +629,9 @@ func (s *dataset) batches(p anneal.StepParams, move, assign bool) error {
 	return nil
 }
 
-func (s *dataset) Step(p anneal.StepParams) (anneal.StepStats, error) { return s.pass(p, true) }
+func (s *dataset) Step(p device.StepParams) (device.StepStats, error) { return s.pass(p, true) }
 
-func (s *dataset) Assign() (anneal.StepStats, error) { return s.pass(anneal.StepParams{}, false) }
+func (s *dataset) Assign() (device.StepStats, error) { return s.pass(device.StepParams{}, false) }
 
 func (s *dataset) Anchors(dst []float32) error {
 	if s.m == 0 {

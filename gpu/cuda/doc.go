@@ -3,7 +3,7 @@
 // CUDA headers are needed to build; float16 points resident on the device;
 // a fused tensor-core assign whose n x m distance matrix never reaches
 // memory. Built without the tag, Open says so, and the package registers
-// only how to build it in (anneal.RegisterUnbuilt).
+// only how to build it in (device.RegisterUnbuilt).
 //
 // Semantics against the reference backend (package cpu), per point:
 // the argmin runs on |a16|^2 - 2 x.a16 with a16 the anchor rounded to

@@ -8,11 +8,11 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/par"
-	"github.com/vlc-embed/vlc/quant"
 )
 
-var _ quant.DeviceEncoder = (*dataset)(nil)
+var _ device.RotatedEncoder = (*dataset)(nil)
 
 // encodeThreads is the number of encoding threads per SM: each keeps a
 // residual and three arrays of sort keys (16 bytes a dimension) in scratch.
@@ -30,23 +30,22 @@ const maxEncodeDim = 65535
 // list parameters from the largest |r|^2 of each list, then one thread per
 // entry. The points must be the float16 rows the host would encode (the
 // caller checks), and assign the final assignment (after Assign).
-func (s *dataset) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
-	l := c.Layout()
+func (s *dataset) EncodeRotated(l device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
 	d, m, n := s.d, len(offsets)-1, len(ids)
-	cb := c.CodeBytes()
+	cb := l.CodeBytes()
 	switch {
-	case c.Dim() != d || len(anchors) != m*d || m < 1:
-		return fmt.Errorf("cuda: encode: %d anchors of dimension %d for points of dimension %d", m, c.Dim(), d)
-	case n != s.n || len(codes) != n*cb || len(params) != m*c.ParamBytes():
+	case l.Dim != d || len(anchors) != m*d || m < 1:
+		return fmt.Errorf("cuda: encode: %d anchors of dimension %d for points of dimension %d", m, l.Dim, d)
+	case n != s.n || len(codes) != n*cb || len(params) != m*l.ParamBytes():
 		return fmt.Errorf("cuda: encode: %d entries, %d code bytes, %d parameter bytes for %d points", n, len(codes), len(params), s.n)
 	case l.IP && len(l.RotAnchors) != m*d:
 		return errors.New("cuda: encode: rotated anchors not set")
 	case s.m == 0:
 		return errors.New("cuda: encode before SetAnchors")
 	case s.batch > 0:
-		return fmt.Errorf("cuda: encode: %w (they stream in batches of %d rows)", quant.ErrNotResident, s.batch)
+		return fmt.Errorf("cuda: encode: %w (they stream in batches of %d rows)", device.ErrNotResident, s.batch)
 	case d > maxEncodeDim:
-		return fmt.Errorf("cuda: encode: dimension %d beyond the kernel's %d: %w", d, maxEncodeDim, quant.ErrNotResident)
+		return fmt.Errorf("cuda: encode: dimension %d beyond the kernel's %d: %w", d, maxEncodeDim, device.ErrNotResident)
 	}
 	signs := make([]float32, 0, len(l.Signs)*d)
 	for _, r := range l.Signs {

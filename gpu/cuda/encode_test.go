@@ -7,6 +7,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/synth"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -15,7 +16,7 @@ import (
 // EncodeGolden); streamed points are not encoded on the device:
 // ErrNotResident, nothing written, so the host encodes.
 func TestEncodeRotatedNotResident(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	pts := synth.Clusters(1000, 16, 4, 1)
 	dev.batchRows = 256
 	ds, err := dev.Load(pts)
@@ -32,8 +33,8 @@ func TestEncodeRotatedNotResident(t *testing.T) {
 	code.SetAnchors(anchors)
 	ids := make([]uint32, 1000)
 	codes, params := make([]byte, 1000*code.CodeBytes()), make([]byte, 4*code.ParamBytes())
-	err = ds.(quant.DeviceEncoder).EncodeRotated(code.(*quant.Rotated), anchors, ids, []uint64{0, 1000, 1000, 1000, 1000}, codes, params)
-	if !errors.Is(err, quant.ErrNotResident) || !bytes.Equal(codes, make([]byte, len(codes))) {
+	err = ds.(device.RotatedEncoder).EncodeRotated(code.(*quant.Rotated).Layout(), anchors, ids, []uint64{0, 1000, 1000, 1000, 1000}, codes, params)
+	if !errors.Is(err, device.ErrNotResident) || !bytes.Equal(codes, make([]byte, len(codes))) {
 		t.Fatalf("batched encode: %v", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/synth"
 )
 
@@ -32,7 +32,7 @@ func freeMem(t *testing.T, dev *Device) int64 {
 
 // cycle opens a Device, loads points, trains one step, reads the results
 // back and closes everything, as one compress does.
-func cycle(t *testing.T, pts anneal.Points, anchors []float32, m int) {
+func cycle(t *testing.T, pts device.Points, anchors []float32, m int) {
 	t.Helper()
 	d, err := open()
 	if err != nil {
@@ -48,7 +48,7 @@ func cycle(t *testing.T, pts anneal.Points, anchors []float32, m int) {
 		t.Fatal(err)
 	}
 	inf := float32(math.Inf(1))
-	if _, err := ds.Step(anneal.StepParams{Tau: inf, Rate: 1, MaxMove: inf}); err != nil {
+	if _, err := ds.Step(device.StepParams{Tau: inf, Rate: 1, MaxMove: inf}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ds.Assignments(make([]int32, pts.N)); err != nil {
@@ -63,7 +63,7 @@ func cycle(t *testing.T, pts anneal.Points, anchors []float32, m int) {
 // was: no buffer, event, module or context leaks. The driver hands out
 // memory in pages of up to 2 MiB, hence the slack.
 func TestOpenCloseCyclesNoLeak(t *testing.T) {
-	ref := device(t)
+	ref := gpuDevice(t)
 	const n, d, m, cycles = 20000, 96, 64, 100
 	pts := synth.Clusters(n, d, m, 1)
 	anchors := synth.AnchorsNear(pts, m, 0.5, 2)
@@ -82,7 +82,7 @@ func TestOpenCloseCyclesNoLeak(t *testing.T) {
 // An allocation far beyond the card fails with an error that says so (out
 // of memory, how much, which GPU), and leaves the device usable.
 func TestAllocBeyondDevice(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	before := freeMem(t, dev)
 	want := dev.info.TotalMem * 4
 	err := dev.run(func() error {
@@ -105,7 +105,7 @@ func TestAllocBeyondDevice(t *testing.T) {
 // Calls after Close return errors, never crash: a closed Dataset, a
 // Dataset whose Device was closed, a Device closed twice.
 func TestUseAfterClose(t *testing.T) {
-	device(t) // skips without a driver
+	gpuDevice(t) // skips without a driver
 	d, err := open()
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestUseAfterClose(t *testing.T) {
 	if err := ds.SetAnchors(anchors, 4); err == nil {
 		t.Error("SetAnchors on a closed Dataset succeeded")
 	}
-	if _, err := ds.Step(anneal.StepParams{Tau: 1, Rate: 1, MaxMove: 1}); err == nil {
+	if _, err := ds.Step(device.StepParams{Tau: 1, Rate: 1, MaxMove: 1}); err == nil {
 		t.Error("Step on a closed Dataset succeeded")
 	}
 	ds2, err := d.Load(pts)
@@ -151,13 +151,13 @@ func TestUseAfterClose(t *testing.T) {
 // fixed-point sums: Load and SetAnchors refuse it by name, and nothing
 // stays allocated.
 func TestNonFiniteRefused(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	before := freeMem(t, dev)
 	pts := synth.Clusters(500, 20, 3, 1)
 	bad := append([]uint16(nil), pts.Data...)
 	bad[3*20+2] = 0x7c00 // +Inf
-	_, err := dev.Load(anneal.Points{Data: bad, N: pts.N, Dim: pts.Dim})
-	if !errors.Is(err, anneal.ErrNonFinite) || !strings.Contains(err.Error(), "point 3, dimension 2") {
+	_, err := dev.Load(device.Points{Data: bad, N: pts.N, Dim: pts.Dim})
+	if !errors.Is(err, device.ErrNonFinite) || !strings.Contains(err.Error(), "point 3, dimension 2") {
 		t.Fatalf("Load with +Inf at point 3, dimension 2: %v", err)
 	}
 	ds, err := dev.Load(pts)
@@ -166,7 +166,7 @@ func TestNonFiniteRefused(t *testing.T) {
 	}
 	anchors := make([]float32, 4*20)
 	anchors[2*20+5] = float32(math.NaN())
-	if err := ds.SetAnchors(anchors, 4); !errors.Is(err, anneal.ErrNonFinite) || !strings.Contains(err.Error(), "anchor 2, dimension 5") {
+	if err := ds.SetAnchors(anchors, 4); !errors.Is(err, device.ErrNonFinite) || !strings.Contains(err.Error(), "anchor 2, dimension 5") {
 		t.Errorf("SetAnchors with NaN at anchor 2, dimension 5: %v", err)
 	}
 	ds.Close()

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
 )
@@ -63,7 +63,7 @@ func scaleFor(limit float64) float32 {
 }
 
 // maxAbsHalf returns the largest magnitude among float16 values (raw
-// bits), on all cores, or an error wrapping anneal.ErrNonFinite that names
+// bits), on all cores, or an error wrapping device.ErrNonFinite that names
 // the first value (row and column of rows of dim values) that is not
 // finite: an Inf or NaN would leave no bound for the fixed-point sums.
 func maxAbsHalf(data []uint16, dim int) (float64, error) { return maxAbsHalfRows(data, dim, 0) }
@@ -95,7 +95,7 @@ func maxAbsHalfRows(data []uint16, dim, first int) (float64, error) {
 	for p := range parts {
 		if bad[p] >= 0 {
 			i := bad[p]
-			return 0, fmt.Errorf("cuda: point %d, dimension %d: %v: %w", first+i/dim, i%dim, f16.ToFloat32(data[i]), anneal.ErrNonFinite)
+			return 0, fmt.Errorf("cuda: point %d, dimension %d: %v: %w", first+i/dim, i%dim, f16.ToFloat32(data[i]), device.ErrNonFinite)
 		}
 		m = max(m, maxes[p])
 	}
@@ -108,7 +108,7 @@ func maxAbs32(data []float32, dim int) (float64, error) {
 	for i, v := range data {
 		a := math.Abs(float64(v))
 		if math.IsInf(a, 0) || math.IsNaN(a) {
-			return 0, fmt.Errorf("cuda: anchor %d, dimension %d: %v: %w", i/dim, i%dim, v, anneal.ErrNonFinite)
+			return 0, fmt.Errorf("cuda: anchor %d, dimension %d: %v: %w", i/dim, i%dim, v, device.ErrNonFinite)
 		}
 		m = max(m, a)
 	}

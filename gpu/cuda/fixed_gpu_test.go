@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/synth"
 )
@@ -16,7 +16,7 @@ import (
 // distances (fixed.go), not the largest |x|. The energy and variances of
 // the final Assign match a float64 oracle, by points and by runs.
 func TestOutlierPrecision(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	for _, n := range []int{3000, runMinPoints + 1000} {
 		const d, m, outlier = 32, 20, 7
 		pts := synth.Clusters(n, d, 10, 5)
@@ -35,7 +35,7 @@ func TestOutlierPrecision(t *testing.T) {
 		}
 		inf := float32(math.Inf(1))
 		for range 3 {
-			if _, err := ds.Step(anneal.StepParams{Tau: inf, Rate: 1, MaxMove: inf}); err != nil {
+			if _, err := ds.Step(device.StepParams{Tau: inf, Rate: 1, MaxMove: inf}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -89,7 +89,7 @@ func TestOutlierPrecision(t *testing.T) {
 // anchors and energy of a fresh dataset whose first pass starts from the
 // bound, to rounding.
 func TestRescaledPass(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	const n, d, m = 3000, 24, 15
 	pts := synth.Clusters(n, d, 8, 3)
 	anchors := synth.AnchorsNear(pts, m, 0.1, 2)
@@ -98,8 +98,8 @@ func TestRescaledPass(t *testing.T) {
 		far[i] = v + 30
 	}
 	inf := float32(math.Inf(1))
-	p := anneal.StepParams{Tau: inf, Rate: 1, MaxMove: inf}
-	run := func(warm bool) (anneal.StepStats, []float32, int) {
+	p := device.StepParams{Tau: inf, Rate: 1, MaxMove: inf}
+	run := func(warm bool) (device.StepStats, []float32, int) {
 		ds, err := dev.Load(pts)
 		if err != nil {
 			t.Fatal(err)

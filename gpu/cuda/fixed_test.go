@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 )
 
@@ -86,13 +86,13 @@ func TestMaxAbsHalf(t *testing.T) {
 	data[1<<20+11] = 0xfc00 // -Inf
 	data[3<<20] = 0x7e00    // NaN
 	_, err := maxAbsHalf(data, dim)
-	if !errors.Is(err, anneal.ErrNonFinite) {
-		t.Fatalf("error %v, want anneal.ErrNonFinite", err)
+	if !errors.Is(err, device.ErrNonFinite) {
+		t.Fatalf("error %v, want device.ErrNonFinite", err)
 	}
 	if want := "point 104858, dimension 7"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not name the first bad value (%s)", err, want)
 	}
-	if _, err := maxAbs32([]float32{1, 2, float32(math.NaN())}, 2); !errors.Is(err, anneal.ErrNonFinite) || !strings.Contains(err.Error(), "anchor 1, dimension 0") {
+	if _, err := maxAbs32([]float32{1, 2, float32(math.NaN())}, 2); !errors.Is(err, device.ErrNonFinite) || !strings.Contains(err.Error(), "anchor 1, dimension 0") {
 		t.Errorf("anchors: error %v", err)
 	}
 }

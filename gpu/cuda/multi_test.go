@@ -11,6 +11,7 @@ import (
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/anneal/devicetest"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/synth"
 )
 
@@ -19,7 +20,7 @@ import (
 // closed when t ends; t skips without a GPU.
 func sharedDevices(t *testing.T, k int) []*Device {
 	t.Helper()
-	device(t)
+	gpuDevice(t)
 	devs, err := OpenDevices(slices.Repeat([]int{0}, k))
 	if err != nil {
 		t.Fatal(err)
@@ -32,13 +33,13 @@ func sharedDevices(t *testing.T, k int) []*Device {
 	return out
 }
 
-// multi is anneal.Multi over devs with the given split.
-func multi(devs []*Device, split func(n, k int) []int) *anneal.MultiDevice {
-	ad := make([]anneal.Device, len(devs))
+// multi is device.Multi over devs with the given split.
+func multi(devs []*Device, split func(n, k int) []int) *device.MultiDevice {
+	ad := make([]device.Device, len(devs))
 	for i, d := range devs {
 		ad[i] = d
 	}
-	return anneal.Multi(ad...).WithSplit(split)
+	return device.Multi(ad...).WithSplit(split)
 }
 
 // setBatch makes each device stream its points in batches of rows (0:
@@ -59,7 +60,7 @@ func setBatch(t *testing.T, rows []int, devs ...*Device) {
 // scales the last pass left: the next Step reduces again, finishPass's
 // rescale) and runs them again. It returns what the dataset reports after
 // every pass.
-func multiPasses(t *testing.T, ds anneal.Dataset, pts anneal.Points, anchors []float32, m int) []devicetest.Result {
+func multiPasses(t *testing.T, ds device.Dataset, pts device.Points, anchors []float32, m int) []devicetest.Result {
 	t.Helper()
 	if err := ds.SetAnchors(anchors, m); err != nil {
 		t.Fatal(err)
@@ -85,16 +86,16 @@ func multiPasses(t *testing.T, ds anneal.Dataset, pts anneal.Points, anchors []f
 // straddle the 128-row tiles and runMinPoints, so that one share reduces
 // by runs while another reduces per point.
 func TestMultiDevicePasses(t *testing.T) {
-	one := device(t)
+	one := gpuDevice(t)
 	devs := sharedDevices(t, 3)
 	cases := []struct {
 		n, d, m int
 		batch   []int // batch rows of the shares' devices; nil: resident
 		splits  []func(n, k int) []int
 	}{
-		{5000, 130, 70, nil, []func(n, k int) []int{anneal.EvenSplit, devicetest.Sizes(1, 129), devicetest.Skewed}},
-		{runMinPoints + 5000, 96, 256, nil, []func(n, k int) []int{devicetest.Sizes(runMinPoints, 128), devicetest.Sizes(runMinPoints + 1), anneal.EvenSplit}},
-		{5000, 130, 70, []int{256}, []func(n, k int) []int{anneal.EvenSplit, devicetest.Sizes(1, 1000)}},
+		{5000, 130, 70, nil, []func(n, k int) []int{device.EvenSplit, devicetest.Sizes(1, 129), devicetest.Skewed}},
+		{runMinPoints + 5000, 96, 256, nil, []func(n, k int) []int{devicetest.Sizes(runMinPoints, 128), devicetest.Sizes(runMinPoints + 1), device.EvenSplit}},
+		{5000, 130, 70, []int{256}, []func(n, k int) []int{device.EvenSplit, devicetest.Sizes(1, 1000)}},
 		{5000, 130, 70, []int{0, 384, 0}, []func(n, k int) []int{devicetest.Skewed}},
 	}
 	for _, c := range cases {
@@ -117,7 +118,7 @@ func TestMultiDevicePasses(t *testing.T) {
 					mds := devicetest.Load(t, multi(devs[:k], split), pts)
 					got := multiPasses(t, mds, pts, anchors, c.m)
 					devicetest.SameBits(t, "one device / split", want, got)
-					for i, sh := range mds.(interface{ Shards() []anneal.Shard }).Shards() {
+					for i, sh := range mds.(interface{ Shards() []device.Shard }).Shards() {
 						if r := sh.(*dataset).rescaled; r != rescaled {
 							t.Errorf("share %d reduced again %d times, one device %d", i, r, rescaled)
 						}
@@ -132,7 +133,7 @@ func TestMultiDevicePasses(t *testing.T) {
 // iterations to the bit, k-means++ drawn on the device (the first share
 // gathers the sample from the whole set), resident and streamed.
 func TestMultiDeviceTrain(t *testing.T) {
-	one := device(t)
+	one := gpuDevice(t)
 	devs := sharedDevices(t, 3)
 	pts := devicetest.Scaled(synth.Clusters(6000, 96, 24, 3), 1.0/64, 1, 16)
 	cfg := anneal.Config{M: 64, Seed: 7}
@@ -142,7 +143,7 @@ func TestMultiDeviceTrain(t *testing.T) {
 		one.batchRows = 0
 		t.Logf("batch=%d: %d iterations, energy %.6g, %d merged, %d split", batch, want.Model.Iterations, want.Model.Energy, want.Model.Merged, want.Model.Split)
 		for _, k := range []int{2, 3} {
-			for _, split := range []func(n, k int) []int{anneal.EvenSplit, devicetest.Skewed} {
+			for _, split := range []func(n, k int) []int{device.EvenSplit, devicetest.Skewed} {
 				t.Run(fmt.Sprintf("batch=%d/devices=%d/split=%v", batch, k, split(pts.N, k)), func(t *testing.T) {
 					setBatch(t, []int{batch}, devs[:k]...)
 					devicetest.SameTrace(t, "one device / split", want, devicetest.TrainTrace(t, multi(devs[:k], split), pts, cfg))
@@ -160,12 +161,12 @@ func TestMultiDeviceTransfers(t *testing.T) {
 	devs := sharedDevices(t, 2)
 	const n, d, m = 3000, 64, 50
 	pts := synth.Clusters(n, d, 20, 9)
-	ds := devicetest.Load(t, multi(devs, anneal.EvenSplit), pts)
+	ds := devicetest.Load(t, multi(devs, device.EvenSplit), pts)
 	if err := ds.SetAnchors(synth.AnchorsNear(pts, m, 0.1, 2), m); err != nil {
 		t.Fatal(err)
 	}
 	inf := float32(math.Inf(1))
-	lloyd := anneal.StepParams{Tau: inf, Rate: 1, MaxMove: inf}
+	lloyd := device.StepParams{Tau: inf, Rate: 1, MaxMove: inf}
 	for range 2 { // the first passes may reduce again
 		if _, err := ds.Step(lloyd); err != nil {
 			t.Fatal(err)
@@ -189,7 +190,7 @@ func TestMultiDeviceTransfers(t *testing.T) {
 
 // A device number the driver does not have is refused by name.
 func TestMultiDeviceMissing(t *testing.T) {
-	device(t)
+	gpuDevice(t)
 	_, err := OpenDevices([]int{0, 4096})
 	if err == nil || !strings.Contains(err.Error(), "no CUDA device 4096: the driver sees") {
 		t.Fatalf("device 4096: %v", err)

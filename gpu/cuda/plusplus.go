@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 )
 
 // ppState is the device side of one k-means++ initialisation: the sample's
@@ -17,7 +17,7 @@ type ppState struct {
 	t, dist uint64
 }
 
-var _ anneal.PlusPlusDrawer = (*dataset)(nil)
+var _ device.PlusPlusDrawer = (*dataset)(nil)
 
 // DrawPlusPlus runs every k-means++ round on the device: per round the
 // distances to the last pick (vlc_pp_dist, reading the pick on the

@@ -18,7 +18,7 @@ import (
 // decoded rows, kept as the minimum over rounds), at dimensions around the
 // 4-wide unrolling and sample sizes around the 256-thread blocks.
 func TestSampleDistancesParity(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	for _, d := range []int{1, 3, 4, 5, 96, 130, 768} {
 		for _, s := range []int{1, 255, 257, 3000} {
 			batch := 0

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/par"
 )
 
@@ -40,7 +40,7 @@ const (
 	scanStatic  = 1024                // room left for the scan's static shared memory
 )
 
-var _ index.SearchDevice = (*Device)(nil)
+var _ device.Searcher = (*Device)(nil)
 
 // loadSearch loads the search module once (on the worker).
 func (d *Device) loadSearch() error {
@@ -87,10 +87,10 @@ func (d *Device) loadSearch() error {
 // their static arrays.
 func (d *Device) scanSmem() int { return max(maxSmem, d.smemOptin-scanStatic) }
 
-// resident is an index on the device (index.Resident).
+// resident is an index on the device (device.Resident).
 type resident struct {
 	d     *Device
-	data  *index.DeviceData
+	data  *device.IndexData
 	scan  string // the scan kernel for the code's bits
 	pad   int    // levels a query residual is padded to: Words * 32/Bits
 	lists []uint64
@@ -118,13 +118,13 @@ type resident struct {
 	closed bool
 }
 
-// UploadIndex copies the index d describes to the GPU (index.SearchDevice).
-func (dev *Device) UploadIndex(data *index.DeviceData) (index.Resident, error) {
+// UploadIndex copies the index d describes to the GPU (device.Searcher).
+func (dev *Device) UploadIndex(data *device.IndexData) (device.Resident, error) {
 	if data.Dim > searchMaxD {
-		return nil, fmt.Errorf("%w: cuda: dimension %d: the search kernels hold a query in shared memory, at most %d values", index.ErrNoDeviceSearch, data.Dim, searchMaxD)
+		return nil, fmt.Errorf("%w: cuda: dimension %d: the search kernels hold a query in shared memory, at most %d values", device.ErrNoSearch, data.Dim, searchMaxD)
 	}
 	if pad := data.Words * 32 / data.Bits; 4*scanGroup*pad > dev.scanSmem() {
-		return nil, fmt.Errorf("%w: cuda: dimension %d: the scan holds %d queries' residuals in shared memory, at most %d values each on %s", index.ErrNoDeviceSearch, data.Dim, scanGroup, dev.scanSmem()/4/scanGroup, dev.info.Name)
+		return nil, fmt.Errorf("%w: cuda: dimension %d: the scan holds %d queries' residuals in shared memory, at most %d values each on %s", device.ErrNoSearch, data.Dim, scanGroup, dev.scanSmem()/4/scanGroup, dev.info.Name)
 	}
 	r := &resident{d: dev, data: data, scan: fmt.Sprintf("vlc_s_scan%d", data.Bits), pad: data.Words * 32 / data.Bits, caps: map[int]int{}, sizes: map[[3]int]int{},
 		timing: os.Getenv("VLC_CUDA_SEARCH_TIMES") != ""}
@@ -179,21 +179,21 @@ func (r *resident) upload() error {
 		}
 	}
 	tiles := x.Tiles()
-	tileWords := x.Words * index.DeviceTile
+	tileWords := x.Words * device.Tile
 	var err error
 	if r.words, err = d.alloc(int64(tiles) * int64(tileWords) * 4); err != nil {
 		return err
 	}
 	r.fixed += int64(tiles) * int64(tileWords) * 4
-	if r.scal, err = d.alloc(int64(tiles) * index.DeviceTile * 4); err != nil {
+	if r.scal, err = d.alloc(int64(tiles) * device.Tile * 4); err != nil {
 		return err
 	}
-	r.fixed += int64(tiles) * index.DeviceTile * 4
+	r.fixed += int64(tiles) * device.Tile * 4
 	stage, err := d.staging()
 	if err != nil {
 		return err
 	}
-	per := len(stage) / (4 * (tileWords + index.DeviceTile))
+	per := len(stage) / (4 * (tileWords + device.Tile))
 	if per < 1 {
 		return fmt.Errorf("cuda: one tile of %d words does not fit the %d-byte staging buffer", tileWords, len(stage))
 	}
@@ -201,14 +201,14 @@ func (r *resident) upload() error {
 	for t0 := 0; t0 < tiles; t0 += per {
 		t1 := min(t0+per, tiles)
 		nt := t1 - t0
-		w, s := all[:nt*tileWords], all[nt*tileWords:nt*(tileWords+index.DeviceTile)]
+		w, s := all[:nt*tileWords], all[nt*tileWords:nt*(tileWords+device.Tile)]
 		if err := x.Fill(t0, t1, w, s); err != nil {
 			return err
 		}
 		if err := d.htod(r.words+uint64(t0*tileWords*4), unsafe.Pointer(&w[0]), int64(len(w))*4); err != nil {
 			return err
 		}
-		if err := d.htod(r.scal+uint64(t0*index.DeviceTile*4), unsafe.Pointer(&s[0]), int64(len(s))*4); err != nil {
+		if err := d.htod(r.scal+uint64(t0*device.Tile*4), unsafe.Pointer(&s[0]), int64(len(s))*4); err != nil {
 			return err
 		}
 	}
@@ -333,16 +333,16 @@ func (r *resident) batchSize(cap, nprobe, keep int) (int, error) {
 	return int(min(b, maxBatch)), nil
 }
 
-// Search runs the search for nq prepared queries (index.Resident).
+// Search runs the search for nq prepared queries (device.Resident).
 func (r *resident) Search(ctx context.Context, queries []float32, nq, nprobe, keep int, entries []int32, dists []float32) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return index.ErrClosed
+		return device.ErrClosed
 	}
 	x := r.data
-	if nprobe < 1 || nprobe > x.Lists || keep < 1 || keep > index.MaxDeviceKeep || len(queries) < nq*x.Dim || len(entries) < nq*keep || len(dists) < nq*keep {
-		return fmt.Errorf("%w: cuda search of %d queries, nprobe %d, keep %d", index.ErrArgument, nq, nprobe, keep)
+	if nprobe < 1 || nprobe > x.Lists || keep < 1 || keep > device.MaxKeep || len(queries) < nq*x.Dim || len(entries) < nq*keep || len(dists) < nq*keep {
+		return fmt.Errorf("%w: cuda search of %d queries, nprobe %d, keep %d", device.ErrArgument, nq, nprobe, keep)
 	}
 	cap, ok := r.caps[nprobe]
 	if !ok {
@@ -384,7 +384,7 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, entries []
 	if err := r.upQueries(queries, qb); err != nil {
 		return err
 	}
-	ip := b32(x.Metric == index.IP)
+	ip := b32(x.IP)
 	npairs := nq * nprobe
 	// Queries per scan block: 1 while that leaves too few blocks to fill
 	// the GPU (small batches, single queries; the pairs are then scanned

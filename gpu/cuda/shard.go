@@ -7,11 +7,11 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/par"
 )
 
-// A share of a point set split over several devices (anneal.Multi) is a
+// A share of a point set split over several devices (device.Multi) is a
 // dataset of its rows whose pass stops before the update: Reduce assigns
 // and reduces the share with the scales of the whole set (its n, gn, and
 // the bound over every share, agreed in Link), and brings back the
@@ -30,8 +30,8 @@ import (
 // sums and m x 8 of weights come back; the totals of the last three go up.
 
 var (
-	_ anneal.ShardDevice = (*Device)(nil)
-	_ anneal.Shard       = (*dataset)(nil)
+	_ device.ShardDevice = (*Device)(nil)
+	_ device.Shard       = (*dataset)(nil)
 )
 
 // share is what a dataset keeps as a share: its part of the last round.
@@ -47,8 +47,8 @@ type share struct {
 	own     *fixedSums // the total this share begins when it folds first
 }
 
-// LoadShard uploads rows lo to hi-1 of p: a share of p (anneal.Multi).
-func (d *Device) LoadShard(p anneal.Points, lo, hi int) (anneal.Shard, error) {
+// LoadShard uploads rows lo to hi-1 of p: a share of p (device.Multi).
+func (d *Device) LoadShard(p device.Points, lo, hi int) (device.Shard, error) {
 	if p.Dim < 1 || len(p.Data) != p.N*p.Dim || lo < 0 || lo >= hi || hi > p.N {
 		return nil, fmt.Errorf("cuda: rows %d to %d of %d points of dimension %d (%d values)", lo, hi, p.N, p.Dim, len(p.Data))
 	}
@@ -61,7 +61,7 @@ func (d *Device) LoadShard(p anneal.Points, lo, hi int) (anneal.Shard, error) {
 }
 
 // Link takes the largest |x| of every share as the bound of the scales.
-func (s *dataset) Link(all []anneal.Shard) error {
+func (s *dataset) Link(all []device.Shard) error {
 	for _, o := range all {
 		od, ok := o.(*dataset)
 		if !ok || od.share == nil {
@@ -78,7 +78,7 @@ func (s *dataset) Link(all []anneal.Shard) error {
 // Reduce runs the assign (first round only), finalize and reduce of a
 // pass on the share, or with again the reduce alone with scales for the
 // largest distance of every share, and brings back its part.
-func (s *dataset) Reduce(p anneal.StepParams, move bool, again anneal.ShardSums) error {
+func (s *dataset) Reduce(p device.StepParams, move bool, again device.ShardSums) error {
 	sh := s.share
 	if sh == nil {
 		return fmt.Errorf("cuda: Reduce on a dataset that is not a share")
@@ -192,12 +192,12 @@ type fixedSums struct {
 func (t *fixedSums) Again() bool { return t.round == 0 && t.maxDist > t.fix.smax }
 
 // StepStats is finishPass's, of the whole set.
-func (t *fixedSums) StepStats() anneal.StepStats {
-	return anneal.StepStats{Energy: float64(t.energy) / float64(t.fix.energy) / float64(t.gn), Changed: t.changed}
+func (t *fixedSums) StepStats() device.StepStats {
+	return device.StepStats{Energy: float64(t.energy) / float64(t.fix.energy) / float64(t.gn), Changed: t.changed}
 }
 
 // Fold adds the share's part to the total.
-func (s *dataset) Fold(acc anneal.ShardSums) (anneal.ShardSums, error) {
+func (s *dataset) Fold(acc device.ShardSums) (device.ShardSums, error) {
 	sh := s.share
 	if sh == nil {
 		return nil, fmt.Errorf("cuda: Fold on a dataset that is not a share")
@@ -251,7 +251,7 @@ func (s *dataset) Fold(acc anneal.ShardSums) (anneal.ShardSums, error) {
 
 // Apply uploads the total's sums and counts and moves the anchors (vlc_update),
 // then takes the next pass's scales, as finishPass.
-func (s *dataset) Apply(p anneal.StepParams, move bool, total anneal.ShardSums) error {
+func (s *dataset) Apply(p device.StepParams, move bool, total device.ShardSums) error {
 	t, ok := total.(*fixedSums)
 	switch {
 	case !ok:

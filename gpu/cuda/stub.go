@@ -2,23 +2,14 @@
 
 package cuda
 
-import (
-	"errors"
-
-	"github.com/vlc-embed/vlc/anneal"
-)
-
-// buildHint says how to build the backend in.
-const buildHint = "build with -tags cuda (pure Go: neither cgo nor the CUDA toolkit is needed)"
+import "github.com/vlc-embed/vlc/device"
 
 // Open reports that this binary was built without CUDA support.
-func Open() (anneal.Device, error) {
-	return nil, errors.New("not built with CUDA support: " + buildHint)
-}
+func Open() (device.Device, error) { return nil, device.NotBuilt("CUDA", device.BuildCUDA) }
 
 // OpenDevices reports that this binary was built without CUDA support.
-func OpenDevices([]int) ([]anneal.Device, error) {
-	return nil, errors.New("not built with CUDA support: " + buildHint)
+func OpenDevices([]int) ([]device.Device, error) {
+	return nil, device.NotBuilt("CUDA", device.BuildCUDA)
 }
 
-func init() { anneal.RegisterUnbuilt("cuda", buildHint) }
+func init() { device.RegisterUnbuilt("cuda", device.BuildCUDA) }

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The search kernels (index.DeviceData's search; gpu/webgpu search.go
+// The search kernels (device.IndexData's search; gpu/webgpu search.go
 // runs them). Their constants live here, once; SearchSource writes them
 // into each kernel's header.
 const (
@@ -23,7 +23,7 @@ const (
 	CoarseQ = 32
 	CoarseA = 64
 	CoarseK = 16
-	// EntryTile is index.DeviceTile: the entries whose level words are
+	// EntryTile is device.Tile: the entries whose level words are
 	// interleaved (word w of entry e at (e/32)*Words*32 + w*32 + e%32).
 	EntryTile = 32
 	// SearchParamsSize is the size in bytes of struct SP

@@ -1,5 +1,5 @@
 // Shared by the search kernels (prepended by SearchSource after the
-// constants). The search is index.DeviceData's; gpu/webgpu search.go
+// constants). The search is device.IndexData's; gpu/webgpu search.go
 // describes the buffers.
 
 // SP are one submission's values (a batch of queries, one round of its

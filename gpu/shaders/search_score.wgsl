@@ -12,7 +12,7 @@
 //		score := beta*qu (dot form), else sq + n16*scale[a] - 2*beta*qu
 //		cand[i*slots + keep + o - o0] = (sortable(mul*score + bias), e)
 //
-// with mul and bias as index.DeviceData says: ip with IPCodes takes the
+// with mul and bias as device.IndexData says: ip with IPCodes takes the
 // L2 form, mul 0.5, bias -(qq + norm[a])/2 where qq - 2qa + norm[a] < qq;
 // else ip the dot form, mul -1, bias -qa; else the L2 form, mul 1, bias 0.
 // q' sits in workgroup memory (read by every invocation at once); each

@@ -15,7 +15,7 @@ import (
 
 	"github.com/cogentcore/webgpu/wgpu"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/gpu/shaders"
 )
 
@@ -63,7 +63,7 @@ type dataset struct {
 	closed        bool
 }
 
-var _ anneal.Dataset = (*dataset)(nil)
+var _ device.Dataset = (*dataset)(nil)
 
 func roundUp(v, to int) int { return (v + to - 1) / to * to }
 
@@ -87,7 +87,7 @@ const storage = wgpu.BufferUsageStorage | wgpu.BufferUsageCopyDst | wgpu.BufferU
 // Load uploads the points once: rows padded to a multiple of 32 float16
 // values and split into chunks under the adapter's maxStorageBufferBindingSize,
 // and computes their squared norms on the device.
-func (h *Device) Load(p anneal.Points) (anneal.Dataset, error) {
+func (h *Device) Load(p device.Points) (device.Dataset, error) {
 	if h.closed.Load() {
 		return nil, errors.New("webgpu: device closed")
 	}
@@ -245,7 +245,7 @@ func (s *dataset) upload(data []uint16) error {
 			}
 		}
 	}
-	if err := s.writeParams(anneal.StepParams{}, 0); err != nil {
+	if err := s.writeParams(device.StepParams{}, 0); err != nil {
 		return err
 	}
 	enc, err := d.dev.CreateCommandEncoder(nil)
@@ -269,7 +269,7 @@ func (s *dataset) upload(data []uint16) error {
 }
 
 // writeParams queues struct Params for the next submission.
-func (s *dataset) writeParams(p anneal.StepParams, flags uint32) error {
+func (s *dataset) writeParams(p device.StepParams, flags uint32) error {
 	if flags&flagHuber != 0 && (math.IsInf(float64(p.Tau), 1) || math.IsNaN(float64(p.Tau))) {
 		flags &^= flagHuber
 	}
@@ -392,7 +392,7 @@ func (s *dataset) SetAnchors(a []float32, m int) error {
 	if err := s.write(s.a32, 0, unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), len(buf)*4)); err != nil {
 		return err
 	}
-	if err := s.writeParams(anneal.StepParams{}, 0); err != nil {
+	if err := s.writeParams(device.StepParams{}, 0); err != nil {
 		return err
 	}
 	enc, err := s.dev.dev.CreateCommandEncoder(nil)
@@ -458,13 +458,13 @@ func (s *dataset) allocAnchors(m int) error {
 // then the update when move, in one submission, and brings back the 16
 // bytes of scalars: the only transfer of a steady-state Step besides the
 // 48 bytes of parameters.
-func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error) {
+func (s *dataset) pass(p device.StepParams, move bool) (device.StepStats, error) {
 	if err := s.lock(); err != nil {
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	defer s.dev.unlock()
 	if s.m == 0 {
-		return anneal.StepStats{}, errors.New("webgpu: Step before SetAnchors")
+		return device.StepStats{}, errors.New("webgpu: Step before SetAnchors")
 	}
 	d := s.dev
 	var flags uint32
@@ -472,19 +472,19 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 		flags = flagMove | flagHuber | flagCapped
 	}
 	if err := s.writeParams(p, flags); err != nil {
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	enc, err := d.dev.CreateCommandEncoder(nil)
 	if err != nil {
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	if err := enc.ClearBuffer(s.stats, 0, uint64(s.statsWords()*4)); err != nil {
 		enc.Release()
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	if err := enc.ClearBuffer(s.scal, 0, scalarHead); err != nil {
 		enc.Release()
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	pass := enc.BeginComputePass(nil)
 	assign := "assign_" + s.tile.Name
@@ -502,29 +502,29 @@ func (s *dataset) pass(p anneal.StepParams, move bool) (anneal.StepStats, error)
 	pass.Release() // before Finish: this binding requires it
 	if err != nil {
 		enc.Release()
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	if err := enc.CopyBufferToBuffer(s.scal, 0, s.stage, 0, scalarHead); err != nil {
 		enc.Release()
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	if err := d.submit(enc); err != nil {
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	var sc [scalarHead]byte
 	if err := d.mapCopy(sc[:], s.stage); err != nil {
-		return anneal.StepStats{}, fmt.Errorf("webgpu: step: %w", err)
+		return device.StepStats{}, fmt.Errorf("webgpu: step: %w", err)
 	}
 	s.toHost.Add(scalarHead)
 	le := binary.LittleEndian
 	hi := float64(math.Float32frombits(le.Uint32(sc[4:])))
 	lo := float64(math.Float32frombits(le.Uint32(sc[8:])))
-	return anneal.StepStats{Energy: (hi + lo) / float64(s.n), Changed: int(le.Uint32(sc[0:]))}, nil
+	return device.StepStats{Energy: (hi + lo) / float64(s.n), Changed: int(le.Uint32(sc[0:]))}, nil
 }
 
-func (s *dataset) Step(p anneal.StepParams) (anneal.StepStats, error) { return s.pass(p, true) }
+func (s *dataset) Step(p device.StepParams) (device.StepStats, error) { return s.pass(p, true) }
 
-func (s *dataset) Assign() (anneal.StepStats, error) { return s.pass(anneal.StepParams{}, false) }
+func (s *dataset) Assign() (device.StepStats, error) { return s.pass(device.StepParams{}, false) }
 
 // readBack copies len(dst) bytes at off of b to the host and counts them.
 func (s *dataset) readBack(dst []byte, b *wgpu.Buffer, off uint64) error {
@@ -636,7 +636,7 @@ func (s *dataset) TimeAssign(reps int) ([]float64, error) {
 		return nil, errors.New("webgpu: TimeAssign before SetAnchors")
 	}
 	d := s.dev
-	if err := s.writeParams(anneal.StepParams{}, 0); err != nil {
+	if err := s.writeParams(device.StepParams{}, 0); err != nil {
 		return nil, err
 	}
 	times := make([]float64, reps)

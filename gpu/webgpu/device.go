@@ -14,7 +14,7 @@ import (
 
 	"github.com/cogentcore/webgpu/wgpu"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/gpu/shaders"
 )
 
@@ -31,7 +31,7 @@ type Device struct {
 	closed atomic.Bool
 }
 
-var _ anneal.Device = (*Device)(nil)
+var _ device.Device = (*Device)(nil)
 
 // core is the process's wgpu device with the kernels compiled.
 type core struct {
@@ -77,14 +77,14 @@ func instance() *wgpu.Instance {
 // VLC_WEBGPU_ADAPTER, when set, picks the first adapter whose name or
 // driver contains it (read by the first successful Open of the process).
 // Without any adapter the error starts with "no WebGPU adapter", and
-// anneal's "auto" moves on.
+// the registry's "auto" moves on.
 //
 // A software adapter (a CPU one: Mesa's lavapipe, llvmpipe) is refused
 // unless VLC_WEBGPU_SOFTWARE=1 or VLC_WEBGPU_ADAPTER asks for it: it trains
 // several times slower than the cpu backend (deep2k: 1.6 s against 0.3 s),
 // so "auto" should take the CPU there. Open is what the registry calls, for
 // "-backend webgpu" and for "auto" alike; OpenAny takes any adapter.
-func Open() (anneal.Device, error) {
+func Open() (device.Device, error) {
 	d, err := open(os.Getenv("VLC_WEBGPU_SOFTWARE") != "" || os.Getenv("VLC_WEBGPU_ADAPTER") != "")
 	if err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func Open() (anneal.Device, error) {
 
 // OpenAny is Open without the refusal of software adapters (test-webgpu
 // uses it: it checks whatever adapter there is).
-func OpenAny() (anneal.Device, error) {
+func OpenAny() (device.Device, error) {
 	d, err := open(true)
 	if err != nil {
 		return nil, err
@@ -478,5 +478,5 @@ func (d *core) mapCopy(dst []byte, st *wgpu.Buffer) error {
 }
 
 func init() {
-	anneal.Register("webgpu", 1, func() (anneal.Device, error) { return Open() })
+	device.Register("webgpu", device.RankWebGPU, func() (device.Device, error) { return Open() })
 }

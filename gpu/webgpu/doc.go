@@ -3,7 +3,7 @@
 // a cgo binding of wgpu-native, on Vulkan, Metal or Direct3D 12, and in CI
 // on the CPU through Mesa's lavapipe Vulkan driver. Built without the tag,
 // Open says so, and the package registers only how to build it in
-// (anneal.RegisterUnbuilt).
+// (device.RegisterUnbuilt).
 //
 // The design is CUDA's (gpu/cuda): the points go to the device once, as
 // float16 packed two per u32; anchors, assignments and statistics stay
@@ -22,7 +22,7 @@
 // sort, so the last bits of the anchors and statistics can vary from run
 // to run.
 //
-// The Device also searches indexes (index.SearchDevice, search.go): the
+// The Device also searches indexes (device.Searcher, search.go): the
 // entries of an index stay on the device, and a batch of queries runs
 // through five kernels (rotate, coarse, probe, score, topk) and brings
 // back only each query's best entries and their distances.

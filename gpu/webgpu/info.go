@@ -29,9 +29,9 @@ type Profiler interface {
 }
 
 // SearchProfiler is implemented by the resident indexes this backend's
-// UploadIndex returns (index.Resident): benchmarks use it to time the
+// UploadIndex returns (device.Resident): benchmarks use it to time the
 // search kernels one by one. (An index.DeviceIndex does not expose its
-// Resident; wrap the Device in an index.SearchDevice that keeps what
+// Resident; wrap the Device in a device.Searcher that keeps what
 // UploadIndex returns, as BenchmarkSearch does.)
 type SearchProfiler interface {
 	// ProfileSearch runs the first batch of a search of nq prepared

@@ -13,7 +13,7 @@ import (
 // do): each round works, a closed handle refuses Load, and a Dataset
 // outlives the handle it came from.
 func TestReopen(t *testing.T) {
-	device(t)
+	gpuDevice(t)
 	pts := synth.Clusters(300, 16, 3, 1)
 	for i := range 3 {
 		d, err := open(true)
@@ -44,7 +44,7 @@ func TestReopen(t *testing.T) {
 
 // The registered Open refuses a software adapter unless asked for it.
 func TestOpenSoftware(t *testing.T) {
-	d := device(t)
+	d := gpuDevice(t)
 	t.Setenv("VLC_WEBGPU_SOFTWARE", "")
 	t.Setenv("VLC_WEBGPU_ADAPTER", "")
 	_, err := Open()

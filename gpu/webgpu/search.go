@@ -15,16 +15,16 @@ import (
 
 	"github.com/cogentcore/webgpu/wgpu"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/gpu/shaders"
-	"github.com/vlc-embed/vlc/index"
 )
 
-// Search on the device: index.DeviceData's search, in five kernels per
+// Search on the device: device.IndexData's search, in five kernels per
 // batch of queries (gpu/shaders/search_*.wgsl): rotate, coarse, probe,
 // score (once per part of the index) and topk. docs/WEBGPU.md describes
 // them and their buffers.
 
-var _ index.SearchDevice = (*Device)(nil)
+var _ device.Searcher = (*Device)(nil)
 
 // Knobs the tests turn down to force what large indexes and batches do.
 var (
@@ -54,7 +54,7 @@ type part struct {
 	bg     *wgpu.BindGroup
 }
 
-// resident is an index held on the device (index.Resident).
+// resident is an index held on the device (device.Resident).
 type resident struct {
 	dev *core
 
@@ -84,7 +84,7 @@ type resident struct {
 // the rotated anchors, the lists and the rotation's signs. They stay
 // there until the Resident is closed; a Search moves only the queries up
 // and the results (entries and distances) down.
-func (h *Device) UploadIndex(d *index.DeviceData) (index.Resident, error) {
+func (h *Device) UploadIndex(d *device.IndexData) (device.Resident, error) {
 	if h.closed.Load() {
 		return nil, errors.New("webgpu: device closed")
 	}
@@ -96,8 +96,8 @@ func (h *Device) UploadIndex(d *index.DeviceData) (index.Resident, error) {
 	defer c.unlock()
 	r := &resident{dev: c, n: d.N, dim: d.Dim, lists: d.Lists, bits: d.Bits, words: d.Words,
 		rounds: len(d.Signs), rotp: d.RotP, rotScale: d.RotScale, keys: map[string]string{}, bg: map[string]*wgpu.BindGroup{}}
-	// As DeviceData reads: IPCodes picks the form before the metric does.
-	if d.Metric == index.IP {
+	// As IndexData reads: IPCodes picks the form before the metric does.
+	if d.IP {
 		r.flags |= shaders.FlagIP
 	}
 	if d.IPCodes {
@@ -125,15 +125,15 @@ func (h *Device) UploadIndex(d *index.DeviceData) (index.Resident, error) {
 }
 
 // checkData refuses a description the kernels cannot search, saying why.
-func checkData(d *index.DeviceData) error {
+func checkData(d *device.IndexData) error {
 	bad := func(f string, a ...any) error {
 		return fmt.Errorf("webgpu: index to upload: "+f, a...)
 	}
 	switch {
 	case d.Dim < 1 || d.Lists < 1 || d.N < 0:
 		return bad("%d entries of dimension %d in %d lists", d.N, d.Dim, d.Lists)
-	case d.N > math.MaxInt32-index.DeviceTile:
-		return bad("%d entries: at most %d", d.N, math.MaxInt32-index.DeviceTile)
+	case d.N > math.MaxInt32-device.Tile:
+		return bad("%d entries: at most %d", d.N, math.MaxInt32-device.Tile)
 	case d.Bits != 1 && d.Bits != 2 && d.Bits != 4 && d.Bits != 8:
 		return bad("%d bits per level: the kernels take 1, 2, 4 or 8", d.Bits)
 	case d.Words < 1 || d.Words*32 < d.Dim*d.Bits:
@@ -171,7 +171,7 @@ func (r *resident) compile() error {
 		Bits:   r.bits,
 		QLen:   roundUp(r.words*per, shaders.ScoreWG),
 	}
-	for sl := 2; sl <= index.MaxDeviceKeep; sl *= 2 {
+	for sl := 2; sl <= device.MaxKeep; sl *= 2 {
 		if (shaders.SearchConsts{SortLen: sl}).WorkgroupBytes("topk") > wg || (testSortLen > 0 && sl > testSortLen) {
 			break
 		}
@@ -266,7 +266,7 @@ func u32bytes(v []uint32) []byte {
 // lists and signs, then the entries part by part, in pieces of at most
 // 16 MiB filled on the host by d.Fill, letting the queue drain every
 // 256 MiB so that wgpu's staging memory stays bounded.
-func (r *resident) upload(d *index.DeviceData) error {
+func (r *resident) upload(d *device.IndexData) error {
 	lim := r.dev.bindingLimit()
 	name := r.dev.info.Name
 	if int64(r.lists)*int64(r.dim)*4 > lim {
@@ -305,25 +305,25 @@ func (r *resident) upload(d *index.DeviceData) error {
 		return err
 	}
 
-	tileWords := r.words*index.DeviceTile + index.DeviceTile // words and scalars of a tile
+	tileWords := r.words*device.Tile + device.Tile // words and scalars of a tile
 	perPart := int(lim / int64(tileWords*4))
 	if testPartTiles > 0 {
 		perPart = min(perPart, testPartTiles)
 	}
 	if perPart < 1 {
-		return fmt.Errorf("webgpu: one tile of %d entries (%d bytes) exceeds a storage binding of %s", index.DeviceTile, tileWords*4, name)
+		return fmt.Errorf("webgpu: one tile of %d entries (%d bytes) exceeds a storage binding of %s", device.Tile, tileWords*4, name)
 	}
 	tiles := d.Tiles()
 	const piece, drain = 16 << 20, 256 << 20
 	pieceTiles := max(1, piece/(tileWords*4))
-	words := make([]uint32, pieceTiles*r.words*index.DeviceTile)
-	scalars := make([]uint32, pieceTiles*index.DeviceTile)
+	words := make([]uint32, pieceTiles*r.words*device.Tile)
+	scalars := make([]uint32, pieceTiles*device.Tile)
 	pending := 0
 	for t0 := 0; t0 < tiles; t0 += perPart {
 		p := &part{t0: t0, t1: min(tiles, t0+perPart)}
 		r.parts = append(r.parts, p)
 		nt := p.t1 - p.t0
-		scOff := nt * r.words * index.DeviceTile
+		scOff := nt * r.words * device.Tile
 		if p.buf, err = r.alloc("search entries", int64(nt*tileWords*4), storage); err != nil {
 			return err
 		}
@@ -331,22 +331,22 @@ func (r *resident) upload(d *index.DeviceData) error {
 			return err
 		}
 		var u [shaders.PartSize]byte
-		binary.LittleEndian.PutUint32(u[0:], uint32(p.t0*index.DeviceTile))
-		binary.LittleEndian.PutUint32(u[4:], uint32(min(r.n, p.t1*index.DeviceTile)))
+		binary.LittleEndian.PutUint32(u[0:], uint32(p.t0*device.Tile))
+		binary.LittleEndian.PutUint32(u[4:], uint32(min(r.n, p.t1*device.Tile)))
 		binary.LittleEndian.PutUint32(u[8:], uint32(scOff))
 		if err := r.write(p.uni, 0, u[:]); err != nil {
 			return err
 		}
 		for t := p.t0; t < p.t1; t += pieceTiles {
 			k := min(pieceTiles, p.t1-t)
-			w, s := words[:k*r.words*index.DeviceTile], scalars[:k*index.DeviceTile]
+			w, s := words[:k*r.words*device.Tile], scalars[:k*device.Tile]
 			if err := d.Fill(t, t+k, w, s); err != nil {
 				return err
 			}
-			if err := r.write(p.buf, uint64((t-p.t0)*r.words*index.DeviceTile*4), u32bytes(w)); err != nil {
+			if err := r.write(p.buf, uint64((t-p.t0)*r.words*device.Tile*4), u32bytes(w)); err != nil {
 				return err
 			}
-			if err := r.write(p.buf, uint64((scOff+(t-p.t0)*index.DeviceTile)*4), u32bytes(s)); err != nil {
+			if err := r.write(p.buf, uint64((scOff+(t-p.t0)*device.Tile)*4), u32bytes(s)); err != nil {
 				return err
 			}
 			if pending += 4 * (len(w) + len(s)); pending >= drain {
@@ -530,7 +530,7 @@ func (r *resident) ensure(p plan) error {
 }
 
 // Search finds each query's keep best entries in its nprobe nearest lists
-// (index.Resident): batches of queries (see planSearch), one submission
+// (device.Resident): batches of queries (see planSearch), one submission
 // per batch (per round of candidates where a query has more than a round
 // holds), each bringing back its entries and distances only.
 func (r *resident) Search(ctx context.Context, queries []float32, nq, nprobe, keep int, entries []int32, dists []float32) error {
@@ -691,8 +691,8 @@ func (r *resident) checkSearch(queries []float32, nq, nprobe, keep int, entries 
 	switch {
 	case nq < 0 || len(queries) < nq*r.dim:
 		return fmt.Errorf("webgpu: search: %d query values for %d queries of dimension %d", len(queries), nq, r.dim)
-	case keep < 1 || keep > index.MaxDeviceKeep:
-		return fmt.Errorf("webgpu: search: keep %d: want 1 to %d", keep, index.MaxDeviceKeep)
+	case keep < 1 || keep > device.MaxKeep:
+		return fmt.Errorf("webgpu: search: keep %d: want 1 to %d", keep, device.MaxKeep)
 	case nprobe < 1:
 		return fmt.Errorf("webgpu: search: nprobe %d: want at least 1", nprobe)
 	case len(entries) < nq*keep || len(dists) < nq*keep:

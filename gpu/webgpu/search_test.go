@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/index/devicetest"
 )
@@ -23,7 +24,7 @@ import (
 // of a tile, an empty list, nprobe 1 to every list, k 1 to 100, batches
 // of one query to 300, re-ranking; hits against the CPU path's.
 func TestSearchParity(t *testing.T) {
-	devicetest.Parity(t, device(t), devicetest.Options{})
+	devicetest.Parity(t, gpuDevice(t), devicetest.Options{})
 }
 
 // Shapes the default cases do not reach: wide queries (2048 and 1536
@@ -32,7 +33,7 @@ func TestSearchParity(t *testing.T) {
 // more lists than the probe selection has invocations (700: several lists
 // per invocation, and keys that share their first digits).
 func TestSearchParityShapes(t *testing.T) {
-	devicetest.Parity(t, device(t), devicetest.Options{Cases: []devicetest.Case{
+	devicetest.Parity(t, gpuDevice(t), devicetest.Options{Cases: []devicetest.Case{
 		{Name: "l2-d2048-b1", N: 333, Dim: 2048, Lists: 5, Bits: 1, Metric: index.L2, Queries: 20},
 		{Name: "ip-d1536-b8", N: 250, Dim: 1536, Lists: 4, Bits: 8, Metric: index.IP, Queries: 15},
 		{Name: "cos-d1000-b2", N: 300, Dim: 1000, Lists: 6, Bits: 2, Metric: index.Cosine, Queries: 15},
@@ -50,7 +51,7 @@ func TestSearchRotateExact(t *testing.T) {
 	} {
 		t.Run(c.Name, func(t *testing.T) {
 			b := devicetest.Build(t, t.TempDir(), c)
-			g := &grab{dev: device(t)}
+			g := &grab{dev: gpuDevice(t)}
 			di, err := b.Index.OnDevice(g)
 			if err != nil {
 				t.Fatal(err)
@@ -102,15 +103,15 @@ func TestSearchRotateExact(t *testing.T) {
 	}
 }
 
-// grab is a SearchDevice that keeps what index.OnDevice hands the
+// grab is a device.Searcher that keeps what index.OnDevice hands the
 // device and what it returns, so that tests can call the Resident.
 type grab struct {
-	dev  index.SearchDevice
-	data *index.DeviceData
+	dev  device.Searcher
+	data *device.IndexData
 	res  *resident
 }
 
-func (g *grab) UploadIndex(d *index.DeviceData) (index.Resident, error) {
+func (g *grab) UploadIndex(d *device.IndexData) (device.Resident, error) {
 	r, err := g.dev.UploadIndex(d)
 	if err != nil {
 		return nil, err
@@ -124,7 +125,7 @@ func (g *grab) UploadIndex(d *index.DeviceData) (index.Resident, error) {
 func upload(t *testing.T, c devicetest.Case) (*index.DeviceIndex, *resident, []float32, devicetest.Built) {
 	t.Helper()
 	b := devicetest.Build(t, t.TempDir(), c)
-	g := &grab{dev: device(t)}
+	g := &grab{dev: gpuDevice(t)}
 	di, err := b.Index.OnDevice(g)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +212,7 @@ func TestSearchSplit(t *testing.T) {
 	}
 	// And against the CPU, with everything split.
 	setKnobs(t, 7, 32, 8<<10)
-	devicetest.Parity(t, device(t), devicetest.Options{Cases: []devicetest.Case{
+	devicetest.Parity(t, gpuDevice(t), devicetest.Options{Cases: []devicetest.Case{
 		{Name: "split-l2-d100-b2", N: 499, Dim: 100, Lists: 7, Bits: 2, Metric: index.L2, Queries: 37},
 		{Name: "split-ipcodes-d33-b4", N: 300, Dim: 33, Lists: 5, Bits: 4, Metric: index.IP, IPCodes: true, Queries: 23},
 	}})
@@ -277,7 +278,7 @@ func rss() int64 {
 func TestSearchCycles(t *testing.T) {
 	c := devicetest.Case{Name: "cycles", N: 700, Dim: 40, Lists: 6, Bits: 4, Metric: index.L2, Queries: 20}
 	b := devicetest.Build(t, t.TempDir(), c)
-	dev := device(t)
+	dev := gpuDevice(t)
 	opt := index.SearchOptions{K: 10, NProbe: 3}
 	want, err := b.Index.SearchBatch(context.Background(), b.Queries, opt)
 	if err != nil {
@@ -340,7 +341,7 @@ func TestSearchErrors(t *testing.T) {
 	}{
 		{"short queries", res.Search(ctx, q[:10], 3, 2, 10, ent, dist), "webgpu: search: 10 query values for 3 queries of dimension 33"},
 		{"keep 0", res.Search(ctx, q, 3, 2, 0, ent, dist), "webgpu: search: keep 0: want 1 to 4096"},
-		{"keep too large", res.Search(ctx, q, 3, 2, index.MaxDeviceKeep+1, ent, dist), "keep 4097: want 1 to 4096"},
+		{"keep too large", res.Search(ctx, q, 3, 2, device.MaxKeep+1, ent, dist), "keep 4097: want 1 to 4096"},
 		{"nprobe 0", res.Search(ctx, q, 3, 0, 10, ent, dist), "webgpu: search: nprobe 0: want at least 1"},
 		{"short results", res.Search(ctx, q, 3, 2, 10, ent[:5], dist), "room for 5 entries and 30 distances, want 30"},
 	} {
@@ -368,28 +369,28 @@ func TestSearchErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Close()
-	if _, err := d.UploadIndex(&index.DeviceData{}); err == nil || !strings.Contains(err.Error(), "device closed") {
+	if _, err := d.UploadIndex(&device.IndexData{}); err == nil || !strings.Contains(err.Error(), "device closed") {
 		t.Errorf("upload to a closed device: %v", err)
 	}
-	good := func() *index.DeviceData {
-		return &index.DeviceData{N: 3, Dim: 4, Lists: 2, Bits: 4, Words: 1, Signs: [][]float32{{1, 1, 1, 1}}, RotP: 4, RotScale: 0.5,
+	good := func() *device.IndexData {
+		return &device.IndexData{N: 3, Dim: 4, Lists: 2, Bits: 4, Words: 1, Signs: [][]float32{{1, 1, 1, 1}}, RotP: 4, RotScale: 0.5,
 			RotAnchors: make([]float32, 8), Norms: make([]float32, 2), Offsets: []uint64{0, 1, 3}, Scale: make([]float32, 2), SqrtScale: make([]float32, 2)}
 	}
 	if err := checkData(good()); err != nil {
 		t.Fatalf("a good description: %v", err)
 	}
 	for _, tc := range []struct {
-		edit func(*index.DeviceData)
+		edit func(*device.IndexData)
 		want string
 	}{
-		{func(d *index.DeviceData) { d.Lists = 0 }, "webgpu: index to upload: 3 entries of dimension 4 in 0 lists"},
-		{func(d *index.DeviceData) { d.Bits = 3 }, "webgpu: index to upload: 3 bits per level: the kernels take 1, 2, 4 or 8"},
-		{func(d *index.DeviceData) { d.Dim, d.RotAnchors = 9, make([]float32, 18) }, "webgpu: index to upload: 1 words per entry hold fewer than 9 levels of 4 bits"},
-		{func(d *index.DeviceData) { d.RotP = 3 }, "webgpu: index to upload: rotation length 3: want a power of two up to the dimension 4"},
-		{func(d *index.DeviceData) { d.Norms = nil }, "webgpu: index to upload: 2 lists of dimension 4, but 8 anchor values, 0 norms, 2 scales, 2 square roots, 3 offsets"},
-		{func(d *index.DeviceData) { d.Offsets[2] = 4 }, "webgpu: index to upload: list offsets run from 0 to 4, want 0 to 3"},
-		{func(d *index.DeviceData) { d.Offsets[1] = 5; d.Offsets[2] = 3 }, "webgpu: index to upload: list 1 ends (3) before it starts (5)"},
-		{func(d *index.DeviceData) { d.Signs = [][]float32{{1}} }, "webgpu: index to upload: rotation round 0 has 1 signs, want 4"},
+		{func(d *device.IndexData) { d.Lists = 0 }, "webgpu: index to upload: 3 entries of dimension 4 in 0 lists"},
+		{func(d *device.IndexData) { d.Bits = 3 }, "webgpu: index to upload: 3 bits per level: the kernels take 1, 2, 4 or 8"},
+		{func(d *device.IndexData) { d.Dim, d.RotAnchors = 9, make([]float32, 18) }, "webgpu: index to upload: 1 words per entry hold fewer than 9 levels of 4 bits"},
+		{func(d *device.IndexData) { d.RotP = 3 }, "webgpu: index to upload: rotation length 3: want a power of two up to the dimension 4"},
+		{func(d *device.IndexData) { d.Norms = nil }, "webgpu: index to upload: 2 lists of dimension 4, but 8 anchor values, 0 norms, 2 scales, 2 square roots, 3 offsets"},
+		{func(d *device.IndexData) { d.Offsets[2] = 4 }, "webgpu: index to upload: list offsets run from 0 to 4, want 0 to 3"},
+		{func(d *device.IndexData) { d.Offsets[1] = 5; d.Offsets[2] = 3 }, "webgpu: index to upload: list 1 ends (3) before it starts (5)"},
+		{func(d *device.IndexData) { d.Signs = [][]float32{{1}} }, "webgpu: index to upload: rotation round 0 has 1 signs, want 4"},
 	} {
 		dd := good()
 		tc.edit(dd)

@@ -2,21 +2,12 @@
 
 package webgpu
 
-import (
-	"errors"
-
-	"github.com/vlc-embed/vlc/anneal"
-)
-
-// buildHint says how to build the backend in.
-const buildHint = "build with -tags webgpu (cgo: needs a C compiler; runs on a Vulkan, Metal or Direct3D 12 driver)"
+import "github.com/vlc-embed/vlc/device"
 
 // Open reports that this binary was built without WebGPU support.
-func Open() (anneal.Device, error) {
-	return nil, errors.New("not built with WebGPU support: " + buildHint)
-}
+func Open() (device.Device, error) { return nil, device.NotBuilt("WebGPU", device.BuildWebGPU) }
 
-func init() { anneal.RegisterUnbuilt("webgpu", buildHint) }
+func init() { device.RegisterUnbuilt("webgpu", device.BuildWebGPU) }
 
 // OpenAny reports that this binary was built without WebGPU support.
-func OpenAny() (anneal.Device, error) { return Open() }
+func OpenAny() (device.Device, error) { return Open() }

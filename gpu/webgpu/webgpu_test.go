@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/anneal/devicetest"
 	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/gpu/shaders"
 	"github.com/vlc-embed/vlc/internal/parity"
 	"github.com/vlc-embed/vlc/internal/synth"
@@ -41,21 +41,21 @@ var testDevice = devicetest.Shared[*Device]{
 	},
 }
 
-func device(t *testing.T) *Device { t.Helper(); return testDevice.Get(t) }
+func gpuDevice(t *testing.T) *Device { t.Helper(); return testDevice.Get(t) }
 
 // The conformance suite of training backends (anneal/devicetest), for
 // each assign tile: the default sizes straddle the workgroups (64 and 128
 // points and anchors per assign tile, 256 invocations elsewhere, 16 and
 // 32 float16 values per step of the dimension).
 func TestConformance(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	var tiles []string
 	for _, tile := range shaders.AssignTiles {
 		tiles = append(tiles, tile.Name)
 	}
 	devicetest.Run(t, dev, devicetest.Options{
 		Variants: tiles,
-		UseVariant: func(ds anneal.Dataset, name string) bool {
+		UseVariant: func(ds device.Dataset, name string) bool {
 			w := ds.(*dataset)
 			for _, c := range w.dev.tiles {
 				if c.Name == name {
@@ -72,7 +72,7 @@ func TestConformance(t *testing.T) {
 		// and the parameters, SetAnchors the anchors and the
 		// parameters.
 		Transfers: &devicetest.Transfers{
-			Load: func(ds anneal.Dataset, n, d int) int64 {
+			Load: func(ds device.Dataset, n, d int) int64 {
 				return int64(n*d*2) + int64(len(ds.(*dataset).chunks))*chunkSize + paramsSize
 			},
 			SetAnchors: func(m, d int) int64 { return int64(m*d*4) + paramsSize },
@@ -86,11 +86,11 @@ func TestConformance(t *testing.T) {
 // point set gives the same results as in one piece: several Steps, then
 // assignments, anchors, counts and energy against the CPU.
 func TestChunks(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	const n, d, m = 1000, 40, 33
 	pts := synth.Clusters(n, d, 6, 11)
 	anchors := synth.AnchorsNear(pts, m, 0.5, 2)
-	run := func(dv anneal.Device) (devicetest.Result, int) {
+	run := func(dv device.Device) (devicetest.Result, int) {
 		ds, err := dv.Load(pts)
 		if err != nil {
 			t.Fatal(err)
@@ -103,9 +103,9 @@ func TestChunks(t *testing.T) {
 		if err := ds.SetAnchors(anchors, m); err != nil {
 			t.Fatal(err)
 		}
-		var st anneal.StepStats
+		var st device.StepStats
 		for range 3 {
-			if st, err = ds.Step(anneal.StepParams{Tau: 20, Rate: 0.5, MaxMove: 3}); err != nil {
+			if st, err = ds.Step(device.StepParams{Tau: 20, Rate: 0.5, MaxMove: 3}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -136,7 +136,7 @@ func TestChunks(t *testing.T) {
 // A tile this adapter cannot run, named by VLC_WEBGPU_TILE, is refused with
 // the names it can run.
 func TestUnknownTile(t *testing.T) {
-	dev := device(t)
+	dev := gpuDevice(t)
 	t.Setenv("VLC_WEBGPU_TILE", "t999")
 	_, err := dev.Load(synth.Clusters(10, 4, 2, 1))
 	if err == nil || !strings.Contains(err.Error(), `VLC_WEBGPU_TILE="t999": want one of t64`) {

@@ -1,9 +1,18 @@
-// Package anneal learns anchors (coarse centroids) for a set of points with an
-// annealing loop of assign, robust reduce, update and maintenance (merge,
-// split, re-seed). The schedule, the maintenance and the convergence test live
-// here once; a Device (the CPU, CUDA or WebGPU backend) only runs the steps,
-// with the points resident on it.
-package anneal
+// Package device is the seam between vlc and its compute backends (cpu,
+// cuda, webgpu): what a backend does to learn anchors with the points
+// resident on it (Device, Dataset, and the optional PlusPlusDrawer and
+// MemoryLimiter), to write the rotated code there (RotatedEncoder), and to
+// search an index in its own memory (Searcher); the registry through which
+// the library and the command pick one by name; and Multi, which splits
+// training over several devices. It imports no other vlc package but
+// internal helpers, so that anneal, quant, index and every backend import
+// it and none of them imports another.
+package device
+
+import "errors"
+
+// ErrNonFinite: a point or anchor value is an Inf or NaN.
+var ErrNonFinite = errors.New("device: value not finite")
 
 // Points is a row-major set of n float16 vectors (IEEE binary16 bit
 // patterns). The values must be finite: a backend may refuse others with
@@ -15,9 +24,12 @@ type Points struct {
 	Dim  int
 }
 
-// Device is all a backend provides. Points go to it once; each iteration
+// Device is what every backend provides: training's steps, with the
+// points resident. Points go to it once; each iteration of anneal's loop
 // moves only a few scalars back, and maintenance moves anchors and their
-// statistics (m x dim, small) every few iterations.
+// statistics (m x dim, small) every few iterations. A backend may offer
+// more through the optional interfaces (MemoryLimiter, Searcher on the
+// Device; PlusPlusDrawer, RotatedEncoder on its Datasets).
 type Device interface {
 	// Name says which backend and hardware this is, for logs and summaries.
 	Name() string
@@ -58,11 +70,11 @@ type Dataset interface {
 
 // PlusPlusDrawer is implemented by datasets that run all of k-means++'s
 // rounds where the points are (gpu/cuda): each round's distances, block
-// sums and D^2 draw in the host's arithmetic (PlusPlusRounds), so the
+// sums and D^2 draw in the host's arithmetic (kmeans.PlusPlusRounds), so the
 // picks are the host's, without a round trip a round.
 type PlusPlusDrawer interface {
 	// DrawPlusPlus returns the positions in rows picked by rounds 1 to
-	// len(u) from the first centre rows[first], as PlusPlusRounds does.
+	// len(u) from the first centre rows[first], as kmeans.PlusPlusRounds does.
 	DrawPlusPlus(rows []int, first int, u []float64, fallback []int) ([]int, error)
 }
 

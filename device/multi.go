@@ -1,4 +1,4 @@
-package anneal
+package device
 
 import (
 	"errors"
@@ -96,9 +96,9 @@ var _ Device = (*MultiDevice)(nil)
 
 // Multi returns a Device that splits every point set it loads over devs,
 // by rows (EvenSplit unless WithSplit says otherwise), and runs each pass
-// on all of them at once: Train uses it as any Device. Every device must
-// be a ShardDevice of one backend; the result of every Step and Assign
-// is the bits that backend gives on one device. Close closes devs.
+// on all of them at once: anneal.Train uses it as any Device. Every device
+// must be a ShardDevice of one backend; the result of every Step and
+// Assign is the bits that backend gives on one device. Close closes devs.
 func Multi(devs ...Device) *MultiDevice {
 	return &MultiDevice{devs: devs, split: EvenSplit}
 }
@@ -197,10 +197,10 @@ func (md *MultiDevice) limiters(f func(MemoryLimiter) error) error {
 // Load splits p over the devices and loads every share, at once.
 func (md *MultiDevice) Load(p Points) (Dataset, error) {
 	if p.Dim < 1 || p.N < 1 || len(p.Data) != p.N*p.Dim {
-		return nil, fmt.Errorf("anneal: %d values do not make %d points of dimension %d", len(p.Data), p.N, p.Dim)
+		return nil, fmt.Errorf("device: %d values do not make %d points of dimension %d", len(p.Data), p.N, p.Dim)
 	}
 	if len(md.devs) == 0 {
-		return nil, errors.New("anneal: Multi with no devices")
+		return nil, errors.New("device: Multi with no devices")
 	}
 	sizes := md.split(p.N, len(md.devs))
 	total := 0
@@ -212,7 +212,7 @@ func (md *MultiDevice) Load(p Points) (Dataset, error) {
 		total += s
 	}
 	if len(sizes) != len(md.devs) || total != p.N {
-		return nil, fmt.Errorf("anneal: split %v of %d points over %d devices", sizes, p.N, len(md.devs))
+		return nil, fmt.Errorf("device: split %v of %d points over %d devices", sizes, p.N, len(md.devs))
 	}
 	s := &multiSet{pts: p}
 	var devs []ShardDevice
@@ -223,7 +223,7 @@ func (md *MultiDevice) Load(p Points) (Dataset, error) {
 		}
 		sd, ok := d.(ShardDevice)
 		if !ok {
-			return nil, fmt.Errorf("anneal: %s cannot hold a share of a split point set", d.Name())
+			return nil, fmt.Errorf("device: %s cannot hold a share of a split point set", d.Name())
 		}
 		devs = append(devs, sd)
 		s.lo = append(s.lo, lo)
@@ -306,13 +306,13 @@ const maxRounds = 4
 
 func (s *multiSet) pass(p StepParams, move bool) (StepStats, error) {
 	if s.m == 0 {
-		return StepStats{}, errors.New("anneal: Step before SetAnchors")
+		return StepStats{}, errors.New("device: Step before SetAnchors")
 	}
 	s.last = nil
 	var total ShardSums
 	for round := 0; ; round++ {
 		if round == maxRounds {
-			return StepStats{}, fmt.Errorf("anneal: the shards asked to reduce again %d times", round)
+			return StepStats{}, fmt.Errorf("device: the shards asked to reduce again %d times", round)
 		}
 		again := total
 		if err := s.each(func(_ int, sh Shard) error { return sh.Reduce(p, move, again) }); err != nil {
@@ -345,7 +345,7 @@ func (s *multiSet) Anchors(dst []float32) error { return s.shards[0].Anchors(dst
 
 func (s *multiSet) Stats(counts []int64, variance []float32) error {
 	if s.m == 0 {
-		return errors.New("anneal: Stats before SetAnchors")
+		return errors.New("device: Stats before SetAnchors")
 	}
 	if s.last == nil { // no pass since the anchors (and their number) changed
 		clear(counts)
@@ -357,7 +357,7 @@ func (s *multiSet) Stats(counts []int64, variance []float32) error {
 
 func (s *multiSet) Assignments(dst []int32) error {
 	if len(dst) < s.pts.N {
-		return fmt.Errorf("anneal: %d assignments for %d points", len(dst), s.pts.N)
+		return fmt.Errorf("device: %d assignments for %d points", len(dst), s.pts.N)
 	}
 	return s.each(func(i int, sh Shard) error { return sh.Assignments(dst[s.lo[i]:s.lo[i+1]]) })
 }

@@ -1,11 +1,13 @@
-package anneal_test
+package device_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/vlc-embed/vlc/anneal"
+	_ "github.com/vlc-embed/vlc/cpu" // registers "cpu"
+	"github.com/vlc-embed/vlc/device"
 )
 
 func TestParseDevices(t *testing.T) {
@@ -24,7 +26,7 @@ func TestParseDevices(t *testing.T) {
 		{"0,,1", nil, true},
 		{"all,0", nil, true},
 	} {
-		got, err := anneal.ParseDevices(c.spec)
+		got, err := device.ParseDevices(c.spec)
 		if (err != nil) != c.err || !slices.Equal(got, c.want) {
 			t.Errorf("%q: %v, %v", c.spec, got, err)
 		}
@@ -37,33 +39,33 @@ func TestParseDevices(t *testing.T) {
 // The CPU opens as many simulated devices as the list names 0; any other
 // number is refused by name; one device is the plain backend.
 func TestOpenDevices(t *testing.T) {
-	dev, _, err := anneal.OpenDevices("cpu", "0,0,0")
+	dev, _, err := device.OpenDevices("cpu", "0,0,0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, ok := dev.(*anneal.MultiDevice)
+	md, ok := dev.(*device.MultiDevice)
 	if !ok || len(md.Devices()) != 3 || !strings.HasPrefix(dev.Name(), "3 x cpu (") {
 		t.Errorf("0,0,0: %T %q", dev, dev.Name())
 	}
 	dev.Close()
 	for _, spec := range []string{"", "0", "all"} {
-		dev, _, err := anneal.OpenDevices("cpu", spec)
+		dev, _, err := device.OpenDevices("cpu", spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, multi := dev.(*anneal.MultiDevice); multi || !strings.HasPrefix(dev.Name(), "cpu (") {
+		if _, multi := dev.(*device.MultiDevice); multi || !strings.HasPrefix(dev.Name(), "cpu (") {
 			t.Errorf("%q: %T %q", spec, dev, dev.Name())
 		}
 	}
-	_, _, err = anneal.OpenDevices("cpu", "0,1")
+	_, _, err = device.OpenDevices("cpu", "0,1")
 	if err == nil || !strings.Contains(err.Error(), "cpu: no CPU device 1: the CPU is device 0") {
 		t.Errorf("0,1: %v", err)
 	}
-	_, _, err = anneal.OpenDevices("cpu", "0;1")
+	_, _, err = device.OpenDevices("cpu", "0;1")
 	if err == nil || !strings.Contains(err.Error(), `devices "0;1"`) {
 		t.Errorf("0;1: %v", err)
 	}
-	_, _, err = anneal.OpenDevices("nosuch", "0")
+	_, _, err = device.OpenDevices("nosuch", "0")
 	if err == nil || !strings.Contains(err.Error(), "not built into this binary") {
 		t.Errorf("nosuch: %v", err)
 	}
@@ -71,7 +73,7 @@ func TestOpenDevices(t *testing.T) {
 
 // limited is a Device with a memory cap, for MultiDevice's.
 type limited struct {
-	anneal.Device
+	device.Device
 	limit, peak int64
 }
 
@@ -83,7 +85,7 @@ func (l *limited) FreeMemory() (int64, bool)    { return l.limit - l.peak, true 
 // the largest peak and the sum of what each device has free.
 func TestMultiMemoryLimit(t *testing.T) {
 	a, b := &limited{peak: 5}, &limited{peak: 9}
-	var md anneal.MemoryLimiter = anneal.Multi(a, b, a)
+	var md device.MemoryLimiter = device.Multi(a, b, a)
 	if err := md.SetMemoryLimit(1 << 20); err != nil || a.limit != 1<<20 || b.limit != 1<<20 {
 		t.Fatalf("%v: limits %d, %d", err, a.limit, b.limit)
 	}
@@ -92,5 +94,19 @@ func TestMultiMemoryLimit(t *testing.T) {
 	}
 	if f, ok := md.FreeMemory(); !ok || f != 2<<20-14 {
 		t.Errorf("free %d, %v; want %d (each distinct device once)", f, ok, 2<<20-14)
+	}
+}
+
+func TestOpen(t *testing.T) {
+	dev, _, err := device.Open("cpu")
+	if err != nil || dev == nil {
+		t.Fatalf("cpu: %v", err)
+	}
+	if _, _, err := device.Open("no-such"); !errors.Is(err, device.ErrNoBackend) {
+		t.Errorf("unknown backend: got %v, want ErrNoBackend", err)
+	}
+	dev, _, err = device.Open("auto")
+	if err != nil || dev == nil {
+		t.Fatalf("auto: %v", err)
 	}
 }

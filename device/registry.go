@@ -1,4 +1,4 @@
-package anneal
+package device
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 
 // ErrNoBackend is returned when a named backend is not built in or cannot
 // start (no driver, no adapter).
-var ErrNoBackend = errors.New("anneal: backend not available")
+var ErrNoBackend = errors.New("device: backend not available")
 
 type backend struct {
 	name string
@@ -27,9 +27,31 @@ var (
 	devOpeners = map[string]func(ordinals []int) ([]Device, error){}
 )
 
+// The ranks of vlc's backends, by which "auto" orders them: it tries the
+// lowest first, so a GPU backend that starts is preferred to the CPU.
+const (
+	RankCUDA   = 0
+	RankWebGPU = 1
+	RankCPU    = 2
+)
+
+// How to build in a GPU backend a binary was built without: what its
+// stub registers (RegisterUnbuilt) and its Open reports (NotBuilt).
+const (
+	BuildCUDA   = "build with -tags cuda (pure Go: neither cgo nor the CUDA toolkit is needed)"
+	BuildWebGPU = "build with -tags webgpu (cgo: needs a C compiler; runs on a Vulkan, Metal or Direct3D 12 driver)"
+)
+
+// NotBuilt is the error a GPU backend's stub returns from Open: this
+// binary was built without support for what ("CUDA"); how says how to
+// build it in.
+func NotBuilt(what, how string) error {
+	return errors.New("not built with " + what + " support: " + how)
+}
+
 // Register makes a backend available by name. Backends call it from an init
-// function under their build tag; rank orders "auto" (cuda 0, webgpu 1,
-// cpu 2).
+// function under their build tag; rank orders "auto" (RankCUDA and the
+// others).
 func Register(name string, rank int, open func() (Device, error)) {
 	regMu.Lock()
 	defer regMu.Unlock()
@@ -67,21 +89,21 @@ func ParseDevices(spec string) ([]int, error) {
 	for _, f := range strings.Split(spec, ",") {
 		o, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || o < 0 {
-			return nil, fmt.Errorf("anneal: devices %q: want all, or device numbers separated by commas (0,1)", spec)
+			return nil, fmt.Errorf("device: devices %q: want all, or device numbers separated by commas (0,1)", spec)
 		}
 		ords = append(ords, o)
 	}
 	return ords, nil
 }
 
-// OpenDevices is OpenBackend on the devices spec names (ParseDevices; ""
-// is OpenBackend's one device): one device as it is, several as Multi
+// OpenDevices is Open on the devices spec names (ParseDevices; "" is
+// Open's one device): one device as it is, several as Multi
 // over them. A backend that cannot open devices by number takes only "0"
 // and "all", as its one device; auto passes over the backends that cannot
 // open the devices named.
 func OpenDevices(name, spec string) (dev Device, skipped []string, err error) {
 	if spec == "" {
-		return OpenBackend(name)
+		return Open(name)
 	}
 	ords, err := ParseDevices(spec)
 	if err != nil {
@@ -130,7 +152,7 @@ func OpenDevices(name, spec string) (dev Device, skipped []string, err error) {
 			return d, nil, nil
 		}
 	}
-	return OpenBackend(name) // not built in: its error
+	return Open(name) // not built in: its error
 }
 
 // Backends lists the registered backend names, in the order auto tries them.
@@ -144,10 +166,10 @@ func Backends() []string {
 	return names
 }
 
-// OpenBackend starts the named backend, or for "auto" (or "") the first one
+// Open starts the named backend, or for "auto" (or "") the first one
 // that starts, in rank order. skipped describes every backend auto passed
 // over and why, so the caller can log it; it is empty for a named backend.
-func OpenBackend(name string) (dev Device, skipped []string, err error) {
+func Open(name string) (dev Device, skipped []string, err error) {
 	regMu.Lock()
 	list := slices.Clone(registry)
 	regMu.Unlock()
