@@ -69,7 +69,7 @@ type Dataset interface {
 }
 
 // PlusPlusDrawer is implemented by datasets that run all of k-means++'s
-// rounds where the points are (gpu/cuda): each round's distances, block
+// rounds where the points are (backend/cuda): each round's distances, block
 // sums and D^2 draw in the host's arithmetic (kmeans.PlusPlusRounds), so the
 // picks are the host's, without a round trip a round.
 type PlusPlusDrawer interface {
@@ -103,7 +103,7 @@ type StepStats struct {
 }
 
 // MemoryLimiter is implemented by devices whose memory use can be capped
-// (gpu/cuda): datasets are sized to fit within the cap, points beyond it
+// (backend/cuda): datasets are sized to fit within the cap, points beyond it
 // streaming through in batches, as they do when they outgrow the device.
 type MemoryLimiter interface {
 	// SetMemoryLimit caps the memory the device's datasets use, in

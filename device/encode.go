@@ -31,7 +31,7 @@ func (l RotatedLayout) CodeBytes() int { return l.Packed + 4 }
 func (l RotatedLayout) ParamBytes() int { return 4 }
 
 // RotatedEncoder is implemented by a training device's resident dataset
-// that writes the rotated code of its own points (gpu/cuda), sparing the
+// that writes the rotated code of its own points (backend/cuda), sparing the
 // host the encoding: codes and params as quant.Rotated's EncodeList fills
 // them for the lists in order, entry e being point ids[e] of list a for
 // offsets[a] <= e < offsets[a+1], against anchors as stored (m x Dim).

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/vlc-embed/vlc/cpu" // registers "cpu"
+	_ "github.com/vlc-embed/vlc/backend/cpu" // registers "cpu"
 	"github.com/vlc-embed/vlc/device"
 )
 

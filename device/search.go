@@ -25,7 +25,7 @@ var (
 )
 
 // Searcher is a backend that can search an index in its own memory: the
-// training devices of gpu/cuda and gpu/webgpu implement it.
+// training devices of backend/cuda and backend/webgpu implement it.
 type Searcher interface {
 	// UploadIndex copies what d describes to the device, where it stays
 	// until the Resident is closed.

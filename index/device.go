@@ -20,7 +20,7 @@ import (
 // (checked, normalised, scaled as Search does), and turns what comes back
 // (entries and estimated distances) into hits: row ids, re-ranking and the
 // metric's distances, exactly as Search's last step. The backends
-// (gpu/cuda, gpu/webgpu) only compute.
+// (backend/cuda, backend/webgpu) only compute.
 
 // fill writes tiles t0 to t1-1 of d (device.IndexData.Fill) from the
 // mapped file, on all cores; an error names a fault in the mapping.

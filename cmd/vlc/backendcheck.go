@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/backend/cpu"
+	"github.com/vlc-embed/vlc/backend/cuda"
+	"github.com/vlc-embed/vlc/backend/webgpu"
 	"github.com/vlc-embed/vlc/device"
-	"github.com/vlc-embed/vlc/gpu/cuda"
-	"github.com/vlc-embed/vlc/gpu/webgpu"
 	"github.com/vlc-embed/vlc/internal/crosscheck"
 	"github.com/vlc-embed/vlc/internal/synth"
 )

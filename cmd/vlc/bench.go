@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/backend/cuda"
 	"github.com/vlc-embed/vlc/device"
-	"github.com/vlc-embed/vlc/gpu/cuda"
 	"github.com/vlc-embed/vlc/internal/crosscheck"
 	"github.com/vlc-embed/vlc/internal/synth"
 	"github.com/vlc-embed/vlc/internal/sysmem"

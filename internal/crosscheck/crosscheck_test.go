@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/backend/cpu"
 	"github.com/vlc-embed/vlc/device"
 )
 

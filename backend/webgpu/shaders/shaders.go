@@ -50,7 +50,7 @@ func (t AssignTile) WorkgroupBytes() int {
 }
 
 // AssignTiles are the shapes compiled. The first is the default for small
-// point sets, the second for large ones (gpu/webgpu pickTile); the others
+// point sets, the second for large ones (backend/webgpu pickTile); the others
 // can be chosen with VLC_WEBGPU_TILE, for measurements.
 var AssignTiles = []AssignTile{
 	{Name: "t64", TM: 64, TN: 64, RM: 4, RN: 4, BK: 16},
@@ -76,7 +76,7 @@ func Source(name string, t AssignTile) (string, error) {
 		return "", err
 	}
 	var h strings.Builder
-	fmt.Fprintf(&h, "// Constants from gpu/shaders/shaders.go.\n")
+	fmt.Fprintf(&h, "// Constants from backend/webgpu/shaders/shaders.go.\n")
 	for _, c := range []struct {
 		name string
 		v    int

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/vlc-embed/vlc/anneal/devicetest"
-	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/backend/cpu"
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/synth"
 )

@@ -14,8 +14,8 @@ import (
 
 	"github.com/cogentcore/webgpu/wgpu"
 
+	"github.com/vlc-embed/vlc/backend/webgpu/shaders"
 	"github.com/vlc-embed/vlc/device"
-	"github.com/vlc-embed/vlc/gpu/shaders"
 )
 
 // Device is the WebGPU backend on one adapter. It and its Datasets may be

@@ -1,11 +1,12 @@
 // Package webgpu is the backend for any GPU (build tag webgpu): WGSL
-// kernels (package gpu/shaders) run through github.com/cogentcore/webgpu,
-// a cgo binding of wgpu-native, on Vulkan, Metal or Direct3D 12, and in CI
-// on the CPU through Mesa's lavapipe Vulkan driver. Built without the tag,
+// kernels (package backend/webgpu/shaders) run through
+// github.com/cogentcore/webgpu, a cgo binding of wgpu-native, on Vulkan,
+// Metal or Direct3D 12, and in CI on the CPU through Mesa's lavapipe
+// Vulkan driver. Built without the tag,
 // Open says so, and the package registers only how to build it in
 // (device.RegisterUnbuilt).
 //
-// The design is CUDA's (gpu/cuda): the points go to the device once, as
+// The design is CUDA's (backend/cuda): the points go to the device once, as
 // float16 packed two per u32; anchors, assignments and statistics stay
 // there; a Step brings back 16 bytes (changed count and energy). Point sets
 // larger than the adapter's maxStorageBufferBindingSize are split into

@@ -1,5 +1,5 @@
 // Package shaders holds the WGSL kernels of the WebGPU backend
-// (gpu/webgpu), embedded with go:embed so that a binary carries them.
+// (backend/webgpu), embedded with go:embed so that a binary carries them.
 //
 // Every kernel shares one header of constants, made here from Go constants
 // by Source: the tile sizes live once, in shaders.go, and the Go side that

@@ -63,7 +63,7 @@ func (r synthRows) Row(i int, dst []float32) []float32 {
 // VLC_BENCH_K (10). Paths are best absolute: the test binary runs in the
 // package's folder. On a GPU machine:
 //
-//	CGO_ENABLED=1 go test -c -tags webgpu -o webgpu.test ./gpu/webgpu
+//	CGO_ENABLED=1 go test -c -tags webgpu -o webgpu.test ./backend/webgpu
 //	VLC_BENCH_INDEX=emb.vlc VLC_BENCH_QUERIES=q.fvecs VLC_BENCH_NPROBE=64 \
 //	    ./webgpu.test -test.run '^$' -test.bench Search -test.benchtime 20x
 func BenchmarkSearch(b *testing.B) {

@@ -1,10 +1,10 @@
 // Shared by the search kernels (prepended by SearchSource after the
-// constants). The search is device.IndexData's; gpu/webgpu search.go
+// constants). The search is device.IndexData's; backend/webgpu search.go
 // describes the buffers.
 
 // SP are one submission's values (a batch of queries, one round of its
 // candidates), one uniform buffer for every search kernel. Mirrored by
-// searchParams in gpu/webgpu/search.go.
+// searchParams in backend/webgpu/search.go.
 struct SP {
     nb: u32,        // queries in the batch
     d: u32,         // dimension

@@ -13,7 +13,7 @@ import (
 )
 
 // GPU fault tests: they need a CUDA driver and device and skip without
-// one (go test -tags cuda ./gpu/cuda/ on the GPU machine).
+// one (go test -tags cuda ./backend/cuda/ on the GPU machine).
 
 // freeMem reads the device's free memory through the test Device, whose
 // reference keeps the primary context alive across the cycles measured.

@@ -15,13 +15,13 @@ import (
 
 	"github.com/cogentcore/webgpu/wgpu"
 
+	"github.com/vlc-embed/vlc/backend/webgpu/shaders"
 	"github.com/vlc-embed/vlc/device"
-	"github.com/vlc-embed/vlc/gpu/shaders"
 )
 
 // Search on the device: device.IndexData's search, in five kernels per
-// batch of queries (gpu/shaders/search_*.wgsl): rotate, coarse, probe,
-// score (once per part of the index) and topk. docs/WEBGPU.md describes
+// batch of queries (backend/webgpu/shaders/search_*.wgsl): rotate,
+// coarse, probe, score (once per part of the index) and topk. docs/WEBGPU.md describes
 // them and their buffers.
 
 var _ device.Searcher = (*Device)(nil)

@@ -26,7 +26,7 @@ func TestConstsHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(got) != want {
-		t.Errorf("consts.cuh is stale: run go test -run TestConstsHeader -update in gpu/cuda, then make ptx")
+		t.Errorf("consts.cuh is stale: run go test -run TestConstsHeader -update in backend/cuda, then make ptx")
 	}
 }
 

@@ -1,6 +1,6 @@
 // Search kernels of the CUDA backend: an index of the rotated code resident
 // on the device, searched for batches of queries (Go: search.go; the search
-// itself is defined by index.DeviceData). PTX for compute_80, generated with
+// itself is defined by device.IndexData). PTX for compute_80, generated with
 //
 //	nvcc -ptx -arch=compute_80 -O3 -o search.ptx search.cu
 //
@@ -28,7 +28,7 @@
 
 #define FULL 0xffffffffu
 #define SBLOCK 256      // threads of every search kernel but dots
-#define MAX_KEEP 4096   // index.MaxDeviceKeep
+#define MAX_KEEP 4096   // device.MaxKeep
 
 __device__ __forceinline__ float h2f(unsigned short h) {
     float f;
@@ -412,7 +412,7 @@ __device__ __forceinline__ void score(const unsigned* __restrict__ words, const 
 // vlc_s_scanB: block b takes the pairs order[b*g .. b*g+g-1] (g <= GQ):
 // runs of them that probe the same list are scored together, each word
 // of an entry's levels read and unpacked once for all the run's queries.
-// Every entry of the list gets index.DeviceData's estimate for each query
+// Every entry of the list gets device.IndexData's estimate for each query
 // of the run, written to the query's candidates. A query's sums are the
 // same float32 operations in the same order whatever its run; but small
 // batches split an entry's words between 4 threads (and take the few-query

@@ -1,4 +1,4 @@
-// Kernels of the CUDA backend (Go package github.com/vlc-embed/vlc/gpu/cuda).
+// Kernels of the CUDA backend (Go package github.com/vlc-embed/vlc/backend/cuda).
 //
 // PTX for compute_80 (Ampere, Ada, Hopper) is generated from this file with
 //
@@ -755,12 +755,12 @@ extern "C" __global__ void __launch_bounds__(128) vlc_pp_dist(const unsigned sho
     }
 }
 
-// k-means++ rounds on the device (anneal.PlusPlusRounds, with its
+// k-means++ rounds on the device (kmeans.PlusPlusRounds, with its
 // arithmetic): per round vlc_pp_blocksums, vlc_pp_draw and vlc_pp_dist
 // queue on the stream with no round trip; the host reads the picks once.
 
 // vlc_pp_blocksums: blocks[b] = the float64 sum of dist's block b of
-// PP_BLOCK values, as anneal.BlockSums: four chains, (s0+s1)+(s2+s3), then
+// PP_BLOCK values, as kmeans.BlockSums: four chains, (s0+s1)+(s2+s3), then
 // the tail.
 extern "C" __global__ void vlc_pp_blocksums(const float* __restrict__ dist, int s, double* blocks, int nb) {
     const int b = blockIdx.x * blockDim.x + threadIdx.x;
@@ -779,7 +779,7 @@ extern "C" __global__ void vlc_pp_blocksums(const float* __restrict__ dist, int 
     blocks[b] = t;
 }
 
-// vlc_pp_draw (one thread): round k's pick, as anneal.drawD2: the total of
+// vlc_pp_draw (one thread): round k's pick, as kmeans.drawD2: the total of
 // the block sums in order; r = u[k-1] * total taken down block by block
 // while it stays >= 0, then point by point; the last point with a positive
 // distance when rounding leaves r >= 0; fallback[k-1] when the total is 0.

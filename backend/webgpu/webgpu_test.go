@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/vlc-embed/vlc/anneal/devicetest"
-	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/backend/cpu"
+	"github.com/vlc-embed/vlc/backend/webgpu/shaders"
 	"github.com/vlc-embed/vlc/device"
-	"github.com/vlc-embed/vlc/gpu/shaders"
 	"github.com/vlc-embed/vlc/internal/parity"
 	"github.com/vlc-embed/vlc/internal/synth"
 )

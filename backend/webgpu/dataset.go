@@ -15,8 +15,8 @@ import (
 
 	"github.com/cogentcore/webgpu/wgpu"
 
+	"github.com/vlc-embed/vlc/backend/webgpu/shaders"
 	"github.com/vlc-embed/vlc/device"
-	"github.com/vlc-embed/vlc/gpu/shaders"
 )
 
 // Sizes of the uniform and scalar blocks (struct Params, struct Chunk and

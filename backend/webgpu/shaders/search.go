@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The search kernels (device.IndexData's search; gpu/webgpu search.go
+// The search kernels (device.IndexData's search; backend/webgpu search.go
 // runs them). Their constants live here, once; SearchSource writes them
 // into each kernel's header.
 const (
@@ -124,7 +124,7 @@ func SearchSource(name string, c SearchConsts) (string, error) {
 		}{"SORTLEN", c.SortLen})
 	}
 	var h strings.Builder
-	fmt.Fprintf(&h, "// Constants from gpu/shaders/search.go.\n")
+	fmt.Fprintf(&h, "// Constants from backend/webgpu/shaders/search.go.\n")
 	for _, k := range consts {
 		fmt.Fprintf(&h, "const %s: u32 = %du;\n", k.name, k.v)
 	}
