@@ -3,6 +3,7 @@ package vlc_test
 import (
 	"context"
 	"errors"
+	"github.com/vlc-embed/vlc/device"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,12 +25,12 @@ func TestErrorCategories(t *testing.T) {
 	}{
 		{index.ErrDim, vlc.ErrArgument}, {index.ErrMetric, vlc.ErrArgument}, {index.ErrZeroVector, vlc.ErrArgument},
 		{index.ErrKey, vlc.ErrArgument}, {index.ErrPayload, vlc.ErrArgument}, {index.ErrDuplicateKey, vlc.ErrDuplicate},
-		{index.ErrClosed, vlc.ErrClosed}, {index.ErrNoDeviceSearch, vlc.ErrUnavailable},
+		{index.ErrClosed, vlc.ErrClosed}, {device.ErrNoSearch, vlc.ErrUnavailable}, {device.ErrNonFinite, vlc.ErrArgument},
 		{format.ErrCorrupt, vlc.ErrCorrupt}, {format.ErrNotIndex, vlc.ErrFormat}, {format.ErrVersion, vlc.ErrFormat},
 		{vecfile.ErrEmpty, vlc.ErrArgument}, {vecfile.ErrSize, vlc.ErrFormat}, {vecfile.ErrDim, vlc.ErrArgument},
 		{vecfile.ErrNonFinite, vlc.ErrArgument}, {vecfile.ErrZero, vlc.ErrArgument}, {vecfile.ErrFormat, vlc.ErrFormat},
 		{vecfile.ErrChanged, vlc.ErrChanged}, {vecfile.ErrRows, vlc.ErrArgument}, {vecfile.ErrNotRegular, vlc.ErrNotRegular},
-		{anneal.ErrTooFewPoints, vlc.ErrArgument}, {anneal.ErrNonFinite, vlc.ErrArgument}, {anneal.ErrNoBackend, vlc.ErrUnavailable},
+		{anneal.ErrTooFewPoints, vlc.ErrArgument}, {device.ErrNonFinite, vlc.ErrArgument}, {device.ErrNoBackend, vlc.ErrUnavailable},
 		{quant.ErrBits, vlc.ErrArgument}, {vlc.ErrNotFound, vlc.ErrNotFound}, {vlc.ErrLocked, vlc.ErrLocked},
 		{vlc.ErrModel, vlc.ErrArgument}, {vlc.ErrRange, vlc.ErrArgument}, {vlc.ErrUnderflow, vlc.ErrArgument},
 		{&vlc.OptionError{Fields: []string{"Bits"}}, vlc.ErrArgument},

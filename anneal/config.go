@@ -10,8 +10,6 @@ import (
 var (
 	// ErrTooFewPoints: there are fewer points than anchors.
 	ErrTooFewPoints = errs.New(errs.Argument, "fewer points than anchors")
-	// ErrNonFinite: a point or anchor value is an Inf or NaN.
-	ErrNonFinite = errs.New(errs.Argument, "value not finite")
 )
 
 // Config sets the anchors to learn and the annealing schedule. The zero value

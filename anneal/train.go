@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/vlc-embed/vlc/device"
 )
 
 // rngStream is the second word of the PCG seed of training's random
@@ -38,7 +40,7 @@ type Model struct {
 // coldPasses passes after, until a pass changes nothing. The loop stops
 // once the relative energy change has stayed under Tol (or no point moved) for Patience
 // iterations at T = 0, or after MaxIter iterations.
-func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, error) {
+func Train(ctx context.Context, dev device.Device, pts device.Points, cfg Config) (*Model, error) {
 	model, ds, err := TrainResident(ctx, dev, pts, cfg)
 	if ds != nil {
 		ds.Close()
@@ -49,7 +51,7 @@ func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, err
 // TrainResident is Train that leaves the points on the device: it returns
 // the dataset, with the model's anchors and assignments, for work that
 // uses the points there (encoding them); the caller closes it.
-func TrainResident(ctx context.Context, dev Device, pts Points, cfg Config) (_ *Model, _ Dataset, err error) {
+func TrainResident(ctx context.Context, dev device.Device, pts device.Points, cfg Config) (_ *Model, _ device.Dataset, err error) {
 	if pts.Dim < 1 || len(pts.Data) != pts.N*pts.Dim {
 		return nil, nil, fmt.Errorf("anneal: %d values do not make %d points of dimension %d", len(pts.Data), pts.N, pts.Dim)
 	}
@@ -181,11 +183,11 @@ const (
 // squared distance of the last assign (+Inf before the first). Hot: anchors
 // move part of the way to a robust mean and no farther than rms/T. As T -> 0
 // the threshold and the cap go to infinity and the rate to 1: a Lloyd step.
-func schedule(temp, rms float64) StepParams {
+func schedule(temp, rms float64) device.StepParams {
 	if temp <= 0 || math.IsInf(rms, 1) {
-		return StepParams{Tau: inf32, Rate: float32(1 / (1 + temp)), MaxMove: inf32}
+		return device.StepParams{Tau: inf32, Rate: float32(1 / (1 + temp)), MaxMove: inf32}
 	}
-	return StepParams{
+	return device.StepParams{
 		Tau:     float32(huberWidth * rms / math.Sqrt(temp)),
 		Rate:    float32(1 / (1 + temp)),
 		MaxMove: float32(rms / temp),

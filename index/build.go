@@ -8,6 +8,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
@@ -38,7 +39,7 @@ type Plan struct {
 	// training device, whose resident points must be exactly Rows (the
 	// caller's promise: float16 input, not normalised). Other codes
 	// ignore it.
-	Device quant.DeviceEncoder
+	Device device.RotatedEncoder
 	// Keys, when set, are the rows' ids (KEYS and KIDX; each non-empty,
 	// at most MaxKeyBytes, unique); Payloads, when set, their payloads
 	// (PAYL; each at most MaxPayloadBytes, nil for none).
@@ -175,12 +176,12 @@ func build(ctx context.Context, p Plan, arena *spill.Arena) ([]format.Section, e
 	progress(0, n)
 	onHost := true
 	if rc, ok := code.(*quant.Rotated); ok && p.Device != nil && p.Params == nil {
-		switch err := p.Device.EncodeRotated(rc, anchors, ids, offsets, codes, params); {
+		switch err := p.Device.EncodeRotated(rc.Layout(), anchors, ids, offsets, codes, params); {
 		case err == nil:
 			onHost = false
 			reencodeNonFinite(p.Rows, rc, anchors, ids, offsets, codes, params)
 			progress(n, n)
-		case !errors.Is(err, quant.ErrNotResident):
+		case !errors.Is(err, device.ErrNotResident):
 			return nil, err
 		}
 	}

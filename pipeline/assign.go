@@ -2,8 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"github.com/vlc-embed/vlc/device"
 
-	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/index"
 )
 
@@ -12,7 +12,7 @@ import (
 // the device (and, for input that is not float16, the host) holds one
 // window, never the input. It returns the assignments and the mean squared
 // distance to the anchors.
-func assignRows(ctx context.Context, dev anneal.Device, src Source, rows index.Rows, normalise bool, anchors []float32, m, window int, progress func(done, total int)) ([]int32, float64, error) {
+func assignRows(ctx context.Context, dev device.Device, src Source, rows index.Rows, normalise bool, anchors []float32, m, window int, progress func(done, total int)) ([]int32, float64, error) {
 	n, d := rows.Len(), rows.Dim()
 	assign := make([]int32, n)
 	var energy float64
@@ -24,9 +24,9 @@ func assignRows(ctx context.Context, dev anneal.Device, src Source, rows index.R
 			return nil, 0, err
 		}
 		hi := min(n, lo+window)
-		var pts anneal.Points
+		var pts device.Points
 		if src.F16 != nil && !normalise {
-			pts = anneal.Points{Data: src.F16[lo*d : hi*d], N: hi - lo, Dim: d}
+			pts = device.Points{Data: src.F16[lo*d : hi*d], N: hi - lo, Dim: d}
 		} else {
 			first := lo
 			var err error
@@ -47,14 +47,14 @@ func assignRows(ctx context.Context, dev anneal.Device, src Source, rows index.R
 }
 
 // assignWindow assigns pts to the anchors on dev, writing to assign.
-func assignWindow(dev anneal.Device, pts anneal.Points, anchors []float32, m int, assign []int32) (anneal.StepStats, error) {
+func assignWindow(dev device.Device, pts device.Points, anchors []float32, m int, assign []int32) (device.StepStats, error) {
 	ds, err := dev.Load(pts)
 	if err != nil {
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	defer ds.Close()
 	if err := ds.SetAnchors(anchors, m); err != nil {
-		return anneal.StepStats{}, err
+		return device.StepStats{}, err
 	}
 	st, err := ds.Assign()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vlc-embed/vlc/device"
 	"io"
 	"log/slog"
 	"os"
@@ -181,7 +182,7 @@ type planned struct {
 	rows      index.Rows // src.Rows, normalised under cosine
 	normalise bool
 	spec      quant.Spec
-	dev       anneal.Device
+	dev       device.Device
 	sum       *Summary
 }
 
@@ -230,7 +231,7 @@ func plan(job Job) (*planned, error) {
 	if p.normalise {
 		p.rows = normalized{src.Rows}
 	}
-	dev, skipped, err := anneal.OpenDevices(opt.Backend, opt.Devices)
+	dev, skipped, err := device.OpenDevices(opt.Backend, opt.Devices)
 	for _, s := range skipped {
 		log.Info("backend skipped", "reason", s)
 	}
@@ -258,7 +259,7 @@ func plan(job Job) (*planned, error) {
 func (p *planned) sampleSize() (int, error) {
 	opt, n, d, m := p.opt, p.n, p.d, p.m
 	free := int64(-1) // what the points may take on the device, where it says
-	if lim, ok := p.dev.(anneal.MemoryLimiter); ok {
+	if lim, ok := p.dev.(device.MemoryLimiter); ok {
 		if opt.DeviceMemory > 0 {
 			// The device sizes its datasets to the cap less the
 			// anchors' state, which comes first.
@@ -298,7 +299,7 @@ type trained struct {
 	meta    index.Meta
 	params  []byte // the model's list parameters; nil: fitted when encoding
 	global  []byte
-	ds      anneal.Dataset // nil unless every row trained
+	ds      device.Dataset // nil unless every row trained
 }
 
 func (t *trained) close() {
@@ -340,7 +341,7 @@ func (p *planned) train(ctx context.Context) (*trained, error) {
 		if model, err = anneal.Train(ctx, p.dev, pts, cfg); err != nil {
 			return nil, err
 		}
-		pts = anneal.Points{}
+		pts = device.Points{}
 		debug.FreeOSMemory() // the sample's memory, before the windows take theirs
 	} else {
 		pts, err := points(src, p.rows, p.normalise, nil)
@@ -386,7 +387,7 @@ func (p *planned) write(ctx context.Context, t *trained) error {
 		Meta: t.meta, Anchors: t.anchors, Assign: t.assign, Params: t.params, Global: t.global,
 	}
 	var onDevice bool
-	if enc, ok := t.ds.(quant.DeviceEncoder); ok && src.F16 != nil && !p.normalise && p.spec.Kind == quant.KindRotated {
+	if enc, ok := t.ds.(device.RotatedEncoder); ok && src.F16 != nil && !p.normalise && p.spec.Kind == quant.KindRotated {
 		plan.Device = recordingEncoder{enc, &onDevice}
 	}
 	start := time.Now()
@@ -404,7 +405,7 @@ func (p *planned) write(ctx context.Context, t *trained) error {
 // size.
 func (p *planned) finish() (*Summary, error) {
 	sum := p.sum
-	if lim, ok := p.dev.(anneal.MemoryLimiter); ok {
+	if lim, ok := p.dev.(device.MemoryLimiter); ok {
 		sum.DevicePeak = lim.PeakMemory()
 	}
 	st, err := os.Stat(p.job.Output)
@@ -455,12 +456,12 @@ func setTrained(meta *index.Meta, t *anneal.Model) {
 // recordingEncoder notes whether the device did encode (it declines when
 // the points stream from the host).
 type recordingEncoder struct {
-	quant.DeviceEncoder
+	device.RotatedEncoder
 	used *bool
 }
 
-func (e recordingEncoder) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
-	err := e.DeviceEncoder.EncodeRotated(c, anchors, ids, offsets, codes, params)
+func (e recordingEncoder) EncodeRotated(c device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
+	err := e.RotatedEncoder.EncodeRotated(c, anchors, ids, offsets, codes, params)
 	*e.used = err == nil
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -62,7 +63,7 @@ type Options struct {
 	DeviceMemory int64
 
 	// Devices trains on several devices of the backend at once, the
-	// points split between them (anneal.Multi; the result is one
+	// points split between them (device.Multi; the result is one
 	// device's bits): "all", or device numbers separated by commas
 	// ("0,1"). "" is one device. A number given twice puts two shares on
 	// one device (for tests; the CPU is device 0, "0,0,0" three shares).
@@ -162,7 +163,7 @@ func (o Options) check() error {
 		return &OptionError{Fields: []string{"Start", "End"}, Reason: fmt.Sprintf("rows %d to %d: want 0 <= Start < End (End 0: to the last row)", o.Start, o.End)}
 	}
 	if o.Devices != "" {
-		if _, err := anneal.ParseDevices(o.Devices); err != nil {
+		if _, err := device.ParseDevices(o.Devices); err != nil {
 			return &OptionError{Fields: []string{"Devices"}, Value: o.Devices, Reason: "want all, or device numbers separated by commas (0,1)"}
 		}
 	}

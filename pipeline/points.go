@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"github.com/vlc-embed/vlc/internal/errs"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
@@ -22,11 +22,11 @@ import (
 // rows may be a selection of src.Rows (a sample): orig(i) is then the
 // number in src.Rows of rows' row i (nil: the same), for its f16 bytes and
 // its errors.
-func points(src Source, rows index.Rows, normalise bool, orig func(int) int) (anneal.Points, error) {
+func points(src Source, rows index.Rows, normalise bool, orig func(int) int) (device.Points, error) {
 	n, d := rows.Len(), rows.Dim()
 	if orig == nil {
 		if src.F16 != nil && !normalise {
-			return anneal.Points{Data: src.F16, N: n, Dim: d}, nil
+			return device.Points{Data: src.F16, N: n, Dim: d}, nil
 		}
 		orig = func(i int) int { return i }
 	}
@@ -38,7 +38,7 @@ func points(src Source, rows index.Rows, normalise bool, orig func(int) int) (an
 				copy(data[i*d:(i+1)*d], src.F16[r*d:(r+1)*d])
 			}
 		})
-		return anneal.Points{Data: data, N: n, Dim: d}, nil
+		return device.Points{Data: data, N: n, Dim: d}, nil
 	}
 	data := make([]uint16, n*d)
 	badRow := make([]int, (n+1023)/1024)
@@ -65,16 +65,16 @@ func points(src Source, rows index.Rows, normalise bool, orig func(int) int) (an
 		r := orig(i)
 		x := src.Rows.Row(r, nil)
 		if normalise && isZeroVector(x) {
-			return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d: every value is 0: %s", src.Name, src.First+r, zeroWhy), ErrZeroVector}
+			return device.Points{}, &rangeError{fmt.Sprintf("%s: row %d: every value is 0: %s", src.Name, src.First+r, zeroWhy), ErrZeroVector}
 		}
 		for j, v := range x {
 			if !f16.IsFinite(f16.FromFloat32(v)) {
-				return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses", src.Name, src.First+r, j, v), ErrRange}
+				return device.Points{}, &rangeError{fmt.Sprintf("%s: row %d, column %d: value %g is outside the float16 range (|x| <= 65504) that training uses", src.Name, src.First+r, j, v), ErrRange}
 			}
 		}
-		return anneal.Points{}, &rangeError{fmt.Sprintf("%s: row %d: %s", src.Name, src.First+r, checkScale(x)), ErrUnderflow}
+		return device.Points{}, &rangeError{fmt.Sprintf("%s: row %d: %s", src.Name, src.First+r, checkScale(x)), ErrUnderflow}
 	}
-	return anneal.Points{Data: data, N: n, Dim: d}, nil
+	return device.Points{Data: data, N: n, Dim: d}, nil
 }
 
 // ErrRange is returned for input values beyond the float16 range.

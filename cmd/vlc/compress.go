@@ -19,6 +19,7 @@ import (
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/regfile"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -33,7 +34,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	subspaces := fs.Int("subspaces", 0, "pq only, instead of -bits: bytes of code per vector, 1 to the dimension (-bits b means ceil(dim*b/8))")
 	anchors := fs.Int("anchors", 0, "anchors (inverted lists); 0 picks about sqrt(n)")
 	metric := fs.String("metric", "l2", "distance: l2, ip or cosine")
-	backend := fs.String("backend", "auto", "training backend: auto or "+strings.Join(anneal.Backends(), ", "))
+	backend := fs.String("backend", "auto", "training backend: auto or "+strings.Join(device.Backends(), ", "))
 	devices := fs.String("devices", "", "train on several devices of the backend, the points split between them (the same index as one device): all, or device numbers such as 0,1 (a number twice: two shares on one device, for tests)")
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives a byte-identical index")
 	maxIter := fs.Int("max-iter", 0, fmt.Sprintf("annealing iterations at most (0: the default, %d)", anneal.DefaultMaxIter))

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -356,7 +356,7 @@ func TestBackendNotBuilt(t *testing.T) {
 	dir := t.TempDir()
 	in := badInputs(t, dir)
 	for _, c := range []struct{ name, tag string }{{"cuda", "-tags cuda"}, {"webgpu", "-tags webgpu"}} {
-		if slices.Contains(anneal.Backends(), c.name) {
+		if slices.Contains(device.Backends(), c.name) {
 			continue // built in
 		}
 		code, _, errs := runVLC(t, "compress", in["ok"], "-dim", "4", "-o", filepath.Join(dir, "x.vlc"), "-backend", c.name)
@@ -365,7 +365,7 @@ func TestBackendNotBuilt(t *testing.T) {
 			t.Errorf("-backend %s: stderr %q", c.name, errs)
 		}
 	}
-	if len(anneal.Backends()) == 1 {
+	if len(device.Backends()) == 1 {
 		_, errs := mustVLC(t, "compress", in["ok"], "-dim", "4", "-o", filepath.Join(dir, "y.vlc"), "-anchors", "2")
 		if strings.Contains(errs, "skipped") {
 			t.Errorf("-backend auto on a CPU-only build logged a skip:\n%s", errs)

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/vlc-embed/vlc"
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
 )
@@ -41,14 +41,15 @@ func (f *searchFlags) onDevice(ix *index.Index, stderr io.Writer) (*index.Device
 	if f.backend == "cpu" || f.backend == "" {
 		return nil, func() {}, nil
 	}
-	dev, skipped, err := anneal.OpenBackend(f.backend)
+	dev, skipped, err := device.Open(f.backend)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, s := range skipped {
 		slog.Info("backend skipped", "reason", s)
 	}
-	if _, ok := dev.(index.SearchDevice); !ok && f.backend == "auto" {
+	sd, ok := dev.(device.Searcher)
+	if !ok && f.backend == "auto" {
 		why := "none is built in"
 		if len(skipped) > 0 {
 			why = strings.Join(skipped, "; ")
@@ -57,10 +58,14 @@ func (f *searchFlags) onDevice(ix *index.Index, stderr io.Writer) (*index.Device
 		dev.Close()
 		return nil, func() {}, nil
 	}
-	di, err := ix.OnDevice(dev)
+	if !ok {
+		dev.Close()
+		return nil, nil, fmt.Errorf("%w: the backend %s has no device search", device.ErrNoSearch, f.backend)
+	}
+	di, err := ix.OnDevice(sd)
 	if err != nil {
 		dev.Close()
-		if f.backend == "auto" && errors.Is(err, index.ErrNoDeviceSearch) {
+		if f.backend == "auto" && errors.Is(err, device.ErrNoSearch) {
 			fmt.Fprintf(stderr, "vlc: searching on the CPU: %v\n", err)
 			return nil, func() {}, nil
 		}
