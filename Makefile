@@ -184,14 +184,14 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
 # Recall, size and speed of every code on the shared datasets (minutes;
-# fashion-mnist needs .data/fashion-mnist, see docs/BENCHMARKS.md).
+# fashion-mnist needs .data/fashion-mnist, see docs/bench/README.md).
 bench-quality: build
 	scripts/bench_quality.py $(DATASETS) | tee bench-out/vlc-tables.md
 
 # vlc's and FAISS's best QPS at recall@10 0.90 and 0.95 (8 bits, SQ8) and
 # 0.88 (4 bits, SQ4) on deep10k and sift5k-ngt, same threads (THREADS,
 # default 2), one run, with the ratios (minutes; needs python3-faiss and
-# DATA, default .data, as docs/BENCHMARKS.md says).
+# DATA, default .data, as docs/bench/README.md says).
 bench-search: build
 	@mkdir -p bench-out
 	scripts/bench_search.py $(DATASETS) | tee bench-out/search.md
