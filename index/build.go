@@ -50,11 +50,11 @@ type Plan struct {
 	// a segment added to a store uses the store's.
 	Global []byte
 	// Params, when set, are the list parameters (M*ParamBytes) of a
-	// frozen model to encode under (quant.FixedEncoder), in place of
+	// frozen model to encode under (quant.FrozenEncoder), in place of
 	// fitting them to each list: rows encoded apart under one model then
 	// get the codes they would get encoded together. A list whose rows
 	// the parameters cannot hold is fitted as usual. Codes without
-	// FixedEncoder ignore it; so does a Device.
+	// FrozenEncoder ignore it; so does a Device.
 	Params []byte
 	// SpillDir, when set, is a folder where Write keeps the code arrays
 	// (the bulk of an index: about CodeBytes per row, twice) in files
@@ -242,11 +242,11 @@ func assemble(code quant.Code, meta Meta, anchors16 []byte, offsets []uint64, id
 // each list (one call at a time).
 //
 // With fixed (a frozen model's list parameters), lists are encoded under
-// them where the code allows (quant.FixedEncoder), else fitted.
+// them where the code allows (quant.FrozenEncoder), else fitted.
 func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []float32, ids []uint32, offsets []uint64, codes, params, fixed []byte, progress func(done, total int)) {
 	d, m := rows.Dim(), len(offsets)-1
 	cb, pb := code.CodeBytes(), code.ParamBytes()
-	fe, _ := code.(quant.FixedEncoder)
+	fe, _ := code.(quant.FrozenEncoder)
 	if fe == nil {
 		fixed = nil
 	}
@@ -269,7 +269,7 @@ func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []floa
 			}
 			at := int(offsets[a]) * cb
 			dst, prm := codes[at:at+len(list)*cb], params[a*pb:(a+1)*pb]
-			if fixed == nil || !fe.EncodeFixed(dst, copy2(prm, fixed[a*pb:(a+1)*pb]), a, res, len(list)) {
+			if fixed == nil || !fe.EncodeFrozen(dst, copy2(prm, fixed[a*pb:(a+1)*pb]), a, res, len(list)) {
 				code.EncodeList(dst, prm, a, res, len(list))
 			}
 			mu.Lock()

@@ -2,31 +2,31 @@ package quant
 
 import "math"
 
-// FixedEncoder is implemented by codes that can encode a list under
+// FrozenEncoder is implemented by codes that can encode a list under
 // parameters fitted elsewhere: a frozen model's (vlc compress
 // -anchors-from). Rows encoded apart under one model then carry exactly
 // the codes they would have had encoded together, so their indexes merge
 // by concatenation, without re-expressing anything.
-type FixedEncoder interface {
-	// EncodeFixed writes the codes of list a's count residuals under
+type FrozenEncoder interface {
+	// EncodeFrozen writes the codes of list a's count residuals under
 	// params, unchanged. It reports false, with codes undefined, when
 	// params cannot hold some residual at all (the caller then fits the
 	// list with EncodeList). Codes with grids (sq8, pq) put a value
 	// beyond a grid at its end.
-	EncodeFixed(codes, params []byte, a int, residuals []float32, count int) bool
+	EncodeFrozen(codes, params []byte, a int, residuals []float32, count int) bool
 }
 
 var (
-	_ FixedEncoder = (*Rotated)(nil)
-	_ FixedEncoder = (*SQ8)(nil)
-	_ FixedEncoder = (*PQ)(nil)
+	_ FrozenEncoder = (*Rotated)(nil)
+	_ FrozenEncoder = (*SQ8)(nil)
+	_ FrozenEncoder = (*PQ)(nil)
 )
 
-// EncodeFixed encodes under the given s. The levels do not depend on s;
+// EncodeFrozen encodes under the given s. The levels do not depend on s;
 // the two scalars are stored divided by s (or its root) in float16, which
 // keeps its relative precision for any s until a scalar overflows: then,
 // and for a zero or non-finite s, it reports false.
-func (c *Rotated) EncodeFixed(codes, params []byte, a int, residuals []float32, count int) bool {
+func (c *Rotated) EncodeFrozen(codes, params []byte, a int, residuals []float32, count int) bool {
 	if s := getF32(params, 0); !(s > 0) || math.IsInf(float64(s), 0) {
 		return false
 	}
@@ -40,17 +40,17 @@ func (c *Rotated) EncodeFixed(codes, params []byte, a int, residuals []float32, 
 	return true
 }
 
-// EncodeFixed encodes on the given per-dimension grids, a value beyond a
+// EncodeFrozen encodes on the given per-dimension grids, a value beyond a
 // grid taking its end (the model's rows set the grids).
-func (c *SQ8) EncodeFixed(codes, params []byte, a int, residuals []float32, count int) bool {
+func (c *SQ8) EncodeFrozen(codes, params []byte, a int, residuals []float32, count int) bool {
 	encodeEach(c, codes, params, a, residuals, count)
 	return true
 }
 
-// EncodeFixed codes every residual and puts its two corrections on the
+// EncodeFrozen codes every residual and puts its two corrections on the
 // given grids, a correction beyond a grid taking its end (the model's
 // rows set the grids).
-func (c *PQ) EncodeFixed(codes, params []byte, a int, residuals []float32, count int) bool {
+func (c *PQ) EncodeFrozen(codes, params []byte, a int, residuals []float32, count int) bool {
 	cb, d := c.CodeBytes(), c.dim
 	b0, bStep, c0, cStep := getF32(params, 0), getF32(params, 1), getF32(params, 2), getF32(params, 3)
 	for i := range count {
