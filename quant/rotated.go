@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
 )
 
@@ -140,6 +141,33 @@ func (c *Rotated) Layout() RotatedLayout {
 // then.
 type DeviceEncoder interface {
 	EncodeRotated(c *Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error
+}
+
+// StreamEncoder is a DeviceEncoder that hands its codes over in runs of
+// entries as the device finishes them, so that the caller can work on one
+// run (repack it, say) while the device encodes the next.
+type StreamEncoder interface {
+	DeviceEncoder
+	// EncodeRotatedStream is EncodeRotated that calls ready(lo, hi) once
+	// entries lo to hi-1 of codes are written: in order from 0 to the
+	// entry count, lo and hi multiples of BlockLen except the last hi,
+	// after every list parameter is written; one call at a time. It
+	// calls ready for nothing when it returns an error.
+	EncodeRotatedStream(c *Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error
+}
+
+// EncodeRotatedStream has enc write the rotated code as a StreamEncoder
+// does: through its stream when it has one, else in one run, ready(0, n)
+// following EncodeRotated.
+func EncodeRotatedStream(enc DeviceEncoder, c *Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
+	if s, ok := enc.(StreamEncoder); ok {
+		return s.EncodeRotatedStream(c, anchors, ids, offsets, codes, params, ready)
+	}
+	if err := enc.EncodeRotated(c, anchors, ids, offsets, codes, params); err != nil {
+		return err
+	}
+	ready(0, len(ids))
+	return nil
 }
 
 func (c *Rotated) EncodeList(codes, params []byte, a int, residuals []float32, count int) {
@@ -351,9 +379,12 @@ func (c *Rotated) SetAnchors(anchors []float32) {
 	c.anchors = anchors
 	c.rotAnchors = make([]float32, len(anchors))
 	copy(c.rotAnchors, anchors)
-	for a := 0; a+d <= len(anchors); a += d {
-		c.rot.Apply(c.rotAnchors[a : a+d])
-	}
+	// Each anchor on its own: the same bits on any number of cores.
+	par.For(len(anchors)/d, 16, func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			c.rot.Apply(c.rotAnchors[a*d : (a+1)*d])
+		}
+	})
 }
 
 func (c *Rotated) NewScorer() Scorer {
