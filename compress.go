@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -232,7 +231,7 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 		Code: spec.Kind.String(), Metric: metric.String(), Backend: dev.Name(), Encoder: "host", TrainRows: sample}
 	sum.ReadTime = time.Since(start)
 	plan := index.Plan{
-		Rows: rows, Progress: opt.EncodeProgress, Keys: src.keys, Payloads: src.payloads, SpillDir: filepath.Dir(output),
+		Rows: rows, Progress: opt.EncodeProgress, Keys: src.keys, Payloads: src.payloads, SpillDir: spillDir(output, n, code.CodeBytes()),
 		Meta: index.Meta{Code: uint32(spec.Kind), Bits: uint32(spec.Bits), Subspaces: uint32(spec.Subspaces), Metric: metric, Seed: opt.Seed,
 			Flags: ipFlag(metric, spec.Kind)},
 	}
@@ -378,6 +377,12 @@ type recordingEncoder struct {
 
 func (e recordingEncoder) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
 	err := e.DeviceEncoder.EncodeRotated(c, anchors, ids, offsets, codes, params)
+	*e.used = err == nil
+	return err
+}
+
+func (e recordingEncoder) EncodeRotatedStream(c *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
+	err := quant.EncodeRotatedStream(e.DeviceEncoder, c, anchors, ids, offsets, codes, params, ready)
 	*e.used = err == nil
 	return err
 }

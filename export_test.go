@@ -13,6 +13,10 @@ func SetMinWindow(n int) (undo func()) {
 	return func() { minWindow = old }
 }
 
+// SpillDir is spillDir: where compress keeps the code arrays of n rows of
+// cb bytes.
+var SpillDir = spillDir
+
 // SetLockWait sets how long a write waits for another writer's lock; the
 // returned function undoes it.
 func SetLockWait(d time.Duration) (undo func()) {
