@@ -73,7 +73,7 @@ test: vet
 	$(GO) test -race -short -count=1 ./...
 	$(GO) test -count=1 ./...
 	$(GO) run ./examples/rag
-	$(GO) test -tags purego -count=1 ./internal/vec/ ./quant/ ./index/ ./cpu/ ./anneal/... .
+	$(GO) test -tags purego -count=1 ./internal/vec/ ./quant/ ./index/ ./backend/cpu/ ./anneal/... .
 	cd internal/vec/asm && $(GO) test -count=1 ./...
 	cd integrations/langchaingo && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -race -count=1 ./...
 	cd loadtest && $(GO) vet ./... && $(STATICCHECK) ./...
@@ -100,9 +100,9 @@ test: vet
 	req=; if lvp; then req=1; fi; \
 	if ! command -v gcc >/dev/null; then echo "make test: NOT running the WebGPU tests: they need cgo and there is no gcc"; exit 0; fi; \
 	set -x; \
-	CGO_ENABLED=1 $(GO) vet -tags webgpu ./gpu/... ./cmd/vlc/ . && \
-	CGO_ENABLED=1 $(STATICCHECK) -tags webgpu ./gpu/... ./cmd/vlc/ . && \
-	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 ./gpu/webgpu/ && \
+	CGO_ENABLED=1 $(GO) vet -tags webgpu ./backend/... ./cmd/vlc/ . && \
+	CGO_ENABLED=1 $(STATICCHECK) -tags webgpu ./backend/... ./cmd/vlc/ . && \
+	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 ./backend/webgpu/ && \
 	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 -run WebGPU ./cmd/vlc/
 
 # The arm64 build's kernels (NEON, and the purego ones) against their Go
@@ -184,14 +184,14 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
 # Recall, size and speed of every code on the shared datasets (minutes;
-# fashion-mnist needs .data/fashion-mnist, see docs/BENCHMARKS.md).
+# fashion-mnist needs .data/fashion-mnist, see docs/bench/README.md).
 bench-quality: build
 	scripts/bench_quality.py $(DATASETS) | tee bench-out/vlc-tables.md
 
 # vlc's and FAISS's best QPS at recall@10 0.90 and 0.95 (8 bits, SQ8) and
 # 0.88 (4 bits, SQ4) on deep10k and sift5k-ngt, same threads (THREADS,
 # default 2), one run, with the ratios (minutes; needs python3-faiss and
-# DATA, default .data, as docs/BENCHMARKS.md says).
+# DATA, default .data, as docs/bench/README.md says).
 bench-search: build
 	@mkdir -p bench-out
 	scripts/bench_search.py $(DATASETS) | tee bench-out/search.md
@@ -199,21 +199,21 @@ bench-search: build
 clean:
 	rm -rf bin $(DEMO)
 
-# PTX of the CUDA kernels (gpu/cuda), committed beside their sources. After
-# changing a constant of gpu/cuda/kernels.go run `make consts` (needs Go,
-# not nvcc) to write consts.cuh; after that, or after changing kernels.cu or
-# kernels_sm90.cu, run `make ptx` on a machine with nvcc (CUDA 13.0 made the
-# committed PTX; that machine needs no Go). TestConstsHeader and
-# TestPTXFresh fail while either step is due.
+# PTX of the CUDA kernels (backend/cuda), committed beside their sources.
+# After changing a constant of backend/cuda/kernels.go run `make consts`
+# (needs Go, not nvcc) to write consts.cuh; after that, or after changing
+# kernels.cu or kernels_sm90.cu, run `make ptx` on a machine with nvcc
+# (CUDA 13.0 made the committed PTX; that machine needs no Go).
+# TestConstsHeader and TestPTXFresh fail while either step is due.
 .PHONY: ptx consts asm
 consts:
-	$(GO) test ./gpu/cuda -run TestConstsHeader -update
+	$(GO) test ./backend/cuda -run TestConstsHeader -update
 # The amd64 kernels of internal/vec, generated with avo by the module in
 # internal/vec/asm (which alone depends on avo); commit what it writes.
 asm:
 	$(GO) generate ./internal/vec
 ptx:
-	nvcc -ptx -arch=compute_80 -O3 -o gpu/cuda/kernels.ptx gpu/cuda/kernels.cu
-	nvcc -ptx -arch=compute_90a -O3 -o gpu/cuda/kernels_sm90.ptx gpu/cuda/kernels_sm90.cu
-	nvcc -ptx -arch=compute_80 -O3 -o gpu/cuda/search.ptx gpu/cuda/search.cu
-	cd gpu/cuda && sha256sum consts.cuh kernels.cu > kernels.cu.sha256 && sha256sum consts.cuh kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256 && sha256sum search.cu > search.cu.sha256
+	nvcc -ptx -arch=compute_80 -O3 -o backend/cuda/kernels.ptx backend/cuda/kernels.cu
+	nvcc -ptx -arch=compute_90a -O3 -o backend/cuda/kernels_sm90.ptx backend/cuda/kernels_sm90.cu
+	nvcc -ptx -arch=compute_80 -O3 -o backend/cuda/search.ptx backend/cuda/search.cu
+	cd backend/cuda && sha256sum consts.cuh kernels.cu > kernels.cu.sha256 && sha256sum consts.cuh kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256 && sha256sum search.cu > search.cu.sha256

@@ -5,7 +5,7 @@ package vlc
 // their tags; without its tag a GPU backend's stub registers only how to
 // build it in, so that asking for it by name says so.
 import (
-	_ "github.com/vlc-embed/vlc/cpu"
-	_ "github.com/vlc-embed/vlc/gpu/cuda"
-	_ "github.com/vlc-embed/vlc/gpu/webgpu"
+	_ "github.com/vlc-embed/vlc/backend/cpu"
+	_ "github.com/vlc-embed/vlc/backend/cuda"
+	_ "github.com/vlc-embed/vlc/backend/webgpu"
 )

@@ -93,7 +93,7 @@ func ExampleWhere() {
 
 // Add documents without retraining and delete others: searches see each
 // change whole, and it survives a crash and a reopen.
-func ExampleIndex_Add() {
+func ExampleStore_Add() {
 	dir, _ := os.MkdirTemp("", "vlc-example")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
@@ -134,7 +134,7 @@ func ExampleIndex_Add() {
 	// Output:
 	// nearest to article-950: article-677
 	// nearest to article-951: article-951
-	// vlc: id not found: "article-950"
+	// id not found: "article-950"
 	// 999 live, 1 deleted, 2 segments
 	// compacted: 999 live, 0 deleted, 1 segment
 }

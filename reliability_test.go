@@ -14,6 +14,7 @@ import (
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/quant"
 	"github.com/vlc-embed/vlc/vecfile"
@@ -201,7 +202,7 @@ func TestLibraryBadInput(t *testing.T) {
 		{"missing input", p("nope.f16"), out, vlc.Options{Dim: 4}, fs.ErrNotExist, []string{"nope.f16"}},
 		{"output in a missing folder", p("ok.f16"), p("no/such/out.vlc"), vlc.Options{Dim: 4}, fs.ErrNotExist, []string{"no/such/out.vlc"}},
 		{"unknown metric", p("ok.f16"), out, vlc.Options{Dim: 4, Metric: "manhattan"}, index.ErrMetric, []string{"manhattan"}},
-		{"unknown backend", p("ok.f16"), out, vlc.Options{Dim: 4, Backend: "abacus"}, anneal.ErrNoBackend, []string{"abacus"}},
+		{"unknown backend", p("ok.f16"), out, vlc.Options{Dim: 4, Backend: "abacus"}, device.ErrNoBackend, []string{"abacus"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sum, err := vlc.Compress(context.Background(), c.in, c.out, c.opt)

@@ -35,7 +35,7 @@ func TestSpecialFiles(t *testing.T) {
 	// The store cases replace the store's path by the special file, so it
 	// is the path, not the special file's own name, that must stay what
 	// it was.
-	store := func(write func(ix *vlc.Index) error) func(string) (string, error) {
+	store := func(write func(ix *vlc.Store) error) func(string) (string, error) {
 		return func(special string) (string, error) {
 			p := filepath.Join(t.TempDir(), "s.vlc")
 			ix, err := vlc.Build(ctx, p, docs[:250], opt)
@@ -75,9 +75,9 @@ func TestSpecialFiles(t *testing.T) {
 		{"Open", ".vlc", false, in1(func(p string) error { _, err := vlc.Open(p); return err })},
 		{"Compress output", ".vlc", true, in1(func(p string) error { _, err := vlc.Compress(ctx, in, p, opt); return err })},
 		{"Build output", ".vlc", true, in1(func(p string) error { _, err := vlc.Build(ctx, p, docs, opt); return err })},
-		{"store Delete", ".vlc", false, store(func(ix *vlc.Index) error { return ix.Delete(ctx, []string{"0"}) })},
-		{"store Add", ".vlc", false, store(func(ix *vlc.Index) error { _, err := ix.Add(ctx, docs[260:261]); return err })},
-		{"store Compact", ".vlc", false, store(func(ix *vlc.Index) error { return ix.Compact(ctx) })},
+		{"store Delete", ".vlc", false, store(func(ix *vlc.Store) error { return ix.Delete(ctx, []string{"0"}) })},
+		{"store Add", ".vlc", false, store(func(ix *vlc.Store) error { _, err := ix.Add(ctx, docs[260:261]); return err })},
+		{"store Compact", ".vlc", false, store(func(ix *vlc.Store) error { return ix.Compact(ctx) })},
 	}
 	n := 0
 	for _, c := range calls {

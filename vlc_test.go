@@ -16,6 +16,7 @@ import (
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/testenv"
 	"github.com/vlc-embed/vlc/quant"
@@ -165,7 +166,7 @@ func TestCompressErrors(t *testing.T) {
 		{"anchors", "", "b.vlc", vlc.Options{Dim: 96, Anchors: 2001}, anneal.ErrTooFewPoints},
 		{"dim", "", "c.vlc", vlc.Options{Dim: 97}, vecfile.ErrSize},
 		{"folder", "", "missing/d.vlc", vlc.Options{Dim: 96}, os.ErrNotExist},
-		{"backend", "", "e.vlc", vlc.Options{Dim: 96, Backend: "quantum"}, anneal.ErrNoBackend},
+		{"backend", "", "e.vlc", vlc.Options{Dim: 96, Backend: "quantum"}, device.ErrNoBackend},
 	} {
 		out := filepath.Join(dir, c.out)
 		if c.in == "" {

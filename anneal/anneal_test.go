@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/vlc-embed/vlc/anneal"
-	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/backend/cpu"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/synth"
 )
 
-func train(t *testing.T, pts anneal.Points, cfg anneal.Config) *anneal.Model {
+func train(t *testing.T, pts device.Points, cfg anneal.Config) *anneal.Model {
 	t.Helper()
 	m, err := anneal.Train(context.Background(), cpu.New(), pts, cfg)
 	if err != nil {
@@ -97,20 +98,6 @@ func TestTrainErrors(t *testing.T) {
 	_, err = anneal.Train(ctx, cpu.New(), pts, anneal.Config{M: 2})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: got %v", err)
-	}
-}
-
-func TestOpenBackend(t *testing.T) {
-	dev, _, err := anneal.OpenBackend("cpu")
-	if err != nil || dev == nil {
-		t.Fatalf("cpu: %v", err)
-	}
-	if _, _, err := anneal.OpenBackend("no-such"); !errors.Is(err, anneal.ErrNoBackend) {
-		t.Errorf("unknown backend: got %v, want ErrNoBackend", err)
-	}
-	dev, _, err = anneal.OpenBackend("auto")
-	if err != nil || dev == nil {
-		t.Fatalf("auto: %v", err)
 	}
 }
 

@@ -1,17 +1,15 @@
 package anneal
 
 import (
-	"errors"
 	"fmt"
+	"github.com/vlc-embed/vlc/internal/errs"
 	"math"
 )
 
 // Errors of training, for errors.Is.
 var (
 	// ErrTooFewPoints: there are fewer points than anchors.
-	ErrTooFewPoints = errors.New("anneal: fewer points than anchors")
-	// ErrNonFinite: a point or anchor value is an Inf or NaN.
-	ErrNonFinite = errors.New("anneal: value not finite")
+	ErrTooFewPoints = errs.New(errs.Argument, "fewer points than anchors")
 )
 
 // Config sets the anchors to learn and the annealing schedule. The zero value
@@ -39,11 +37,6 @@ type Config struct {
 
 	// Progress, when set, is called after every iteration.
 	Progress func(Iteration)
-	// Finish, when set, is called once training is done, with the model
-	// and the dataset still resident, before the dataset is closed: for
-	// work that uses the points on the device (encoding them there). Its
-	// error is Train's.
-	Finish func(*Model, Dataset) error
 }
 
 // The defaults of Config, and why each has its value.
@@ -121,15 +114,15 @@ func (c Config) withDefaults(n int) Config {
 func (c Config) validate(n int) error {
 	switch {
 	case c.M < 1:
-		return fmt.Errorf("anneal: anchors must be at least 1, got %d", c.M)
+		return fmt.Errorf("%w: anchors must be at least 1, got %d", errs.Argument, c.M)
 	case n < c.M:
 		return fmt.Errorf("%w: %d points, %d anchors", ErrTooFewPoints, n, c.M)
 	case c.MaxIter < 1, c.Patience < 1, c.MaintainEvery < 1:
-		return fmt.Errorf("anneal: MaxIter, Patience and MaintainEvery must be positive")
+		return fmt.Errorf("%w: MaxIter, Patience and MaintainEvery must be positive", errs.Argument)
 	case !(c.Cooling > 0 && c.Cooling < 1):
-		return fmt.Errorf("anneal: Cooling must be in (0, 1), got %v", c.Cooling)
+		return fmt.Errorf("%w: Cooling must be in (0, 1), got %v", errs.Argument, c.Cooling)
 	case c.T0 < 0 || c.TMin < 0 || math.IsNaN(c.T0) || math.IsNaN(c.TMin):
-		return fmt.Errorf("anneal: temperatures must be non-negative")
+		return fmt.Errorf("%w: temperatures must be non-negative", errs.Argument)
 	}
 	return nil
 }

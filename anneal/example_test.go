@@ -7,12 +7,13 @@ import (
 	"slices"
 
 	"github.com/vlc-embed/vlc/anneal"
-	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/backend/cpu"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 )
 
 // Learn three anchors for points in three clusters, on the CPU backend
-// (training runs the same way on a GPU backend from anneal.OpenBackend).
+// (training runs the same way on a GPU backend from device.Open).
 func ExampleTrain() {
 	var data []uint16
 	for _, c := range [][2]float32{{0, 0}, {10, 0}, {0, 10}} {
@@ -22,7 +23,7 @@ func ExampleTrain() {
 			}
 		}
 	}
-	pts := anneal.Points{Data: data, N: len(data) / 2, Dim: 2}
+	pts := device.Points{Data: data, N: len(data) / 2, Dim: 2}
 	model, err := anneal.Train(context.Background(), cpu.New(), pts, anneal.Config{M: 3, Seed: 1})
 	if err != nil {
 		fmt.Println(err)

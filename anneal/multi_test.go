@@ -8,6 +8,7 @@ import (
 
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/anneal/devicetest"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/synth"
 )
@@ -21,17 +22,17 @@ import (
 // moves only (rate, no Huber weight), which is all it needs to show.
 type fixedDevice struct{}
 
-var _ anneal.ShardDevice = fixedDevice{}
+var _ device.ShardDevice = fixedDevice{}
 
 func (fixedDevice) Name() string { return "fixed" }
 func (fixedDevice) Close() error { return nil }
 
-func (fixedDevice) Load(p anneal.Points) (anneal.Dataset, error) {
+func (fixedDevice) Load(p device.Points) (device.Dataset, error) {
 	s := newFixed(p, 0, p.N)
 	return &fixedOne{s: s}, nil
 }
 
-func (fixedDevice) LoadShard(p anneal.Points, lo, hi int) (anneal.Shard, error) {
+func (fixedDevice) LoadShard(p device.Points, lo, hi int) (device.Shard, error) {
 	return newFixed(p, lo, hi), nil
 }
 
@@ -60,7 +61,7 @@ type fixedSums struct {
 	gn, d   int
 }
 
-func newFixed(p anneal.Points, lo, hi int) *fixedSet {
+func newFixed(p device.Points, lo, hi int) *fixedSet {
 	s := &fixedSet{n: hi - lo, gn: p.N, d: p.Dim, fresh: true, assign: make([]int32, hi-lo), dist: make([]float64, hi-lo)}
 	s.x = make([]float64, s.n*s.d)
 	for i, h := range p.Data[lo*p.Dim : hi*p.Dim] {
@@ -78,7 +79,7 @@ func scale(gn int, smax float64) float64 {
 	return math.Ldexp(1, 40-int(math.Ceil(math.Log2(float64(gn)*max(smax, 1e-30)))))
 }
 
-func (s *fixedSet) Link(all []anneal.Shard) error {
+func (s *fixedSet) Link(all []device.Shard) error {
 	for _, o := range all {
 		s.bound = max(s.bound, o.(*fixedSet).bound)
 	}
@@ -130,7 +131,7 @@ func (s *fixedSet) reduce(assign bool) {
 	}
 }
 
-func (s *fixedSet) Reduce(p anneal.StepParams, move bool, again anneal.ShardSums) error {
+func (s *fixedSet) Reduce(p device.StepParams, move bool, again device.ShardSums) error {
 	if again == nil {
 		s.reduce(true)
 		s.part.round = 0
@@ -144,7 +145,7 @@ func (s *fixedSet) Reduce(p anneal.StepParams, move bool, again anneal.ShardSums
 	return nil
 }
 
-func (s *fixedSet) Fold(acc anneal.ShardSums) (anneal.ShardSums, error) {
+func (s *fixedSet) Fold(acc device.ShardSums) (device.ShardSums, error) {
 	if acc == nil {
 		t := s.part
 		t.sum, t.sq, t.cnt = append([]int64(nil), t.sum...), append([]int64(nil), t.sq...), append([]int64(nil), t.cnt...)
@@ -169,8 +170,8 @@ func (s *fixedSet) Fold(acc anneal.ShardSums) (anneal.ShardSums, error) {
 
 func (t *fixedSums) Again() bool { return t.round == 0 && t.maxDist > t.smax }
 
-func (t *fixedSums) StepStats() anneal.StepStats {
-	return anneal.StepStats{Energy: float64(t.energy) / scale(t.gn, t.smax) / float64(t.gn), Changed: t.changed}
+func (t *fixedSums) StepStats() device.StepStats {
+	return device.StepStats{Energy: float64(t.energy) / scale(t.gn, t.smax) / float64(t.gn), Changed: t.changed}
 }
 
 func (t *fixedSums) Stats(counts []int64, variance []float32) error {
@@ -184,7 +185,7 @@ func (t *fixedSums) Stats(counts []int64, variance []float32) error {
 	return nil
 }
 
-func (s *fixedSet) Apply(p anneal.StepParams, move bool, total anneal.ShardSums) error {
+func (s *fixedSet) Apply(p device.StepParams, move bool, total device.ShardSums) error {
 	t := total.(*fixedSums)
 	if move {
 		sc := scale(s.gn, t.smax)
@@ -213,11 +214,11 @@ type fixedOne struct {
 	last *fixedSums
 }
 
-func (o *fixedOne) pass(p anneal.StepParams, move bool) (anneal.StepStats, error) {
-	var total anneal.ShardSums
+func (o *fixedOne) pass(p device.StepParams, move bool) (device.StepStats, error) {
+	var total device.ShardSums
 	for {
 		if err := o.s.Reduce(p, move, total); err != nil {
-			return anneal.StepStats{}, err
+			return device.StepStats{}, err
 		}
 		total, _ = o.s.Fold(nil)
 		if !total.Again() {
@@ -229,8 +230,8 @@ func (o *fixedOne) pass(p anneal.StepParams, move bool) (anneal.StepStats, error
 }
 
 func (o *fixedOne) SetAnchors(a []float32, m int) error                { return o.s.SetAnchors(a, m) }
-func (o *fixedOne) Step(p anneal.StepParams) (anneal.StepStats, error) { return o.pass(p, true) }
-func (o *fixedOne) Assign() (anneal.StepStats, error)                  { return o.pass(anneal.StepParams{}, false) }
+func (o *fixedOne) Step(p device.StepParams) (device.StepStats, error) { return o.pass(p, true) }
+func (o *fixedOne) Assign() (device.StepStats, error)                  { return o.pass(device.StepParams{}, false) }
 func (o *fixedOne) Anchors(dst []float32) error                        { return o.s.Anchors(dst) }
 func (o *fixedOne) Stats(c []int64, v []float32) error                 { return o.last.Stats(c, v) }
 func (o *fixedOne) Assignments(dst []int32) error                      { return o.s.Assignments(dst) }
@@ -240,7 +241,7 @@ func (o *fixedOne) Close() error                                       { return 
 // blockScaled scales the points by blocks of rows: the first third by
 // 1/64, the last by 16, so that the shares of a split have different
 // bounds (the scales are wrong unless Link agrees on one).
-func blockScaled(p anneal.Points) anneal.Points {
+func blockScaled(p device.Points) device.Points {
 	out := p
 	out.Data = make([]uint16, len(p.Data))
 	for i, h := range p.Data {
@@ -252,12 +253,12 @@ func blockScaled(p anneal.Points) anneal.Points {
 
 // rescaled is the number of second rounds every share of ds ran (-1 when
 // they disagree).
-func rescaled(ds anneal.Dataset) int {
+func rescaled(ds device.Dataset) int {
 	if o, ok := ds.(*fixedOne); ok {
 		return o.s.rescaled
 	}
 	r := -2
-	for _, sh := range ds.(interface{ Shards() []anneal.Shard }).Shards() {
+	for _, sh := range ds.(interface{ Shards() []device.Shard }).Shards() {
 		if v := sh.(*fixedSet).rescaled; r == -2 || r == v {
 			r = v
 		} else {
@@ -267,6 +268,31 @@ func rescaled(ds anneal.Dataset) int {
 	return r
 }
 
+// counting is a device whose datasets record, as they close after
+// training, how many times they reduced again (rescaled).
+type counting struct {
+	device.Device
+	runs *[]int
+}
+
+func (c counting) Load(p device.Points) (device.Dataset, error) {
+	ds, err := c.Device.Load(p)
+	if err != nil {
+		return nil, err
+	}
+	return countingSet{ds, c.runs}, nil
+}
+
+type countingSet struct {
+	device.Dataset
+	runs *[]int
+}
+
+func (s countingSet) Close() error {
+	*s.runs = append(*s.runs, rescaled(s.Dataset))
+	return s.Dataset.Close()
+}
+
 // Multi's protocol on the toy fixed-point backend: the bound agreed in
 // Link, the whole set's n, second rounds (Again) on every share. Train
 // split over 1 to 5 toy devices, evenly and not, gives the bits of the
@@ -274,23 +300,20 @@ func rescaled(ds anneal.Dataset) int {
 func TestMultiProtocol(t *testing.T) {
 	pts := blockScaled(synth.Clusters(1200, 12, 10, 5))
 	var runs []int
-	cfg := anneal.Config{M: 16, Seed: 9, Finish: func(_ *anneal.Model, ds anneal.Dataset) error {
-		runs = append(runs, rescaled(ds))
-		return nil
-	}}
-	one := devicetest.TrainTrace(t, fixedDevice{}, pts, cfg)
+	cfg := anneal.Config{M: 16, Seed: 9}
+	one := devicetest.TrainTrace(t, counting{fixedDevice{}, &runs}, pts, cfg)
 	if runs[0] < 2 {
 		t.Fatalf("one device reduced again %d times: the test misses second rounds", runs[0])
 	}
 	t.Logf("one device: %d iterations, energy %.6g, %d second rounds", one.Model.Iterations, one.Model.Energy, runs[0])
 	for _, k := range []int{1, 2, 3, 5} {
-		for _, split := range []func(n, k int) []int{anneal.EvenSplit, devicetest.Skewed, devicetest.Sizes(1, 399)} {
+		for _, split := range []func(n, k int) []int{device.EvenSplit, devicetest.Skewed, devicetest.Sizes(1, 399)} {
 			t.Run(fmt.Sprintf("devices=%d/split=%v", k, split(pts.N, k)), func(t *testing.T) {
-				devs := make([]anneal.Device, k)
+				devs := make([]device.Device, k)
 				for i := range devs {
 					devs[i] = fixedDevice{}
 				}
-				devicetest.SameTrace(t, "one device / split", one, devicetest.TrainTrace(t, anneal.Multi(devs...).WithSplit(split), pts, cfg))
+				devicetest.SameTrace(t, "one device / split", one, devicetest.TrainTrace(t, counting{device.Multi(devs...).WithSplit(split), &runs}, pts, cfg))
 				if r := runs[len(runs)-1]; r != runs[0] {
 					t.Errorf("the shares reduced again %d times, one device %d", r, runs[0])
 				}

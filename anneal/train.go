@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/vlc-embed/vlc/device"
 )
 
 // rngStream is the second word of the PCG seed of training's random
@@ -38,28 +40,43 @@ type Model struct {
 // coldPasses passes after, until a pass changes nothing. The loop stops
 // once the relative energy change has stayed under Tol (or no point moved) for Patience
 // iterations at T = 0, or after MaxIter iterations.
-func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, error) {
+func Train(ctx context.Context, dev device.Device, pts device.Points, cfg Config) (*Model, error) {
+	model, ds, err := TrainResident(ctx, dev, pts, cfg)
+	if ds != nil {
+		ds.Close()
+	}
+	return model, err
+}
+
+// TrainResident is Train that leaves the points on the device: it returns
+// the dataset, with the model's anchors and assignments, for work that
+// uses the points there (encoding them); the caller closes it.
+func TrainResident(ctx context.Context, dev device.Device, pts device.Points, cfg Config) (_ *Model, _ device.Dataset, err error) {
 	if pts.Dim < 1 || len(pts.Data) != pts.N*pts.Dim {
-		return nil, fmt.Errorf("anneal: %d values do not make %d points of dimension %d", len(pts.Data), pts.N, pts.Dim)
+		return nil, nil, fmt.Errorf("anneal: %d values do not make %d points of dimension %d", len(pts.Data), pts.N, pts.Dim)
 	}
 	cfg = cfg.withDefaults(pts.N)
 	if err := cfg.validate(pts.N); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, d := cfg.M, pts.Dim
 	rng := rand.New(rand.NewPCG(cfg.Seed, rngStream))
 
 	ds, err := dev.Load(pts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer ds.Close()
+	defer func() {
+		if err != nil {
+			ds.Close()
+		}
+	}()
 	anchors, err := initPlusPlus(pts, cfg.M, cfg.InitSample, rng, ds)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := ds.SetAnchors(anchors, m); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	model := &Model{M: m, Dim: d}
@@ -72,11 +89,11 @@ func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, err
 	cold := 0 // maintenance passes at T = 0
 	for it := 1; it <= cfg.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		st, err := ds.Step(schedule(temp, rms))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if it == 1 {
 			model.InitEnergy = st.Energy
@@ -87,15 +104,15 @@ func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, err
 		var merged, split int
 		if (temp > 0 || cold < coldPasses) && it%cfg.MaintainEvery == 0 && it < cfg.MaxIter {
 			if err := ds.Anchors(anchors); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := ds.Stats(counts, variance); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			merged, split = maintain(anchors, counts, variance, d, pts.N, cfg.MergeFrac, rng)
 			if merged+split > 0 {
 				if err := ds.SetAnchors(anchors, m); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
 			model.Merged += merged
@@ -131,7 +148,7 @@ func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, err
 
 	st, err := ds.Assign()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	model.Energy = st.Energy
 	model.Anchors = anchors
@@ -139,20 +156,15 @@ func Train(ctx context.Context, dev Device, pts Points, cfg Config) (*Model, err
 	model.Variance = variance
 	model.Assign = make([]int32, pts.N)
 	if err := ds.Anchors(model.Anchors); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := ds.Stats(model.Counts, model.Variance); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := ds.Assignments(model.Assign); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if cfg.Finish != nil {
-		if err := cfg.Finish(model, ds); err != nil {
-			return nil, err
-		}
-	}
-	return model, nil
+	return model, ds, nil
 }
 
 // The schedule's shape. At temperature T a Step gives a point at distance
@@ -171,11 +183,11 @@ const (
 // squared distance of the last assign (+Inf before the first). Hot: anchors
 // move part of the way to a robust mean and no farther than rms/T. As T -> 0
 // the threshold and the cap go to infinity and the rate to 1: a Lloyd step.
-func schedule(temp, rms float64) StepParams {
+func schedule(temp, rms float64) device.StepParams {
 	if temp <= 0 || math.IsInf(rms, 1) {
-		return StepParams{Tau: inf32, Rate: float32(1 / (1 + temp)), MaxMove: inf32}
+		return device.StepParams{Tau: inf32, Rate: float32(1 / (1 + temp)), MaxMove: inf32}
 	}
-	return StepParams{
+	return device.StepParams{
 		Tau:     float32(huberWidth * rms / math.Sqrt(temp)),
 		Rate:    float32(1 / (1 + temp)),
 		MaxMove: float32(rms / temp),

@@ -4,7 +4,7 @@ go 1.26.8
 
 require (
 	github.com/apache/beam/sdks/v2 v2.77.0
-	github.com/vlc-embed/vlc v0.0.0
+	github.com/vlc-embed/vlc v0.0.0-unpublished
 )
 
 require (
@@ -81,4 +81,9 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
+// The core module has no published version yet: v0.0.0-unpublished above
+// names none, and this replace builds against the core in this repository.
+// Go applies a replace only in the module being built, never for a module
+// that depends on this one; once the core is tagged, the require names that
+// tag and this replace stays for development (README, "Modules").
 replace github.com/vlc-embed/vlc => ../

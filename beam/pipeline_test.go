@@ -114,7 +114,7 @@ func searchDiff(t *testing.T, a, b string) string {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	var ix [2]*vlc.Index
+	var ix [2]*vlc.Store
 	for i, p := range []string{a, b} {
 		if ix[i], err = vlc.Open(p); err != nil {
 			t.Fatal(err)

@@ -45,11 +45,7 @@ func TestSearchBatch(t *testing.T) {
 	path, _, queries := build(t, index.L2, 45)
 	ix := open(t, path)
 
-	other, err := vecfile.Open(deep+"base.f16", vecfile.Options{Dim: 48})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := randRows(200, 48, 1)
 	if _, err := ix.SearchBatch(context.Background(), other, opt); !errors.Is(err, index.ErrDim) {
 		t.Errorf("queries of dimension 48: %v, want ErrDim", err)
 	}
@@ -60,7 +56,7 @@ func TestSearchBatch(t *testing.T) {
 		t.Errorf("canceled: %v", err)
 	}
 
-	_, err = ix.SearchBatch(context.Background(), panicRows{queries, 37}, opt)
+	_, err := ix.SearchBatch(context.Background(), panicRows{queries, 37}, opt)
 	var lo, hi int
 	if err == nil || !strings.Contains(err.Error(), "internal error in queries ") {
 		t.Errorf("a panic in query 37: %v", err)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
@@ -38,7 +39,7 @@ type Plan struct {
 	// training device, whose resident points must be exactly Rows (the
 	// caller's promise: float16 input, not normalised). Other codes
 	// ignore it.
-	Device quant.DeviceEncoder
+	Device device.RotatedEncoder
 	// Keys, when set, are the rows' ids (KEYS and KIDX; each non-empty,
 	// at most MaxKeyBytes, unique); Payloads, when set, their payloads
 	// (PAYL; each at most MaxPayloadBytes, nil for none).
@@ -63,7 +64,7 @@ type Plan struct {
 	// Progress, when set, is called with the rows encoded so far and
 	// their total: with 0 before the first, then after each list the host
 	// encodes, or after each run of rows the device hands over
-	// (quant.StreamEncoder). Calls do not overlap.
+	// (device.RotatedStreamEncoder). Calls do not overlap.
 	Progress func(done, total int)
 }
 
@@ -196,13 +197,13 @@ func build(ctx context.Context, p Plan, arena *spill.Arena) ([]format.Section, e
 			pk.upTo(hi)
 			progress(hi, n)
 		}
-		switch err := quant.EncodeRotatedStream(p.Device, rc, anchors, ids, offsets, codes, params, ready); {
+		switch err := device.EncodeRotatedStream(p.Device, rc.Layout(), anchors, ids, offsets, codes, params, ready); {
 		case err == nil:
 			onHost = false
 			for _, a := range reencodeNonFinite(p.Rows, rc, anchors, ids, offsets, codes, params) {
 				pk.repack(int(offsets[a]), int(offsets[a+1]))
 			}
-		case !errors.Is(err, quant.ErrNotResident):
+		case !errors.Is(err, device.ErrNotResident):
 			return nil, err
 		}
 	}

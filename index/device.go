@@ -2,131 +2,29 @@ package index
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"runtime/debug"
 	"slices"
 	"sync"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/quant"
 )
 
 // Search on a device (a GPU): the backend holds an index's lists in its
-// own memory and answers batches of queries there; this file is the seam.
-// The index prepares what the device needs (DeviceData) and the queries
+// own memory and answers batches of queries there (device.Searcher). The
+// index describes its lists (device.IndexData) and prepares the queries
 // (checked, normalised, scaled as Search does), and turns what comes back
 // (entries and estimated distances) into hits: row ids, re-ranking and the
 // metric's distances, exactly as Search's last step. The backends
-// (gpu/cuda, gpu/webgpu) only compute.
+// (backend/cuda, backend/webgpu) only compute.
 
-// ErrNoDeviceSearch is returned by OnDevice for an index a device cannot
-// search (its code is not the rotated one, or the backend has no search).
-var ErrNoDeviceSearch = errors.New("index: no device search")
-
-// SearchDevice is a backend that can search an index in its own memory:
-// the training devices of gpu/cuda and gpu/webgpu implement it (OnDevice
-// takes any value and checks).
-type SearchDevice interface {
-	// UploadIndex copies what d describes to the device, where it stays
-	// until the Resident is closed.
-	UploadIndex(d *DeviceData) (Resident, error)
-}
-
-// Resident is an index held in a device's memory.
-type Resident interface {
-	// Search finds, for each of the nq queries (row i at queries[i*Dim:],
-	// prepared: see DeviceData), the keep entries of least distance in
-	// its nprobe nearest lists, nearest first: entries[i*keep+j] and
-	// dists[i*keep+j], -1 and +Inf where a query's lists hold fewer. It
-	// splits a batch larger than its memory allows, and stops between
-	// parts when ctx is done. DeviceIndex calls it one call at a time.
-	Search(ctx context.Context, queries []float32, nq, nprobe, keep int, entries []int32, dists []float32) error
-	// Bytes is the device memory the index holds now: the resident
-	// lists and the batch buffers of the largest batch so far.
-	Bytes() int64
-	// Close frees the device memory.
-	Close() error
-}
-
-// MaxDeviceKeep is the most candidates a device search keeps per query
-// (K, times RerankFactor when re-ranking): its final selection sorts them
-// in one block's shared memory.
-const MaxDeviceKeep = 4096
-
-// DeviceTile is the number of entries whose level words are interleaved
-// (see DeviceData).
-const DeviceTile = 32
-
-// DeviceData is an index of the rotated code (quant.Rotated) as a device
-// searches it, and the definition of that search.
-//
-// A query q arrives prepared: normalised under cosine, scaled by a power
-// of two under ip when far from 1 (ScaleIPQuery). The device rotates it,
-// q~ = P q (Signs, RotP, RotScale: quant.Rotation's steps, which are exact
-// in float32 when repeated in the same order), and takes its squared
-// length qq. The probe ranks the lists by Norms[a] - 2 qa (L2 and cosine)
-// or -qa (ip), qa = <q~, RotAnchors[a]>, and takes the nprobe least, ties
-// to the lower list. Each entry e of a probed list a then gets
-//
-//	dist = mul * score + bias,
-//
-// where, with q' = q~ - RotAnchors[a] (the L2 form) or q' = q~ (the dot
-// form), levels l_j of the entry (Bits each, in Words words), L = 2^Bits-1,
-// qu = sum_j q'_j l_j - (L/2) sum_j q'_j, beta = B16 * SqrtScale[a] and
-// norm = N16 * Scale[a] (the entry's two float16 scalars):
-//
-//   - L2 form: score = |q'|^2 + norm - 2 beta qu; dot form: beta qu;
-//   - ip with IPCodes, when qq - 2 qa + Norms[a] < qq: the L2 form,
-//     mul 0.5, bias -(qq + Norms[a])/2;
-//   - else ip: the dot form, mul -1, bias -qa;
-//   - else (L2, cosine): the L2 form, mul 1, bias 0.
-//
-// These are Scorer.Score's estimate and Index.listForm's, computed for
-// every entry of the probed lists: the CPU's first, cheaper estimate only
-// rules entries out, so results agree up to float rounding, ties, and
-// the rare entry whose first estimate's bound failed on the CPU
-// (quant.EstimateSigmas).
-//
-// Entry e is the e-th of the index (lists are entries Offsets[a] to
-// Offsets[a+1]-1). Its levels are Words uint32 words, level j at bits
-// j*Bits.. of the stream, least significant first (the entry code's
-// packed bytes, little endian); in Fill's layout word w of entry e is at
-// (e/DeviceTile)*Words*DeviceTile + w*DeviceTile + e%DeviceTile, so that a
-// warp reading word w of 32 neighbouring entries reads 128 contiguous
-// bytes. Its scalars are one uint32: N16 (|r|^2/s, or the ip slot) in the
-// low half, B16 (B/sqrt(s)) in the high half.
-type DeviceData struct {
-	N, Dim, Lists int
-	Metric        Metric
-	IPCodes       bool
-	Bits, Words   int
-	// The rotation: rounds of Dim signs (+-1), each followed by the
-	// orthonormal Walsh-Hadamard transform of the first RotP coordinates
-	// and then of the last RotP (when RotP < Dim), whose scale is RotScale.
-	Signs      [][]float32
-	RotP       int
-	RotScale   float32
-	RotAnchors []float32 // Lists*Dim: P a
-	Norms      []float32 // |a|^2, as the CPU's probe takes it
-	Offsets    []uint64  // Lists+1
-	Scale      []float32 // each list's s
-	SqrtScale  []float32 // float32(sqrt(s))
-	// ix fills the tiles.
-	ix *Index
-}
-
-// Tiles is the number of DeviceTile-entry tiles, the last one padded with
-// zero entries.
-func (d *DeviceData) Tiles() int { return (d.N + DeviceTile - 1) / DeviceTile }
-
-// Fill writes tiles t0 to t1-1: words ((t1-t0)*Words*DeviceTile) and
-// scalars ((t1-t0)*DeviceTile), entries past N as zeros. It reads the
+// fill writes tiles t0 to t1-1 of d (device.IndexData.Fill) from the
 // mapped file, on all cores; an error names a fault in the mapping.
-func (d *DeviceData) Fill(t0, t1 int, words, scalars []uint32) (err error) {
-	ix := d.ix
+func (ix *Index) fill(d *device.IndexData, t0, t1 int, words, scalars []uint32) (err error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.file == nil {
@@ -135,18 +33,18 @@ func (d *DeviceData) Fill(t0, t1 int, words, scalars []uint32) (err error) {
 	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
 	w, cb := d.Words, ix.code.CodeBytes()
 	packed := cb - 4
-	tw := w * DeviceTile
+	tw := w * device.Tile
 	par.For(t1-t0, 64, func(lo, hi int) {
 		code := make([]byte, cb)
 		word := make([]byte, 4*w)
 		for t := t0 + lo; t < t0+hi; t++ {
 			tile := words[(t-t0)*tw : (t-t0+1)*tw]
-			sc := scalars[(t-t0)*DeviceTile : (t-t0+1)*DeviceTile]
-			for v := range DeviceTile {
-				e := t*DeviceTile + v
+			sc := scalars[(t-t0)*device.Tile : (t-t0+1)*device.Tile]
+			for v := range device.Tile {
+				e := t*device.Tile + v
 				if e >= d.N {
 					for k := range w {
-						tile[k*DeviceTile+v] = 0
+						tile[k*device.Tile+v] = 0
 					}
 					sc[v] = 0
 					continue
@@ -155,7 +53,7 @@ func (d *DeviceData) Fill(t0, t1 int, words, scalars []uint32) (err error) {
 				clear(word)
 				copy(word, code[:packed])
 				for k := range w {
-					tile[k*DeviceTile+v] = uint32(word[4*k]) | uint32(word[4*k+1])<<8 | uint32(word[4*k+2])<<16 | uint32(word[4*k+3])<<24
+					tile[k*device.Tile+v] = uint32(word[4*k]) | uint32(word[4*k+1])<<8 | uint32(word[4*k+2])<<16 | uint32(word[4*k+3])<<24
 				}
 				sc[v] = uint32(code[packed]) | uint32(code[packed+1])<<8 | uint32(code[packed+2])<<16 | uint32(code[packed+3])<<24
 			}
@@ -164,24 +62,9 @@ func (d *DeviceData) Fill(t0, t1 int, words, scalars []uint32) (err error) {
 	return nil
 }
 
-// MaxCandidates is the most entries a search of nprobe lists can score
-// for one query: the sizes of the nprobe largest lists, summed.
-func (d *DeviceData) MaxCandidates(nprobe int) int {
-	sizes := make([]int, d.Lists)
-	for a := range sizes {
-		sizes[a] = int(d.Offsets[a+1] - d.Offsets[a])
-	}
-	slices.Sort(sizes)
-	total := 0
-	for _, s := range sizes[max(0, d.Lists-nprobe):] {
-		total += s
-	}
-	return total
-}
-
 // lockedDeviceData is deviceData with the index held open and a fault in
 // its mapping (PARM) returned as an error naming the file.
-func (ix *Index) lockedDeviceData() (d *DeviceData, err error) {
+func (ix *Index) lockedDeviceData() (d *device.IndexData, err error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.file == nil {
@@ -192,20 +75,20 @@ func (ix *Index) lockedDeviceData() (d *DeviceData, err error) {
 }
 
 // deviceData describes ix for a device, or says why it cannot.
-func (ix *Index) deviceData() (*DeviceData, error) {
+func (ix *Index) deviceData() (*device.IndexData, error) {
 	rc, ok := ix.code.(*quant.Rotated)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s: the %s code is searched on the CPU only (a device searches the rotated code)", ErrNoDeviceSearch, ix.path, ix.meta.CodeSpec())
+		return nil, fmt.Errorf("%w: %s: the %s code is searched on the CPU only (a device searches the rotated code)", device.ErrNoSearch, ix.path, ix.meta.CodeSpec())
 	}
 	lay := rc.Layout()
-	d := &DeviceData{
-		N: ix.n, Dim: ix.d, Lists: ix.m, Metric: ix.meta.Metric, IPCodes: ix.ipCodes,
+	d := &device.IndexData{
+		N: ix.n, Dim: ix.d, Lists: ix.m, IP: ix.meta.Metric == IP, IPCodes: ix.ipCodes,
 		Bits: lay.Bits, Words: (lay.Packed + 3) / 4,
 		Signs: lay.Signs, RotP: lay.P, RotScale: lay.Scale, RotAnchors: lay.RotAnchors,
 		Norms: ix.norms, Offsets: ix.lists,
 		Scale: make([]float32, ix.m), SqrtScale: make([]float32, ix.m),
-		ix: ix,
 	}
+	d.Fill = func(t0, t1 int, words, scalars []uint32) error { return ix.fill(d, t0, t1, words, scalars) }
 	pb := ix.code.ParamBytes()
 	for a := range ix.m {
 		s := math.Float32frombits(uint32(ix.params[a*pb]) | uint32(ix.params[a*pb+1])<<8 | uint32(ix.params[a*pb+2])<<16 | uint32(ix.params[a*pb+3])<<24)
@@ -222,7 +105,7 @@ func (ix *Index) deviceData() (*DeviceData, error) {
 // Index it came from.
 type DeviceIndex struct {
 	ix  *Index
-	res Resident
+	res device.Resident
 	mu  sync.Mutex // one device search at a time
 	// queries, entries and dists are the buffers of the last batch.
 	queries []float32
@@ -231,19 +114,15 @@ type DeviceIndex struct {
 	closed  bool
 }
 
-// OnDevice uploads the index to dev, a backend's training device (see
-// SearchDevice). The error wraps ErrNoDeviceSearch when dev cannot search
-// or the index's code is not the rotated one.
-func (ix *Index) OnDevice(dev any) (*DeviceIndex, error) {
-	sd, ok := dev.(SearchDevice)
-	if !ok {
-		return nil, fmt.Errorf("%w: the backend %T has no device search", ErrNoDeviceSearch, dev)
-	}
+// OnDevice uploads the index to dev, a backend that searches in its own
+// memory. The error wraps device.ErrNoSearch when the index's code is not
+// the rotated one, or the index is beyond the device's limits.
+func (ix *Index) OnDevice(dev device.Searcher) (*DeviceIndex, error) {
 	d, err := ix.lockedDeviceData()
 	if err != nil {
 		return nil, err
 	}
-	res, err := sd.UploadIndex(d)
+	res, err := dev.UploadIndex(d)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +140,7 @@ func (di *DeviceIndex) BytesPerVector() float64        { return di.ix.BytesPerVe
 func (di *DeviceIndex) SizeRatio() float64             { return di.ix.SizeRatio() }
 func (di *DeviceIndex) String() string                 { return fmt.Sprintf("%s on a device", di.ix.path) }
 
-// DeviceBytes is the device memory the index holds (see Resident.Bytes).
+// DeviceBytes is the device memory the index holds (see device.Resident.Bytes).
 func (di *DeviceIndex) DeviceBytes() int64 {
 	di.mu.Lock()
 	defer di.mu.Unlock()
@@ -309,8 +188,8 @@ const deviceChunk = 1 << 14
 
 // SearchBatch searches for every row of queries on the device and returns
 // each one's hits: Index.SearchBatch's, up to float rounding and ties (see
-// DeviceData). A search with a Filter runs on the CPU. K (times
-// RerankFactor when re-ranking) is at most MaxDeviceKeep.
+// device.IndexData). A search with a Filter runs on the CPU. K (times
+// RerankFactor when re-ranking) is at most device.MaxKeep.
 func (di *DeviceIndex) SearchBatch(ctx context.Context, queries Rows, opt SearchOptions) ([][]Hit, error) {
 	ix := di.ix
 	if opt.Filter != nil {
@@ -334,8 +213,8 @@ func (di *DeviceIndex) SearchBatch(ctx context.Context, queries Rows, opt Search
 	if err != nil {
 		return nil, err
 	}
-	if keep > MaxDeviceKeep {
-		return nil, fmt.Errorf("%w: a device search keeps at most %d candidates a query, this one %d (k %d, times the re-rank factor): search on the CPU", ErrArgument, MaxDeviceKeep, keep, opt.K)
+	if keep > device.MaxKeep {
+		return nil, fmt.Errorf("%w: a device search keeps at most %d candidates a query, this one %d (k %d, times the re-rank factor): search on the CPU", ErrArgument, device.MaxKeep, keep, opt.K)
 	}
 	nprobe := ix.EffectiveNProbe(opt.NProbe)
 	n := queries.Len()

@@ -1,7 +1,7 @@
 package index
 
 import (
-	"errors"
+	"github.com/vlc-embed/vlc/internal/errs"
 
 	"github.com/vlc-embed/vlc/index/format"
 )
@@ -15,13 +15,13 @@ var (
 	// ErrNotRegular: a path that is not a regular file (a pipe, a device,
 	// a socket, a folder), refused as an index or as an output.
 	ErrNotRegular = format.ErrNotRegular
-	ErrClosed     = errors.New("index: closed")
-	ErrDim        = errors.New("index: query dimension does not match the index")
-	ErrMetric     = errors.New("index: unknown metric")
-	ErrArgument   = errors.New("index: invalid argument")
+	ErrClosed     = errs.Closed
+	ErrDim        = errs.New(errs.Argument, "dimension does not match the index")
+	ErrMetric     = errs.New(errs.Argument, "unknown metric")
+	ErrArgument   = errs.Argument
 	// ErrZeroVector: a vector whose every value is 0 (a row or a query)
 	// under the cosine metric, which compares directions and a zero
 	// vector has none. Refused wherever a vector enters (l2 and ip take
 	// it).
-	ErrZeroVector = errors.New("index: zero vector under the cosine metric")
+	ErrZeroVector = errs.New(errs.Argument, "zero vector under the cosine metric")
 )

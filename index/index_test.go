@@ -12,7 +12,8 @@ import (
 	"testing"
 
 	"github.com/vlc-embed/vlc/anneal"
-	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/backend/cpu"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/synth"
@@ -66,7 +67,7 @@ func buildFrom(t testing.TB, basePath, queryPath string, d int, metric index.Met
 			}
 		}
 	}
-	model, err := anneal.Train(context.Background(), cpu.New(), anneal.Points{Data: data, N: base.Len(), Dim: d}, anneal.Config{M: m, Seed: 1})
+	model, err := anneal.Train(context.Background(), cpu.New(), device.Points{Data: data, N: base.Len(), Dim: d}, anneal.Config{M: m, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +259,7 @@ func TestIPCodes(t *testing.T) {
 	}
 	defer queries.Close()
 	data, _ := base.Float16()
-	model, err := anneal.Train(context.Background(), cpu.New(), anneal.Points{Data: data, N: n, Dim: d}, anneal.Config{M: m, Seed: 1})
+	model, err := anneal.Train(context.Background(), cpu.New(), device.Points{Data: data, N: n, Dim: d}, anneal.Config{M: m, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +418,7 @@ func BenchmarkEncode(b *testing.B) {
 	base, _ := vecfile.Open(deep+"base.f16", vecfile.Options{Dim: 96})
 	defer base.Close()
 	data, _ := base.Float16()
-	model, _ := anneal.Train(context.Background(), cpu.New(), anneal.Points{Data: data, N: base.Len(), Dim: 96}, anneal.Config{M: 45, Seed: 1})
+	model, _ := anneal.Train(context.Background(), cpu.New(), device.Points{Data: data, N: base.Len(), Dim: 96}, anneal.Config{M: 45, Seed: 1})
 	plan := index.Plan{Rows: base, Anchors: model.Anchors, Assign: model.Assign, Meta: index.Meta{Code: uint32(quant.KindRotated), Bits: 8}}
 	b.SetBytes(int64(base.Len() * 96 * 2))
 	for b.Loop() {

@@ -2,8 +2,8 @@ package index
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
+	"github.com/vlc-embed/vlc/internal/errs"
 	"slices"
 	"strconv"
 	"unsafe"
@@ -38,9 +38,9 @@ var (
 
 // Errors of keys and payloads.
 var (
-	ErrDuplicateKey = errors.New("index: duplicate id")
-	ErrKey          = errors.New("index: invalid id")
-	ErrPayload      = errors.New("index: payload too large")
+	ErrDuplicateKey = errs.New(errs.Duplicate, "duplicate id")
+	ErrKey          = errs.New(errs.Argument, "invalid id")
+	ErrPayload      = errs.New(errs.Argument, "payload too large")
 )
 
 // keyHash is 64-bit FNV-1a: fixed for all time, as KIDX is ordered by it.

@@ -6,30 +6,34 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/synth"
 	"github.com/vlc-embed/vlc/quant"
 )
 
-// hostStream is a quant.StreamEncoder that encodes on the host, as a
+// hostStream is a device.RotatedStreamEncoder that encodes on the host, as a
 // device would hand its codes over: in runs of whole blocks. It writes an
 // infinite scalar into the first entry of list bad, as a device may
 // (reencodeNonFinite encodes that list again on the host), and records
 // the runs.
 type hostStream struct {
 	rows Rows
-	run  int // entries a run
+	code *quant.Rotated // the code the layout is of, to encode on the host
+	run  int            // entries a run
 	bad  int
 	runs [][2]int
 }
 
-func (h *hostStream) EncodeRotated(c *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
-	return h.EncodeRotatedStream(c, anchors, ids, offsets, codes, params, func(int, int) {})
+func (h *hostStream) EncodeRotated(l device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
+	return h.EncodeRotatedStream(l, anchors, ids, offsets, codes, params, func(int, int) {})
 }
 
-func (h *hostStream) EncodeRotatedStream(c *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
+func (h *hostStream) EncodeRotatedStream(l device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
 	n := len(ids)
+	c := h.code
 	encodeLists(context.Background(), h.rows, c, anchors, ids, offsets, codes, params, nil, func(int, int) {})
-	cb := c.CodeBytes()
+	cb := l.CodeBytes()
 	e := int(offsets[h.bad])
 	binary.LittleEndian.PutUint16(codes[e*cb+cb-4:], 0x7c00) // +Inf
 	for lo := 0; lo < n; lo += h.run {
@@ -58,7 +62,7 @@ func TestStreamedEncodeSameBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, run := range []int{quant.BlockLen, 5 * quant.BlockLen, 1024, n} {
-		dev := &hostStream{rows: rows, run: run, bad: 4}
+		dev := &hostStream{rows: rows, code: hostCode(t, p, anchors), run: run, bad: 4}
 		p.Device = dev
 		var calls [][2]int
 		p.Progress = func(done, total int) { calls = append(calls, [2]int{done, total}) }
@@ -78,4 +82,21 @@ func TestStreamedEncodeSameBytes(t *testing.T) {
 			t.Errorf("run %d: %d runs, progress %v; want %d runs, progress from 0 to %d after each", run, len(dev.runs), calls, want, n)
 		}
 	}
+}
+
+// hostCode is the rotated code p's build encodes with: its spec, at the
+// anchors as stored.
+func hostCode(t *testing.T, p Plan, anchors []float32) *quant.Rotated {
+	spec := p.Meta.CodeSpec()
+	spec.Dim = p.Rows.Dim()
+	code, err := quant.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := make([]float32, len(anchors))
+	for i, v := range anchors {
+		stored[i] = f16.ToFloat32(f16.FromFloat32(v))
+	}
+	code.SetAnchors(stored)
+	return code.(*quant.Rotated)
 }

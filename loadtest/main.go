@@ -97,7 +97,7 @@ func run() error {
 	inProcess := float64(searched) / time.Since(start).Seconds()
 	fmt.Printf("in process: SearchBatch of %d queries, nprobe %d, k %d: %.0f QPS\n", len(queries), *nprobe, *k, inProcess)
 
-	srv, err := serve.New(map[string]*vlc.Index{"x": ix}, serve.Config{Token: "load"})
+	srv, err := serve.New(map[string]*vlc.Store{"x": ix}, serve.Config{Token: "load"})
 	if err != nil {
 		return err
 	}

@@ -6,9 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/internal/kmeans"
 	"github.com/vlc-embed/vlc/internal/par"
-	"github.com/vlc-embed/vlc/internal/vec"
 )
 
 // PQ is rotated product quantization: the residual r is rotated (r' = P r,
@@ -103,6 +102,16 @@ func (c *PQ) sub(s int) (lo, hi int) { return s * c.dim / c.nsub, (s + 1) * c.di
 // the subspaces in parallel. Each subspace's k-means is seeded by its own
 // number, and its sums run in a fixed order, so the result does not depend
 // on the core count.
+//
+// The k-means is kmeans.Train on the host (k-means++, the D^2 draw that
+// anneal seeds with, then Lloyd with Hamerly's bounds, an empty cluster
+// taking half of the largest), not anneal's loop on the CPU backend: the
+// bounds skip most of the rows once the centroids settle, where anneal's
+// Steps (written for GPUs) assign every point every time. Through
+// anneal.Train on the CPU backend the codebooks took 6.6x longer at 52
+// subspaces of 10,000 residuals (d = 96) and 3.1x longer at 196 subspaces
+// of 20,000 (d = 784), for the same recall on deep10k (0.9517 against
+// 0.9522 at -ratio 0.32).
 func (c *PQ) Train(residuals []float32, count int) []byte {
 	d := c.dim
 	x := make([]float32, count*d)
@@ -145,7 +154,7 @@ func (c *PQ) Train(residuals []float32, count int) []byte {
 			}
 			cent := make([]float32, pqCentroids*w)
 			rng := rand.New(rand.NewPCG(c.seed, 0x7071_0000+uint64(s))) // "pq"
-			kmeans(cent, sx, count, w, pqIters, rng)
+			kmeans.Train(cent, sx, count, w, pqIters, rng)
 			var m float64
 			for _, v := range cent {
 				m = math.Max(m, math.Abs(float64(v)))
@@ -196,224 +205,6 @@ func (c *PQ) SetGlobal(params []byte) error {
 	}
 	c.rho, c.cb, c.cbNorm = rho, cb, norms
 	return nil
-}
-
-// kmeans fills cent (pqCentroids rows of w) with centroids of the n rows of
-// x: anneal's k-means++ (PlusPlusRounds, the D^2 draw training uses) seeded
-// from rng, then up to iters Lloyd iterations, an empty cluster taking half
-// of the largest. With fewer distinct rows than centroids some centroids
-// repeat.
-//
-// The Lloyd iterations are this code's own, not anneal's loop on the CPU
-// backend: they keep Hamerly's bounds, which skip most of the rows once
-// the centroids settle, where anneal's Steps (written for GPUs) assign
-// every point every time. Through anneal.Train on the CPU backend the
-// codebooks took 6.6x longer at 52 subspaces of 10,000 residuals (d = 96)
-// and 3.1x longer at 196 subspaces of 20,000 (d = 784), for the same
-// recall on deep10k (0.9517 against 0.9522 at -ratio 0.32).
-func kmeans(cent, x []float32, n, w, iters int, rng *rand.Rand) {
-	k := len(cent) / w
-	clear(cent)
-	if n == 0 {
-		return
-	}
-	first := rng.IntN(n)
-	u, fallback := make([]float64, k-1), make([]int, k-1)
-	for c := range k - 1 {
-		fallback[c], u[c] = rng.IntN(n), rng.Float64()
-	}
-	d2 := make([]float32, n)
-	picks, _ := anneal.PlusPlusRounds(first, u, fallback, d2, func(c int, keep bool) error {
-		cc := x[c*w : (c+1)*w]
-		for i := range n {
-			if v := vec.L2(x[i*w:(i+1)*w], cc); !keep || v < d2[i] {
-				d2[i] = v
-			}
-		}
-		return nil
-	})
-	for c, p := range append([]int{first}, picks...) {
-		copy(cent[c*w:(c+1)*w], x[p*w:(p+1)*w])
-	}
-
-	// Lloyd iterations; Hamerly's bounds (an upper bound on the distance
-	// to the own centroid, a lower bound on the distance to any other)
-	// skip the points that cannot have changed cluster.
-	assign := make([]int32, n)
-	upper := make([]float64, n)
-	lower := make([]float64, n)
-	norms := make([]float32, k)
-	half := make([]float64, k) // half the distance to the nearest other centroid
-	old := make([]float32, k*w)
-	sums := make([]float64, k*w)
-	counts := make([]int, k)
-	for it := range iters {
-		for c := range k {
-			var s float32
-			for _, v := range cent[c*w : (c+1)*w] {
-				s += v * v
-			}
-			norms[c] = s
-		}
-		for c := range k {
-			m := float32(math.Inf(1))
-			for o := range k {
-				if o != c {
-					m = min(m, vec.L2(cent[c*w:(c+1)*w], cent[o*w:(o+1)*w]))
-				}
-			}
-			half[c] = math.Sqrt(float64(m)) / 2
-		}
-		changed := 0
-		for i := range n {
-			xi := x[i*w : (i+1)*w]
-			if it > 0 {
-				a := assign[i]
-				m := math.Max(half[a], lower[i])
-				if upper[i] <= m {
-					continue
-				}
-				upper[i] = math.Sqrt(sqDist64(xi, cent[int(a)*w:(int(a)+1)*w]))
-				if upper[i] <= m {
-					continue
-				}
-			}
-			b, d1, d2 := nearest2(xi, cent, norms, w)
-			xx := dot64(xi, xi)
-			if it == 0 || int32(b) != assign[i] {
-				changed++
-			}
-			assign[i] = int32(b)
-			upper[i] = math.Sqrt(math.Max(xx+float64(d1), 0))
-			lower[i] = math.Sqrt(math.Max(xx+float64(d2), 0))
-		}
-		if changed <= n/1000 && it > 0 {
-			break // converged, to a thousandth of the points
-		}
-		copy(old, cent)
-		clear(sums)
-		clear(counts)
-		for i, a := range assign {
-			counts[a]++
-			for j, v := range x[i*w : (i+1)*w] {
-				sums[int(a)*w+j] += float64(v)
-			}
-		}
-		for c := range k {
-			if counts[c] > 0 {
-				for j := range w {
-					cent[c*w+j] = float32(sums[c*w+j] / float64(counts[c]))
-				}
-			}
-		}
-		for c := range k {
-			if counts[c] != 0 {
-				continue
-			}
-			big := 0
-			for j := range k {
-				if counts[j] > counts[big] {
-					big = j
-				}
-			}
-			if counts[big] < 2 {
-				break
-			}
-			// Two copies of the largest centroid, nudged apart; the next
-			// assignment splits its cluster between them.
-			const eps = 1.0 / 1024
-			for j := range w {
-				v, e := cent[big*w+j], float32(eps)
-				if j%2 == 1 {
-					e = -e
-				}
-				cent[c*w+j], cent[big*w+j] = v*(1+e), v*(1-e)
-			}
-			counts[c] = counts[big] / 2
-			counts[big] -= counts[c]
-		}
-		// Move the bounds by how far the centroids moved.
-		max1, max2, arg := 0.0, 0.0, -1
-		drift := half // reused: half is recomputed next iteration
-		for c := range k {
-			drift[c] = math.Sqrt(sqDist64(old[c*w:(c+1)*w], cent[c*w:(c+1)*w]))
-			if drift[c] > max1 {
-				max1, max2, arg = drift[c], max1, c
-			} else if drift[c] > max2 {
-				max2 = drift[c]
-			}
-		}
-		for i, a := range assign {
-			upper[i] += drift[a]
-			if int(a) == arg {
-				lower[i] -= max2
-			} else {
-				lower[i] -= max1
-			}
-		}
-	}
-}
-
-func sqDist64(a, b []float32) float64 {
-	var s float64
-	for j, v := range a {
-		d := float64(v) - float64(b[j])
-		s += d * d
-	}
-	return s
-}
-
-// nearest2 returns the row of cent (rows of w, norms their squared norms)
-// nearest to x, the first on ties, and the squared distances from x to it
-// and to the second nearest, less |x|^2.
-func nearest2(x, cent, norms []float32, w int) (best int, d1, d2 float32) {
-	d1, d2 = float32(math.Inf(1)), float32(math.Inf(1))
-	keep := func(c int, d float32) {
-		if d < d1 {
-			best, d1, d2 = c, d, d1
-		} else if d < d2 {
-			d2 = d
-		}
-	}
-	switch w {
-	case 8:
-		x0, x1, x2, x3, x4, x5, x6, x7 := x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
-		for c, n := range norms {
-			r := cent[c*8 : c*8+8]
-			d := n - 2*((x0*r[0]+x1*r[1])+(x2*r[2]+x3*r[3])+(x4*r[4]+x5*r[5])+(x6*r[6]+x7*r[7]))
-			if d < d2 {
-				keep(c, d)
-			}
-		}
-	case 4:
-		x0, x1, x2, x3 := x[0], x[1], x[2], x[3]
-		for c, n := range norms {
-			r := cent[c*4 : c*4+4]
-			if d := n - 2*((x0*r[0]+x1*r[1])+(x2*r[2]+x3*r[3])); d < d2 {
-				keep(c, d)
-			}
-		}
-	case 2:
-		x0, x1 := x[0], x[1]
-		for c, n := range norms {
-			r := cent[c*2 : c*2+2]
-			if d := n - 2*(x0*r[0]+x1*r[1]); d < d2 {
-				keep(c, d)
-			}
-		}
-	default:
-		for c, n := range norms {
-			r := cent[c*w : (c+1)*w]
-			var p float32
-			for j, v := range x[:w] {
-				p += v * r[j]
-			}
-			if d := n - 2*p; d < d2 {
-				keep(c, d)
-			}
-		}
-	}
-	return best, d1, d2
 }
 
 type pqScratch struct {

@@ -5,12 +5,12 @@
 package quant
 
 import (
-	"errors"
 	"fmt"
+	"github.com/vlc-embed/vlc/internal/errs"
 )
 
 // ErrBits is returned for a bits-per-dimension setting no code supports.
-var ErrBits = errors.New("quant: unsupported bits per dimension")
+var ErrBits = errs.New(errs.Argument, "unsupported bits per dimension")
 
 // Kind identifies a code in the index file. Values are never reused.
 type Kind uint32
@@ -135,7 +135,7 @@ func New(s Spec) (Code, error) {
 	bitsOK := s.Bits == 1 || s.Bits == 2 || s.Bits == 4 || s.Bits == 8
 	switch {
 	case s.Dim < 1:
-		return nil, fmt.Errorf("quant: dimension %d", s.Dim)
+		return nil, fmt.Errorf("%w: dimension %d", errs.Argument, s.Dim)
 	case s.Kind == KindSQ8 && s.Bits == 8 && s.Subspaces == 0 && !s.IP:
 		return NewSQ8(s.Dim), nil
 	case s.Kind == KindRotated && bitsOK && s.Subspaces == 0:
@@ -154,9 +154,9 @@ func New(s Spec) (Code, error) {
 		return nil, fmt.Errorf("quant: code kind 3 (the first layout of the pq code) is no longer read; compress the vectors again")
 	}
 	if s.Kind == KindPQ {
-		return nil, fmt.Errorf("quant: no pq code of %d bits and %d subspaces for dimension %d", s.Bits, s.Subspaces, s.Dim)
+		return nil, fmt.Errorf("%w: no pq code of %d bits and %d subspaces for dimension %d", ErrBits, s.Bits, s.Subspaces, s.Dim)
 	}
-	return nil, fmt.Errorf("quant: no code of kind %d with %d bits", s.Kind, s.Bits)
+	return nil, fmt.Errorf("%w: no code of kind %d with %d bits", ErrBits, s.Kind, s.Bits)
 }
 
 // PQSubspaces is the number of subspaces of the product code at bits per
@@ -193,7 +193,7 @@ func ParseKind(name string) (Kind, error) {
 	case "sq8":
 		return KindSQ8, nil
 	}
-	return 0, fmt.Errorf("quant: unknown code %q (want rotated, pq or sq8)", name)
+	return 0, fmt.Errorf("%w: unknown code %q (want rotated, pq or sq8)", errs.Argument, name)
 }
 
 func (k Kind) String() string {

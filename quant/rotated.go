@@ -2,11 +2,11 @@ package quant
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
 	"math/bits"
 	"sync"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
@@ -104,70 +104,14 @@ func (c *Rotated) Dim() int        { return c.dim }
 func (c *Rotated) CodeBytes() int  { return c.packed + 4 }
 func (c *Rotated) ParamBytes() int { return 4 }
 
-// ErrNotResident is a DeviceEncoder's answer when it cannot encode the
-// points itself: they stream from the host rather than stay on the device,
-// or they are beyond its kernel's limits. The host encodes them instead.
-var ErrNotResident = errors.New("quant: the points are not resident on the device")
-
-// RotatedLayout is what a device needs to write the rotated code itself,
-// byte for byte as EncodeList does (gpu/cuda): the rotation's sign rounds
-// and block size, and the rotated anchors for the ip form.
-type RotatedLayout struct {
-	Bits, Packed int // bits per dimension; bytes of packed levels (CodeBytes - 4)
-	IP           bool
-	P            int         // the Walsh-Hadamard block: the largest power of two <= Dim
-	Scale        float32     // its normalisation, 1/sqrt(P) as float32
-	Signs        [][]float32 // rounds of Dim signs (+-1), in order
-	RotAnchors   []float32   // P a for every anchor (after SetAnchors)
-}
-
-// Layout returns the code's RotatedLayout; the slices are the code's own.
-func (c *Rotated) Layout() RotatedLayout {
-	l := RotatedLayout{Bits: c.bits, Packed: c.packed, IP: c.ip, P: c.rot.p, Scale: float32(1 / math.Sqrt(float64(c.rot.p))), RotAnchors: c.rotAnchors}
+// Layout returns what a device needs to write the code itself
+// (device.RotatedEncoder); the slices are the code's own.
+func (c *Rotated) Layout() device.RotatedLayout {
+	l := device.RotatedLayout{Dim: c.dim, Bits: c.bits, Packed: c.packed, IP: c.ip, P: c.rot.p, Scale: float32(1 / math.Sqrt(float64(c.rot.p))), RotAnchors: c.rotAnchors}
 	for k := range c.rot.signs {
 		l.Signs = append(l.Signs, c.rot.signs[k])
 	}
 	return l
-}
-
-// DeviceEncoder is implemented by a training device's resident dataset
-// that writes the rotated code of its own points (gpu/cuda), sparing the
-// host the encoding: codes and params as EncodeList fills them for the
-// lists in order, entry e being point ids[e] of list a for offsets[a] <= e
-// < offsets[a+1], against anchors as stored (m x Dim).
-//
-// EncodeRotated returns an error wrapping ErrNotResident, having written
-// nothing, when the points are not all on the device; the host encodes
-// then.
-type DeviceEncoder interface {
-	EncodeRotated(c *Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error
-}
-
-// StreamEncoder is a DeviceEncoder that hands its codes over in runs of
-// entries as the device finishes them, so that the caller can work on one
-// run (repack it, say) while the device encodes the next.
-type StreamEncoder interface {
-	DeviceEncoder
-	// EncodeRotatedStream is EncodeRotated that calls ready(lo, hi) once
-	// entries lo to hi-1 of codes are written: in order from 0 to the
-	// entry count, lo and hi multiples of BlockLen except the last hi,
-	// after every list parameter is written; one call at a time. It
-	// calls ready for nothing when it returns an error.
-	EncodeRotatedStream(c *Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error
-}
-
-// EncodeRotatedStream has enc write the rotated code as a StreamEncoder
-// does: through its stream when it has one, else in one run, ready(0, n)
-// following EncodeRotated.
-func EncodeRotatedStream(enc DeviceEncoder, c *Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
-	if s, ok := enc.(StreamEncoder); ok {
-		return s.EncodeRotatedStream(c, anchors, ids, offsets, codes, params, ready)
-	}
-	if err := enc.EncodeRotated(c, anchors, ids, offsets, codes, params); err != nil {
-		return err
-	}
-	ready(0, len(ids))
-	return nil
 }
 
 func (c *Rotated) EncodeList(codes, params []byte, a int, residuals []float32, count int) {

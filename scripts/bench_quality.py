@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates the vlc tables of docs/BENCHMARKS.md (make bench-quality).
+"""Regenerates the vlc tables of docs/bench/recall.md (make bench-quality).
 
 For each dataset and each bits setting: compress (timed), then `vlc eval
 -sweep -json` without and with exact re-rank (factor 10); reports the
@@ -8,7 +8,7 @@ sweep's best), a fast setting (the smallest nprobe reaching 90% of that
 recall), and nprobe 64; the re-ranked sweep gets its own plateau. Standard
 library only. Datasets are read from DATA (default .data, ignored by git):
 a folder per dataset holding base.fvecs, query.fvecs and groundtruth.ivecs
-(docs/BENCHMARKS.md lists them and where they come from); fashion-mnist's
+(docs/bench/README.md lists them and where they come from); fashion-mnist's
 vectors from .data/fashion-mnist (scripts/fashion_mnist_fvecs.py writes
 them from Debian's dataset-fashion-mnist).
 

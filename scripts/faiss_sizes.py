@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Whole-file sizes of FAISS indexes beside their recall, for docs/BENCHMARKS.md.
+"""Whole-file sizes of FAISS indexes beside their recall, for docs/bench/recall.md.
 
 peers/faiss_bench.py counts a FAISS index as its codes plus an
 8-byte id per vector; this counts every byte faiss.write_index writes

@@ -33,7 +33,7 @@ func FuzzHandlers(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer ix.Close()
-	srv, err := serve.New(map[string]*vlc.Index{"f": ix}, serve.Config{Token: "t", Limits: serve.Limits{BodyBytes: 1 << 16, K: 50, Batch: 20}})
+	srv, err := serve.New(map[string]*vlc.Store{"f": ix}, serve.Config{Token: "t", Limits: serve.Limits{BodyBytes: 1 << 16, K: 50, Batch: 20}})
 	if err != nil {
 		f.Fatal(err)
 	}

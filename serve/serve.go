@@ -40,7 +40,6 @@ import (
 	"time"
 
 	vlc "github.com/vlc-embed/vlc"
-	"github.com/vlc-embed/vlc/index"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -109,7 +108,7 @@ func (l Limits) withDefaults() Limits {
 // Server serves a set of open indexes by name. Its handler is safe for
 // concurrent use; the indexes stay the caller's to close.
 type Server struct {
-	indexes   map[string]*vlc.Index
+	indexes   map[string]*vlc.Store
 	originals map[string]vlc.Originals
 	token     string
 	limits    Limits
@@ -137,7 +136,7 @@ type Config struct {
 
 // New returns a server for the indexes, by name (names are path segments:
 // letters, digits, '.', '_' and '-').
-func New(indexes map[string]*vlc.Index, cfg Config) (*Server, error) {
+func New(indexes map[string]*vlc.Store, cfg Config) (*Server, error) {
 	for name := range indexes {
 		if !validName(name) {
 			return nil, fmt.Errorf("serve: index name %q: use letters, digits, '.', '_' and '-'", name)
@@ -383,11 +382,12 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	case errors.Is(err, context.Canceled):
 		return 499 // the client went away
-	case errors.Is(err, index.ErrArgument), errors.Is(err, index.ErrDim), errors.Is(err, vlc.ErrDuplicateID),
-		errors.Is(err, vlc.ErrID), errors.Is(err, vlc.ErrPayload), errors.Is(err, vlc.ErrUnderflow), errors.Is(err, vlc.ErrRange),
-		errors.Is(err, vlc.ErrZeroVector):
+	case errors.Is(err, vlc.ErrArgument):
 		return http.StatusBadRequest
-	case errors.Is(err, vlc.ErrLocked):
+	case errors.Is(err, vlc.ErrDuplicate), errors.Is(err, vlc.ErrLocked):
+		// The request is sound but the index's state refuses it: an id
+		// already there (add repeats its own ids as 400, before this),
+		// or another writer's lock.
 		return http.StatusConflict
 	}
 	return http.StatusInternalServerError
@@ -427,7 +427,7 @@ func decode(r *http.Request, v any) (int, error) {
 	return 0, nil
 }
 
-func (s *Server) index(r *http.Request) (*vlc.Index, string, error) {
+func (s *Server) index(r *http.Request) (*vlc.Store, string, error) {
 	name := r.PathValue("name")
 	ix, ok := s.indexes[name]
 	if !ok {
@@ -476,7 +476,7 @@ type InfoBody struct {
 	Drift    float64 `json:"drift"`
 }
 
-func (s *Server) describe(name string, ix *vlc.Index) (InfoBody, error) {
+func (s *Server) describe(name string, ix *vlc.Store) (InfoBody, error) {
 	in, err := ix.Info()
 	if err != nil {
 		return InfoBody{}, err
@@ -773,7 +773,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) (int, error) {
 }
 
 // AddRequest adds documents; AddResponse gives their ids in order (ids
-// chosen by the index for documents without one).
+// chosen by the index for documents without one). An id already in the
+// index is 409 Conflict naming it, an id given twice in one request 400;
+// either way nothing is added.
 type AddRequest struct {
 	Documents []DocumentBody `json:"documents"`
 }
@@ -811,7 +813,12 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) (int, error) {
 		return http.StatusBadRequest, fmt.Errorf("%d documents in one add, over the limit of %d", len(req.Documents), s.limits.Batch)
 	}
 	docs := make([]vlc.Document, len(req.Documents))
+	first := make(map[string]int, len(req.Documents)) // document by id
 	for i, d := range req.Documents {
+		if j, dup := first[d.ID]; dup && d.ID != "" {
+			return http.StatusBadRequest, fmt.Errorf("documents %d and %d have the same id %q", j, i, d.ID)
+		}
+		first[d.ID] = i
 		if d.Payload != nil && d.PayloadBase64 != nil {
 			return http.StatusBadRequest, fmt.Errorf(`document %d: give "payload" or "payload_base64", not both`, i)
 		}

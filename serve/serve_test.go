@@ -27,10 +27,10 @@ const deep = "../testdata/deep10k/"
 
 // fixture builds a 2,000-document store (ids "doc-N", JSON payloads with a
 // "group" field) and serves it as "deep" with token "secret".
-func fixture(t *testing.T, limits serve.Limits) (*httptest.Server, *vlc.Index, *vecfile.Matrix) {
+func fixture(t *testing.T, limits serve.Limits) (*httptest.Server, *vlc.Store, *vecfile.Matrix) {
 	t.Helper()
 	ix, base := fixtureIndex(t)
-	srv, err := serve.New(map[string]*vlc.Index{"deep": ix}, serve.Config{Token: "secret", Limits: limits})
+	srv, err := serve.New(map[string]*vlc.Store{"deep": ix}, serve.Config{Token: "secret", Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func fixture(t *testing.T, limits serve.Limits) (*httptest.Server, *vlc.Index, *
 }
 
 // fixtureIndex is fixture's store, not yet served.
-func fixtureIndex(t *testing.T) (*vlc.Index, *vecfile.Matrix) {
+func fixtureIndex(t *testing.T) (*vlc.Store, *vecfile.Matrix) {
 	t.Helper()
 	base, err := vecfile.Open(deep+"base.f16", vecfile.Options{Dim: 96})
 	if err != nil {
@@ -243,7 +243,8 @@ func TestServeBadRequests(t *testing.T) {
 		{"add with a wrong token", "POST", "/v1/indexes/deep/documents", "guess", map[string]any{"documents": []any{map[string]any{"vector": q}}}, 403, "wrong bearer token"},
 		{"delete without token", "POST", "/v1/indexes/deep/delete", "", map[string]any{"ids": []string{"doc-1"}}, 401, "bearer token"},
 		{"add of a wrong dimension", "POST", "/v1/indexes/deep/documents", "secret", map[string]any{"documents": []any{map[string]any{"vector": short}}}, 400, "document 0: vector has 95 values"},
-		{"add of a duplicate id", "POST", "/v1/indexes/deep/documents", "secret", map[string]any{"documents": []any{map[string]any{"id": "doc-1", "vector": q}}}, 400, "doc-1"},
+		{"add of an id already there", "POST", "/v1/indexes/deep/documents", "secret", map[string]any{"documents": []any{map[string]any{"id": "doc-1", "vector": q}}}, 409, `duplicate id "doc-1": already in the index`},
+		{"add of an id twice", "POST", "/v1/indexes/deep/documents", "secret", map[string]any{"documents": []any{map[string]any{"id": "new-1", "vector": q}, map[string]any{"vector": q}, map[string]any{"id": "new-1", "vector": q}}}, 400, `documents 0 and 2 have the same id "new-1"`},
 		{"add of nothing", "POST", "/v1/indexes/deep/documents", "secret", map[string]any{"documents": []any{}}, 400, "no \"documents\""},
 		{"delete of nothing", "POST", "/v1/indexes/deep/delete", "secret", map[string]any{}, 400, "no \"ids\""},
 		{"queries x k over the hit limit", "POST", "/v1/indexes/deep/search", "", map[string]any{"vectors": many[:10], "k": 100}, 400, "1000 candidates, over the limit of 500"},
@@ -261,6 +262,10 @@ func TestServeBadRequests(t *testing.T) {
 		if code, _ := call(t, ts, "GET", "/healthz", "", nil); code != 200 {
 			t.Fatalf("after %s the server does not answer: %d", c.name, code)
 		}
+	}
+	// The refused adds added nothing.
+	if code, body := call(t, ts, "GET", "/v1/indexes/deep/documents/new-1", "", nil); code != 404 {
+		t.Errorf("new-1 after a refused add: %d %s, want 404", code, body)
 	}
 	// A slow client that never finishes its body is cut off by the read
 	// timeout; the server goes on.
@@ -303,10 +308,10 @@ func TestServeRerank(t *testing.T) {
 	}
 	defer base.Close()
 	orig := vlc.RowOriginals(base)
-	if _, err := serve.New(map[string]*vlc.Index{"d": ix}, serve.Config{Originals: map[string]vlc.Originals{"other": orig}}); err == nil {
+	if _, err := serve.New(map[string]*vlc.Store{"d": ix}, serve.Config{Originals: map[string]vlc.Originals{"other": orig}}); err == nil {
 		t.Error("originals for an index not served were accepted")
 	}
-	srv, err := serve.New(map[string]*vlc.Index{"d": ix, "plain": ix}, serve.Config{Originals: map[string]vlc.Originals{"d": orig}})
+	srv, err := serve.New(map[string]*vlc.Store{"d": ix, "plain": ix}, serve.Config{Originals: map[string]vlc.Originals{"d": orig}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ dribble:
 // as in vlc serve.
 func TestSlowBodiesHoldNoSlot(t *testing.T) {
 	ix, base := fixtureIndex(t)
-	srv, err := serve.New(map[string]*vlc.Index{"deep": ix}, serve.Config{Limits: serve.Limits{InFlight: 2}})
+	srv, err := serve.New(map[string]*vlc.Store{"deep": ix}, serve.Config{Limits: serve.Limits{InFlight: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func metric(t *testing.T, ts *httptest.Server, name string) float64 {
 func TestBodyMemoryBounded(t *testing.T) {
 	const limit = 64 << 10
 	ix, base := fixtureIndex(t)
-	srv, err := serve.New(map[string]*vlc.Index{"deep": ix}, serve.Config{Limits: serve.Limits{BodyBytes: limit, BodyMemory: limit}})
+	srv, err := serve.New(map[string]*vlc.Store{"deep": ix}, serve.Config{Limits: serve.Limits{BodyBytes: limit, BodyMemory: limit}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestBodyMemoryBounded(t *testing.T) {
 // when the http.Server has no ReadTimeout: 408, and the server goes on.
 func TestUnfinishedBodyCutOffAtTimeout(t *testing.T) {
 	ix, _ := fixtureIndex(t)
-	srv, err := serve.New(map[string]*vlc.Index{"deep": ix}, serve.Config{Limits: serve.Limits{Timeout: time.Second}})
+	srv, err := serve.New(map[string]*vlc.Store{"deep": ix}, serve.Config{Limits: serve.Limits{Timeout: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

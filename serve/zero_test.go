@@ -33,7 +33,7 @@ func TestServeRefusesZeroVectorUnderCosine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	srv, err := serve.New(map[string]*vlc.Index{"cos": ix}, serve.Config{Token: "secret"})
+	srv, err := serve.New(map[string]*vlc.Store{"cos": ix}, serve.Config{Token: "secret"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,8 @@
 //
 // Formats are chosen by file extension (case-insensitive):
 //
-//	.f16    raw little-endian float16 rows; the dimension comes from Options.Dim
+//	.f16    raw little-endian float16 rows; the dimension comes from Options.Dim,
+//	        refused when the values look like rows of another (ErrLikelyDim)
 //	.npy    NumPy format v1/v2/v3, C order, dtype '<f2', '<f4' or '<f8';
 //	        2-D (rows, dim), or 1-D (dim,) for a single vector. float64 is
 //	        converted to float32 as rows are read
@@ -162,7 +163,7 @@ func (m *Matrix) parseF16(opt Options) error {
 			size, rowBytes, opt.Dim, left)
 	}
 	m.setLayout(m.mm, size/rowBytes, opt.Dim, 2, rowBytes, 0)
-	return nil
+	return m.checkF16Dim()
 }
 
 func (m *Matrix) setLayout(data []byte, n, dim, elem, stride, skip int) {

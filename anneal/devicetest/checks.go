@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/vlc-embed/vlc/anneal"
-	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/backend/cpu"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/parity"
 	"github.com/vlc-embed/vlc/internal/synth"
@@ -18,7 +19,7 @@ import (
 // every point, the counts are those of the assignments, and where every
 // assignment is equal the counts equal the CPU's and the variances agree
 // within 1e-4.
-func AssignParity(t *testing.T, dev anneal.Device, opt Options) {
+func AssignParity(t *testing.T, dev device.Device, opt Options) {
 	ref := cpu.New()
 	sizes := opt.AssignSizes
 	if sizes == nil {
@@ -64,14 +65,14 @@ func AssignParity(t *testing.T, dev anneal.Device, opt Options) {
 // the backend's own assignment (within 1e-4 of the largest coordinate),
 // and the variances are the oracle's; where the assignments equal the
 // CPU's, the anchors equal the CPU's within the same bound.
-func StepParity(t *testing.T, dev anneal.Device, opt Options) {
+func StepParity(t *testing.T, dev device.Device, opt Options) {
 	ref := cpu.New()
 	sizes := opt.StepSizes
 	if sizes == nil {
 		sizes = DefaultStepSizes
 	}
 	for _, c := range sizes {
-		for _, p := range []anneal.StepParams{{Tau: inf, Rate: 1, MaxMove: inf}, {Tau: 3, Rate: 0.5, MaxMove: 1}} {
+		for _, p := range []device.StepParams{{Tau: inf, Rate: 1, MaxMove: inf}, {Tau: 3, Rate: 0.5, MaxMove: 1}} {
 			t.Run(sizeName("", c)+"/"+tauName(p.Tau), func(t *testing.T) {
 				pts := synth.Clusters(c.N, c.D, 5, uint64(c.N+c.M+c.D))
 				anchors := synth.AnchorsNear(pts, c.M, 1, uint64(c.M))
@@ -123,22 +124,22 @@ func tauName(tau float32) string {
 // RobustStep checks a hand-computed case: nine points at (1, 0), one at
 // (100, 0), one anchor at the origin; the plain mean, the Huber mean at
 // tau 2, half a step, and a capped step.
-func RobustStep(t *testing.T, dev anneal.Device) {
+func RobustStep(t *testing.T, dev device.Device) {
 	data := make([]uint16, 0, 20)
 	for range 9 {
 		data = append(data, f16.FromFloat32(1), 0)
 	}
 	data = append(data, f16.FromFloat32(100), 0)
-	pts := anneal.Points{Data: data, N: 10, Dim: 2}
+	pts := device.Points{Data: data, N: 10, Dim: 2}
 	for _, c := range []struct {
-		p    anneal.StepParams
+		p    device.StepParams
 		want float64
 	}{
-		{anneal.StepParams{Tau: inf, Rate: 1, MaxMove: inf}, 10.9},
+		{device.StepParams{Tau: inf, Rate: 1, MaxMove: inf}, 10.9},
 		// Weights 1 for the nine, 2/100 for the outlier.
-		{anneal.StepParams{Tau: 2, Rate: 1, MaxMove: inf}, (9 + 2.0) / 9.02},
-		{anneal.StepParams{Tau: inf, Rate: 0.5, MaxMove: inf}, 5.45},
-		{anneal.StepParams{Tau: inf, Rate: 1, MaxMove: 3}, 3},
+		{device.StepParams{Tau: 2, Rate: 1, MaxMove: inf}, (9 + 2.0) / 9.02},
+		{device.StepParams{Tau: inf, Rate: 0.5, MaxMove: inf}, 5.45},
+		{device.StepParams{Tau: inf, Rate: 1, MaxMove: 3}, 3},
 	} {
 		r := Once(t, dev, pts, []float32{0, 0}, 1, &c.p, nil)
 		if math.Abs(float64(r.Anchors[0])-c.want) > 1e-4 || r.Anchors[1] != 0 {
@@ -150,7 +151,7 @@ func RobustStep(t *testing.T, dev anneal.Device) {
 // EmptyAnchor checks that an anchor no point is assigned to stays where
 // it is, with zero count and variance, and that an Assign repeated with
 // the same anchors changes nothing.
-func EmptyAnchor(t *testing.T, dev anneal.Device) {
+func EmptyAnchor(t *testing.T, dev device.Device) {
 	const n, d, m = 500, 24, 4
 	pts := synth.Clusters(n, d, 3, 5)
 	anchors := synth.AnchorsNear(pts, m, 0.1, 9)
@@ -161,7 +162,7 @@ func EmptyAnchor(t *testing.T, dev anneal.Device) {
 	if err := ds.SetAnchors(anchors, m); err != nil {
 		t.Fatal(err)
 	}
-	st, err := ds.Step(anneal.StepParams{Tau: inf, Rate: 1, MaxMove: inf})
+	st, err := ds.Step(device.StepParams{Tau: inf, Rate: 1, MaxMove: inf})
 	if err != nil || st.Changed != n {
 		t.Fatalf("first step: %+v, %v", st, err)
 	}
@@ -186,7 +187,7 @@ func EmptyAnchor(t *testing.T, dev anneal.Device) {
 
 // CheckTransfers checks the bytes Load, SetAnchors and steady-state Steps
 // and Assigns move, as opt.Transfers gives them (skipped without).
-func CheckTransfers(t *testing.T, dev anneal.Device, opt Options) {
+func CheckTransfers(t *testing.T, dev device.Device, opt Options) {
 	tr := opt.Transfers
 	if tr == nil {
 		t.Skip("no transfer contract given")
@@ -211,7 +212,7 @@ func CheckTransfers(t *testing.T, dev anneal.Device, opt Options) {
 		if i%3 == 2 {
 			_, err = ds.Assign()
 		} else {
-			_, err = ds.Step(anneal.StepParams{Tau: 10, Rate: 0.5, MaxMove: inf})
+			_, err = ds.Step(device.StepParams{Tau: 10, Rate: 0.5, MaxMove: inf})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -226,7 +227,7 @@ func CheckTransfers(t *testing.T, dev anneal.Device, opt Options) {
 // Train checks anneal.Train end to end (k-means++, the annealed Steps,
 // maintenance): on clustered points with twice as many anchors as
 // clusters it converges to an energy within 1% of the CPU's.
-func Train(t *testing.T, dev anneal.Device) {
+func Train(t *testing.T, dev device.Device) {
 	pts := synth.Clusters(2000, 32, 10, 4)
 	cfg := anneal.Config{M: 20, Seed: 1, MaxIter: 40}
 	g, err := anneal.Train(t.Context(), dev, pts, cfg)
@@ -245,7 +246,7 @@ func Train(t *testing.T, dev anneal.Device) {
 
 // Deterministic checks that the same robust Steps and Assign from the same
 // anchors give the same bits twice.
-func Deterministic(t *testing.T, dev anneal.Device, c Size) {
+func Deterministic(t *testing.T, dev device.Device, c Size) {
 	pts := synth.Clusters(c.N, c.D, 60, 17)
 	anchors := synth.AnchorsNear(pts, c.M, 0.1, 3)
 	run := func() []Result {
@@ -261,7 +262,7 @@ func Deterministic(t *testing.T, dev anneal.Device, c Size) {
 // checkNearest checks, in float64, that every assignment is a nearest
 // anchor (rounded to float16 when f16Anchors) up to float32 accumulation:
 // the assign's own contract, independent of the CPU's choices.
-func checkNearest(t *testing.T, pts anneal.Points, anchors []float32, m int, got []int32, f16Anchors bool) {
+func checkNearest(t *testing.T, pts device.Points, anchors []float32, m int, got []int32, f16Anchors bool) {
 	t.Helper()
 	d := pts.Dim
 	a64 := make([]float64, m*d)
@@ -311,7 +312,7 @@ func checkNearest(t *testing.T, pts anneal.Points, anchors []float32, m int, got
 // form |a|^2 - 2 x.a + |x|^2 (what counts when points sit on anchors),
 // 1e-7 for a direct sum of (x_j - a_j)^2; and against the CPU's within
 // 1e-3 relative plus the same 1e-6.
-func checkEnergy(t *testing.T, pts anneal.Points, anchors []float32, g, c Result, direct bool) {
+func checkEnergy(t *testing.T, pts device.Points, anchors []float32, g, c Result, direct bool) {
 	t.Helper()
 	d := pts.Dim
 	var e64, norms float64
@@ -358,7 +359,7 @@ func CheckCounts(t *testing.T, m int, g Result) {
 // assignment, so that near-ties cannot blur the comparison), and the
 // variances the Step reports: per anchor and dimension, the mean of
 // (x_j - a_j)^2 over its points, a the anchor before the move.
-func meanOracle(pts anneal.Points, anchors []float32, m int, assign []int32, p anneal.StepParams) (moved, variance []float64) {
+func meanOracle(pts device.Points, anchors []float32, m int, assign []int32, p device.StepParams) (moved, variance []float64) {
 	d := pts.Dim
 	sum := make([]float64, m*d)
 	sq := make([]float64, m*d)

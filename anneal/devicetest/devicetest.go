@@ -1,5 +1,5 @@
 // Package devicetest is the conformance suite of training backends: what an
-// anneal.Device must do, checked against the reference backend (package
+// device.Device must do, checked against the reference backend (package
 // cpu) and against float64 oracles. A backend's tests get the whole suite
 // from one call:
 //
@@ -11,8 +11,8 @@
 // of them again in another configuration (points streamed in batches, say).
 //
 // Two optional capabilities are held to goldens (testdata): a dataset that
-// is an anneal.PlusPlusDrawer must pick k-means++ centres exactly as
-// anneal.PlusPlusRounds does, and one that is a quant.DeviceEncoder must
+// is a device.PlusPlusDrawer must pick k-means++ centres exactly as
+// kmeans.PlusPlusRounds does, and one that is a device.RotatedEncoder must
 // write the rotated code's bytes exactly as quant.Rotated does. The
 // goldens pin the host's side too (TestGoldens), so a change to the host
 // arithmetic that a GPU kernel must follow fails on any machine, not only
@@ -26,7 +26,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 )
 
 // Options say what a backend promises beyond the common contract, and
@@ -48,7 +48,7 @@ type Options struct {
 	// UseVariant makes a loaded dataset use one, or reports false when
 	// this device cannot run it (the case is skipped).
 	Variants   []string
-	UseVariant func(ds anneal.Dataset, variant string) bool
+	UseVariant func(ds device.Dataset, variant string) bool
 
 	// AssignSizes and StepSizes replace the default sizes: choose them to
 	// straddle the backend's tiles and blocks.
@@ -65,7 +65,7 @@ type Size struct{ N, M, D int }
 // Transfers are the bytes a resident backend moves: Load's (up), each
 // SetAnchors' (up), and each Step's or Assign's in the steady state.
 type Transfers struct {
-	Load             func(ds anneal.Dataset, n, d int) int64
+	Load             func(ds device.Dataset, n, d int) int64
 	SetAnchors       func(m, d int) int64
 	StepUp, StepDown int64
 }
@@ -90,7 +90,7 @@ var DefaultAssignSizes = func() []Size {
 var DefaultStepSizes = []Size{{129, 7, 96}, {1000, 64, 17}, {1500, 65, 130}, {700, 300, 16}, {128, 1, 1}}
 
 // Run runs every check of the suite on dev as subtests.
-func Run(t *testing.T, dev anneal.Device, opt Options) {
+func Run(t *testing.T, dev device.Device, opt Options) {
 	t.Run("AssignParity", func(t *testing.T) { AssignParity(t, dev, opt) })
 	t.Run("StepParity", func(t *testing.T) { StepParity(t, dev, opt) })
 	t.Run("RobustStep", func(t *testing.T) { RobustStep(t, dev) })
@@ -109,7 +109,7 @@ func Run(t *testing.T, dev anneal.Device, opt Options) {
 
 // Result is everything a Dataset reports after one Step or Assign.
 type Result struct {
-	Stats    anneal.StepStats
+	Stats    device.StepStats
 	Assign   []int32
 	Anchors  []float32
 	Counts   []int64
@@ -117,7 +117,7 @@ type Result struct {
 }
 
 // Read copies the dataset's assignments, anchors and statistics.
-func Read(t testing.TB, ds anneal.Dataset, st anneal.StepStats, n, m, d int) Result {
+func Read(t testing.TB, ds device.Dataset, st device.StepStats, n, m, d int) Result {
 	t.Helper()
 	r := Result{Stats: st, Assign: make([]int32, n), Anchors: make([]float32, m*d), Counts: make([]int64, m), Variance: make([]float32, m*d)}
 	for _, err := range []error{ds.Assignments(r.Assign), ds.Anchors(r.Anchors), ds.Stats(r.Counts, r.Variance)} {
@@ -130,7 +130,7 @@ func Read(t testing.TB, ds anneal.Dataset, st anneal.StepStats, n, m, d int) Res
 
 // Load loads pts on dev, failing t on an error, and closes the dataset
 // when t ends.
-func Load(t testing.TB, dev anneal.Device, pts anneal.Points) anneal.Dataset {
+func Load(t testing.TB, dev device.Device, pts device.Points) device.Dataset {
 	t.Helper()
 	ds, err := dev.Load(pts)
 	if err != nil {
@@ -143,7 +143,7 @@ func Load(t testing.TB, dev anneal.Device, pts anneal.Points) anneal.Dataset {
 // Once loads pts on dev, sets the anchors and runs one Step with p
 // (Assign when p is nil), after use (when set) has configured the
 // dataset. It returns what the dataset reports.
-func Once(t testing.TB, dev anneal.Device, pts anneal.Points, anchors []float32, m int, p *anneal.StepParams, use func(anneal.Dataset)) Result {
+func Once(t testing.TB, dev device.Device, pts device.Points, anchors []float32, m int, p *device.StepParams, use func(device.Dataset)) Result {
 	t.Helper()
 	ds := Load(t, dev, pts)
 	if use != nil {
@@ -152,7 +152,7 @@ func Once(t testing.TB, dev anneal.Device, pts anneal.Points, anchors []float32,
 	if err := ds.SetAnchors(anchors, m); err != nil {
 		t.Fatal(err)
 	}
-	var st anneal.StepStats
+	var st device.StepStats
 	var err error
 	if p == nil {
 		st, err = ds.Assign()
@@ -167,14 +167,14 @@ func Once(t testing.TB, dev anneal.Device, pts anneal.Points, anchors []float32,
 
 // Passes runs steps robust Steps (Huber threshold tau, half rate) and a
 // final Assign on ds, and returns what the dataset reports after each.
-func Passes(t testing.TB, ds anneal.Dataset, n, m, d, steps int, tau float32) []Result {
+func Passes(t testing.TB, ds device.Dataset, n, m, d, steps int, tau float32) []Result {
 	t.Helper()
 	var res []Result
 	for k := range steps + 1 {
-		var st anneal.StepStats
+		var st device.StepStats
 		var err error
 		if k < steps {
-			st, err = ds.Step(anneal.StepParams{Tau: tau, Rate: 0.5, MaxMove: inf})
+			st, err = ds.Step(device.StepParams{Tau: tau, Rate: 0.5, MaxMove: inf})
 		} else {
 			st, err = ds.Assign()
 		}
@@ -219,11 +219,11 @@ func (o Options) variants() []string {
 
 // use returns the configuration of a dataset for variant v (nil for the
 // default), skipping t when the device cannot run it.
-func (o Options) use(t *testing.T, v string) func(anneal.Dataset) {
+func (o Options) use(t *testing.T, v string) func(device.Dataset) {
 	if v == "" || o.UseVariant == nil {
 		return nil
 	}
-	return func(ds anneal.Dataset) {
+	return func(ds device.Dataset) {
 		if !o.UseVariant(ds, v) {
 			t.Skipf("this device cannot run variant %s", v)
 		}
@@ -241,7 +241,7 @@ var inf = float32(math.Inf(1))
 
 // Shared opens a backend's device once for a whole test binary (a GPU
 // context is costly to make) and hands it to every test that asks.
-type Shared[D anneal.Device] struct {
+type Shared[D device.Device] struct {
 	// Open opens the device.
 	Open func() (D, error)
 	// Unavailable reports whether an error of Open means this machine

@@ -13,8 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/kmeans"
 	"github.com/vlc-embed/vlc/internal/synth"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -44,7 +45,7 @@ func (c ppCase) String() string {
 // ppInput is what a k-means++ case draws from: the points, the sampled
 // rows, the first centre and the random numbers of every round.
 type ppInput struct {
-	pts      anneal.Points
+	pts      device.Points
 	rows     []int
 	first    int
 	u        []float64
@@ -59,7 +60,7 @@ func (c ppCase) input() ppInput {
 		copy(data[i*c.d:(i+1)*c.d], src.Data[(i%c.distinct)*c.d:])
 	}
 	rng := rand.New(rand.NewPCG(uint64(c.s), 3))
-	in := ppInput{pts: anneal.Points{Data: data, N: n, Dim: c.d}, rows: rng.Perm(n)[:c.s], first: rng.IntN(c.s)}
+	in := ppInput{pts: device.Points{Data: data, N: n, Dim: c.d}, rows: rng.Perm(n)[:c.s], first: rng.IntN(c.s)}
 	in.u, in.fallback = make([]float64, c.m-1), make([]int, c.m-1)
 	for k := range in.u {
 		in.fallback[k], in.u[k] = rng.IntN(c.s), rng.Float64()
@@ -68,22 +69,22 @@ func (c ppCase) input() ppInput {
 }
 
 // hostPlusPlus runs the host's k-means++ rounds as training runs them on
-// the CPU (anneal.PlusPlusRounds over anneal.HostDistances) and returns a
+// the CPU (kmeans.PlusPlusRounds over kmeans.HostDistances) and returns a
 // golden line: the picks, and hashes of every round's distances and of
 // the block sums each draw walks, so that a change to either on the host
 // shows even where the picks survive it.
 func hostPlusPlus(c ppCase) string {
 	in := c.input()
 	dist := make([]float32, c.s)
-	blocks := make([]float64, (c.s+anneal.DrawBlock-1)/anneal.DrawBlock)
+	blocks := make([]float64, (c.s+kmeans.DrawBlock-1)/kmeans.DrawBlock)
 	dh, sh := sha256.New(), sha256.New()
-	distances := anneal.HostDistances(in.pts, in.rows, dist)
-	picks, err := anneal.PlusPlusRounds(in.first, in.u, in.fallback, dist, func(ctr int, keep bool) error {
+	distances := kmeans.HostDistances(in.pts.Data, in.pts.Dim, in.rows, dist)
+	picks, err := kmeans.PlusPlusRounds(in.first, in.u, in.fallback, dist, func(ctr int, keep bool) error {
 		if err := distances(ctr, keep); err != nil {
 			return err
 		}
 		binary.Write(dh, binary.LittleEndian, dist)
-		total := anneal.BlockSums(dist, blocks)
+		total := kmeans.BlockSums(dist, blocks)
 		binary.Write(sh, binary.LittleEndian, blocks)
 		binary.Write(sh, binary.LittleEndian, total)
 		return nil
@@ -95,18 +96,18 @@ func hostPlusPlus(c ppCase) string {
 }
 
 // PlusPlusGolden checks a dataset that runs k-means++ itself (an
-// anneal.PlusPlusDrawer) against the golden picks, which the host's
-// anneal.PlusPlusRounds makes. It skips datasets that are not drawers.
-func PlusPlusGolden(t *testing.T, dev anneal.Device) {
-	if !capable[anneal.PlusPlusDrawer](t, dev) {
-		t.Skip("the dataset is not an anneal.PlusPlusDrawer: k-means++ runs on the host")
+// device.PlusPlusDrawer) against the golden picks, which the host's
+// kmeans.PlusPlusRounds makes. It skips datasets that are not drawers.
+func PlusPlusGolden(t *testing.T, dev device.Device) {
+	if !capable[device.PlusPlusDrawer](t, dev) {
+		t.Skip("the dataset is not a device.PlusPlusDrawer: k-means++ runs on the host")
 	}
 	want := goldenLines(t, "plusplus.golden")
 	for _, c := range ppCases {
 		t.Run(strings.ReplaceAll(c.String(), " ", "/"), func(t *testing.T) {
 			in := c.input()
 			ds := Load(t, dev, in.pts)
-			got, err := ds.(anneal.PlusPlusDrawer).DrawPlusPlus(in.rows, in.first, in.u, in.fallback)
+			got, err := ds.(device.PlusPlusDrawer).DrawPlusPlus(in.rows, in.first, in.u, in.fallback)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +152,7 @@ func specName(s quant.Spec) string { return fmt.Sprintf("bits=%d ip=%v", s.Bits,
 // backend's assign gives the same lists; anchors 4, 9, 14, ... get no
 // points.
 type encInput struct {
-	pts     anneal.Points
+	pts     device.Points
 	anchors []float32
 	assign  []int32
 }
@@ -184,7 +185,7 @@ func (c encCase) input() encInput {
 		}
 		in.assign[i] = a
 	}
-	in.pts = anneal.Points{Data: data, N: c.n, Dim: d}
+	in.pts = device.Points{Data: data, N: c.n, Dim: d}
 	return in
 }
 
@@ -276,19 +277,19 @@ func codeHash(codes, params []byte) string {
 }
 
 // EncodeGolden checks a dataset that encodes on the device (a
-// quant.DeviceEncoder) against the golden hashes of the rotated code's
+// device.RotatedEncoder) against the golden hashes of the rotated code's
 // bytes, which quant.Rotated.EncodeList makes on the host, for every bits
 // setting and both forms. It skips datasets that do not encode.
-func EncodeGolden(t *testing.T, dev anneal.Device) {
-	if !capable[quant.DeviceEncoder](t, dev) {
-		t.Skip("the dataset is not a quant.DeviceEncoder: the host encodes")
+func EncodeGolden(t *testing.T, dev device.Device) {
+	if !capable[device.RotatedEncoder](t, dev) {
+		t.Skip("the dataset is not a device.RotatedEncoder: the host encodes")
 	}
 	want := goldenLines(t, "rotated.golden")
 	for _, c := range encCases {
 		t.Run(strings.ReplaceAll(c.String(), " ", "/"), func(t *testing.T) {
 			in := c.input()
 			ds := Load(t, dev, in.pts)
-			enc := ds.(quant.DeviceEncoder)
+			enc := ds.(device.RotatedEncoder)
 			if err := ds.SetAnchors(in.anchors, c.m); err != nil {
 				t.Fatal(err)
 			}
@@ -310,7 +311,7 @@ func EncodeGolden(t *testing.T, dev anneal.Device) {
 				}
 				code.SetAnchors(in.anchors)
 				codes, params := make([]byte, c.n*code.CodeBytes()), make([]byte, c.m*code.ParamBytes())
-				if err := enc.EncodeRotated(code.(*quant.Rotated), in.anchors, ids, offsets, codes, params); err != nil {
+				if err := enc.EncodeRotated(code.(*quant.Rotated).Layout(), in.anchors, ids, offsets, codes, params); err != nil {
 					t.Fatalf("%s: %v", specName(spec), err)
 				}
 				key := fmt.Sprintf("%v %s", c, specName(spec))
@@ -344,8 +345,8 @@ func firstDifference(codes, params []byte, in encInput, c encCase, spec quant.Sp
 }
 
 // capable reports whether dev's datasets implement I, from a small one.
-func capable[I any](t *testing.T, dev anneal.Device) bool {
-	ds := Load(t, dev, anneal.Points{Data: make([]uint16, 2), N: 1, Dim: 2})
+func capable[I any](t *testing.T, dev device.Device) bool {
+	ds := Load(t, dev, device.Points{Data: make([]uint16, 2), N: 1, Dim: 2})
 	_, ok := ds.(I)
 	return ok
 }

@@ -12,7 +12,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the goldens in testdata from the host's reference code")
 
 // The host's reference code still makes the goldens that GPU kernels are
-// held to: k-means++ (anneal.PlusPlusRounds, anneal.BlockSums, vec.L2) and
+// held to: k-means++ (kmeans.PlusPlusRounds, kmeans.BlockSums, vec.L2) and
 // the rotated code's encoding (quant.Rotated.EncodeList). A change here
 // must be followed by the kernels, or be undone; after a deliberate one,
 // run `go test -run TestGoldens -update` in this folder, and the CUDA
@@ -30,7 +30,7 @@ func TestGoldens(t *testing.T) {
 		name, head string
 		lines      []string
 	}{
-		{"plusplus.golden", "# k-means++ picks, and hashes of the distances and block sums of every round (anneal.PlusPlusRounds).", pp},
+		{"plusplus.golden", "# k-means++ picks, and hashes of the distances and block sums of every round (kmeans.PlusPlusRounds).", pp},
 		{"rotated.golden", "# The rotated code's bytes (codes, then list parameters) as quant.Rotated.EncodeList writes them.", enc},
 	} {
 		want := g.head + "\n" + strings.Join(g.lines, "\n") + "\n"

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 )
 
@@ -19,7 +20,7 @@ type Trace struct {
 
 // TrainTrace trains pts on dev with cfg (its Progress replaced) and
 // returns the trace.
-func TrainTrace(t testing.TB, dev anneal.Device, pts anneal.Points, cfg anneal.Config) Trace {
+func TrainTrace(t testing.TB, dev device.Device, pts device.Points, cfg anneal.Config) Trace {
 	t.Helper()
 	var tr Trace
 	cfg.Progress = func(it anneal.Iteration) { tr.Iters = append(tr.Iters, it) }
@@ -87,7 +88,7 @@ func ModelDiff(a, b *anneal.Model) string {
 	return ""
 }
 
-// Sizes returns a split for anneal.MultiDevice.WithSplit that gives the
+// Sizes returns a split for device.MultiDevice.WithSplit that gives the
 // devices these row counts: the last gets what the others leave (n minus
 // their sum), and the others their count cut to what is left.
 func Sizes(sizes ...int) func(n, k int) []int {
@@ -122,7 +123,7 @@ func Skewed(n, k int) []int {
 // len(scales)] (rounded to float16): groups of points at very different
 // scales, whose float64 sums of distances are not exact, so that they
 // depend on the order of the additions (a test of that order can fail).
-func Scaled(pts anneal.Points, scales ...float32) anneal.Points {
+func Scaled(pts device.Points, scales ...float32) device.Points {
 	out := pts
 	out.Data = make([]uint16, len(pts.Data))
 	d := pts.Dim

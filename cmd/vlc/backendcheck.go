@@ -10,9 +10,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vlc-embed/vlc/anneal"
-	"github.com/vlc-embed/vlc/gpu/cuda"
-	"github.com/vlc-embed/vlc/gpu/webgpu"
+	"github.com/vlc-embed/vlc/backend/cpu"
+	"github.com/vlc-embed/vlc/backend/cuda"
+	"github.com/vlc-embed/vlc/backend/webgpu"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/crosscheck"
 	"github.com/vlc-embed/vlc/internal/synth"
 )
@@ -30,15 +31,15 @@ func runTestCUDA(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	var devs []anneal.Device
+	var devs []device.Device
 	if devices == "" {
 		dev, err := cuda.Open()
 		if err != nil {
 			return err
 		}
-		devs = []anneal.Device{dev}
+		devs = []device.Device{dev}
 	} else {
-		ords, err := anneal.ParseDevices(devices)
+		ords, err := device.ParseDevices(devices)
 		if err != nil {
 			return err
 		}
@@ -48,7 +49,7 @@ func runTestCUDA(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	dev := devs[0]
 	if len(devs) > 1 {
-		dev = anneal.Multi(devs...)
+		dev = device.Multi(devs...)
 	}
 	defer dev.Close()
 	for _, d := range devs {
@@ -65,7 +66,7 @@ func runTestCUDA(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	cfg.F16Anchors = true
 	var prof bytes.Buffer
-	cfg.Profile = func(ds anneal.Dataset, step func() error) error {
+	cfg.Profile = func(ds device.Dataset, step func() error) error {
 		return profileCUDA(ds, step, flops(cfg), &prof)
 	}
 	return checkBackend(ctx, dev, "cuda", cfg, &prof, stderr)
@@ -75,18 +76,18 @@ func runTestCUDA(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // device and on the points split over several (split), and fails unless
 // every energy, changed count, assignment, count, anchor and variance is
 // the same to the bit.
-func splitParity(one, split anneal.Device, cfg crosscheck.Config, w io.Writer) error {
+func splitParity(one, split device.Device, cfg crosscheck.Config, w io.Writer) error {
 	pts := synth.Clusters(cfg.N, cfg.Dim, max(1, cfg.Anchors/4), cfg.Seed)
 	anchors := synth.PickAnchors(pts, cfg.Anchors, cfg.Seed)
 	const steps = 3
 	type result struct {
-		st       []anneal.StepStats
+		st       []device.StepStats
 		assign   []int32
 		anchors  []float32
 		counts   []int64
 		variance []float32
 	}
-	run := func(dev anneal.Device) (*result, error) {
+	run := func(dev device.Device) (*result, error) {
 		ds, err := dev.Load(pts)
 		if err != nil {
 			return nil, err
@@ -99,9 +100,9 @@ func splitParity(one, split anneal.Device, cfg crosscheck.Config, w io.Writer) e
 		r := &result{assign: make([]int32, pts.N), anchors: make([]float32, m*d), counts: make([]int64, m), variance: make([]float32, m*d)}
 		inf := float32(math.Inf(1))
 		for k := range steps + 1 {
-			var st anneal.StepStats
+			var st device.StepStats
 			if k < steps {
-				st, err = ds.Step(anneal.StepParams{Tau: 4, Rate: 0.5, MaxMove: inf})
+				st, err = ds.Step(device.StepParams{Tau: 4, Rate: 0.5, MaxMove: inf})
 			} else {
 				st, err = ds.Assign()
 			}
@@ -172,7 +173,7 @@ func runTestWebGPU(ctx context.Context, args []string, stdout, stderr io.Writer)
 			i.Name, i.Driver, i.Backend, i.Type, float64(i.MaxBinding)/(1<<20), float64(i.MaxBuffer)/(1<<20), i.AdapterMaxBuffer)
 	}
 	var prof bytes.Buffer
-	cfg.Profile = func(ds anneal.Dataset, _ func() error) error {
+	cfg.Profile = func(ds device.Dataset, _ func() error) error {
 		p, ok := ds.(webgpu.Profiler)
 		if !ok {
 			return nil
@@ -223,7 +224,7 @@ func flops(cfg crosscheck.Config) float64 {
 // checkBackend runs the check and prints its report: the device's part
 // as soon as it is done (with prof, the backend's own timings), the rest
 // at the end. It fails when the backends disagree beyond the limits.
-func checkBackend(ctx context.Context, dev anneal.Device, label string, cfg crosscheck.Config, prof *bytes.Buffer, w io.Writer) error {
+func checkBackend(ctx context.Context, dev device.Device, label string, cfg crosscheck.Config, prof *bytes.Buffer, w io.Writer) error {
 	cfg.DeviceDone = func(r *crosscheck.Report) {
 		fmt.Fprintf(w, "data: %d x %d float16 in %d clusters, seed %d (made in %v); %d anchors from random points\n",
 			r.N, r.Dim, max(1, r.Anchors/4), r.Seed, r.DataTime.Round(1e6), r.Anchors)
@@ -233,7 +234,7 @@ func checkBackend(ctx context.Context, dev anneal.Device, label string, cfg cros
 		fmt.Fprintf(w, "%s: transfers per steady-state Step: %d B to the host, %d B to the device\n", label, r.StepDown, r.StepUp)
 		w.Write(prof.Bytes())
 	}
-	r, err := crosscheck.Check(ctx, dev, cfg)
+	r, err := crosscheck.Check(ctx, dev, cpu.New(), cfg)
 	if err != nil {
 		return err
 	}
@@ -265,7 +266,7 @@ func checkBackend(ctx context.Context, dev anneal.Device, label string, cfg cros
 // profileCUDA reports the kernel split of a Step (CUDA events; the anchors
 // go on from where the timed steps left them) and the fused assign's
 // TFLOP/s for every variant.
-func profileCUDA(ds anneal.Dataset, step func() error, flop float64, w io.Writer) error {
+func profileCUDA(ds device.Dataset, step func() error, flop float64, w io.Writer) error {
 	prof, ok := ds.(cuda.Profiler)
 	if !ok {
 		return nil

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/backend/cpu"
 	"github.com/vlc-embed/vlc/internal/crosscheck"
 )
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/vlc-embed/vlc/internal/sysmem"
 	"io"
 	"log/slog"
 	"math"
@@ -14,9 +13,11 @@ import (
 	"time"
 
 	"github.com/vlc-embed/vlc/anneal"
-	"github.com/vlc-embed/vlc/gpu/cuda"
+	"github.com/vlc-embed/vlc/backend/cuda"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/crosscheck"
 	"github.com/vlc-embed/vlc/internal/synth"
+	"github.com/vlc-embed/vlc/internal/sysmem"
 )
 
 // benchResult is what vlc bench -json prints.
@@ -41,7 +42,7 @@ type benchResult struct {
 //	vlc bench [-backend auto] [-devices all|0,1,...] [-n 1000000] [-dim 768] [-anchors 4096] [-iters 10] [-seed 1] [-json]
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	backend := fs.String("backend", "auto", "backend to time: auto or "+strings.Join(anneal.Backends(), ", "))
+	backend := fs.String("backend", "auto", "backend to time: auto or "+strings.Join(device.Backends(), ", "))
 	devices := fs.String("devices", "", "time several devices of the backend, the points split between them: all, or device numbers such as 0,1 (a number twice: two shares on one device)")
 	n := fs.Int("n", 1_000_000, "points")
 	d := fs.Int("dim", 768, "dimension")
@@ -61,7 +62,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkBenchSize(*n, *d, *m); err != nil {
 		return err
 	}
-	dev, skipped, err := anneal.OpenDevices(*backend, *devices)
+	dev, skipped, err := device.OpenDevices(*backend, *devices)
 	for _, s := range skipped {
 		slog.Info("backend skipped", "reason", s)
 	}
@@ -88,7 +89,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	inf := float32(math.Inf(1))
-	lloyd := func(int) anneal.StepParams { return anneal.StepParams{Tau: inf, Rate: 1, MaxMove: inf} }
+	lloyd := func(int) device.StepParams { return device.StepParams{Tau: inf, Rate: 1, MaxMove: inf} }
 	if _, err := ds.Step(lloyd(0)); err != nil { // warm-up: kernels loaded, caches filled
 		return err
 	}

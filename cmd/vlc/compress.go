@@ -19,6 +19,7 @@ import (
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/regfile"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -33,7 +34,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	subspaces := fs.Int("subspaces", 0, "pq only, instead of -bits: bytes of code per vector, 1 to the dimension (-bits b means ceil(dim*b/8))")
 	anchors := fs.Int("anchors", 0, "anchors (inverted lists); 0 picks about sqrt(n)")
 	metric := fs.String("metric", "l2", "distance: l2, ip or cosine")
-	backend := fs.String("backend", "auto", "training backend: auto or "+strings.Join(anneal.Backends(), ", "))
+	backend := fs.String("backend", "auto", "training backend: auto or "+strings.Join(device.Backends(), ", "))
 	devices := fs.String("devices", "", "train on several devices of the backend, the points split between them (the same index as one device): all, or device numbers such as 0,1 (a number twice: two shares on one device, for tests)")
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives a byte-identical index")
 	maxIter := fs.Int("max-iter", 0, fmt.Sprintf("annealing iterations at most (0: the default, %d)", anneal.DefaultMaxIter))
@@ -108,25 +109,30 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if *quiet {
-		return nil
+	if !*quiet {
+		printSummary(stderr, input, *out, *anchorsFrom, devMem, sum, rss, rssOK)
 	}
+	return nil
+}
+
+// printSummary tells what compress did and where the time and memory went.
+func printSummary(stderr io.Writer, input, out, anchorsFrom string, devMem int64, sum *vlc.Summary, rss int64, rssOK bool) {
 	conv := "stopped at -max-iter"
 	if sum.Converged {
 		conv = "converged"
 	}
-	fmt.Fprintf(stderr, "compressed %s -> %s\n", input, *out)
+	fmt.Fprintf(stderr, "compressed %s -> %s\n", input, out)
 	fmt.Fprintf(stderr, "  vectors       %d x %d\n", sum.N, sum.Dim)
 	fmt.Fprintf(stderr, "  anchors       %d\n", sum.Anchors)
 	fmt.Fprintf(stderr, "  codes         %s, metric %s\n", codeText(sum), sum.Metric)
 	fmt.Fprintf(stderr, "  backend       %s\n", sum.Backend)
 	switch {
-	case *anchorsFrom != "":
-		fmt.Fprintf(stderr, "  model         %s (no training)\n", *anchorsFrom)
+	case anchorsFrom != "":
+		fmt.Fprintf(stderr, "  model         %s (no training)\n", anchorsFrom)
 	case sum.TrainRows < sum.N:
 		fmt.Fprintf(stderr, "  trained on    %d of the %d rows (evenly spaced), then every row assigned\n", sum.TrainRows, sum.N)
 	}
-	if *anchorsFrom == "" {
+	if anchorsFrom == "" {
 		fmt.Fprintf(stderr, "  iterations    %d (%s)\n", sum.Iterations, conv)
 	}
 	fmt.Fprintf(stderr, "  energy        %.6g (mean squared distance to anchors)\n", sum.Energy)
@@ -137,7 +143,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		assign = fmt.Sprintf(", assigning every row %s", sum.AssignTime.Round(time.Millisecond))
 	}
 	train := fmt.Sprintf(", training %s", sum.TrainTime.Round(time.Millisecond))
-	if *anchorsFrom != "" {
+	if anchorsFrom != "" {
 		train = "" // the model's
 	}
 	fmt.Fprintf(stderr, "  time          %s (input %s%s%s, encoding on %s and writing %s)\n", sum.Total.Round(time.Millisecond),
@@ -152,7 +158,6 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		fmt.Fprintf(stderr, "  device memory %s at most (%s)\n", mib(sum.DevicePeak), limit)
 	}
-	return nil
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
@@ -204,7 +209,7 @@ func isTerminal(w io.Writer) bool {
 // flagName is compress's flag for an Options field.
 func flagName(field string) string {
 	if f, ok := map[string]string{"Bits": "-bits", "Ratio": "-ratio", "Subspaces": "-subspaces", "Anchors": "-anchors", "MaxIter": "-max-iter", "Devices": "-devices",
-		"TrainSample": "-train-sample", "DeviceMemory": "-device-memory", "Code": "-code", "Metric": "-metric", "Start": "-rows START", "End": "-rows END"}[field]; ok {
+		"TrainSample": "-train-sample", "DeviceMemory": "-device-memory", "Code": "-code", "Metric": "-metric", "Start": "-rows START", "End": "-rows END", "Dim": "-dim", "AnchorsFrom": "-anchors-from"}[field]; ok {
 		return f
 	}
 	return field

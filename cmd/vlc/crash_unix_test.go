@@ -182,7 +182,7 @@ func TestCompressKilled(t *testing.T) {
 			r.restore(t) // it finished before the signal: start again from the old index
 		}
 		for _, name := range r.leftovers(t) {
-			// The lock file a compress over an index takes (claimOutput),
+			// The lock file a compress over an index takes (store.Claim),
 			// unlocked by the kernel: the next compress removes it.
 			if name == filepath.Base(r.out)+".lock" {
 				continue

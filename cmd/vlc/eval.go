@@ -33,7 +33,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if !sw.on() && len(pos) > 1 {
-		return fmt.Errorf("want 1 argument(s) (INDEX), got %d: %s (several indexes need -sweep)", len(pos), strings.Join(pos, " "))
+		return usageError{fmt.Errorf("want 1 argument(s) (INDEX), got %d: %s (several indexes need -sweep)", len(pos), strings.Join(pos, " "))}
 	}
 	if *gtPath == "" && *basePath == "" {
 		return fmt.Errorf("one of -gt or -base is required")

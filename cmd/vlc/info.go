@@ -97,7 +97,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "  drift       added vectors lie %.2fx as far (squared) from their anchors as the trained ones\n", in.Drift)
 	}
 	if in.Drift > vlc.DriftWarn {
-		fmt.Fprintf(stdout, "warning: the anchors no longer fit the added vectors (drift above %.2f): run vlc retrain %s\n", vlc.DriftWarn, pos[0])
+		fmt.Fprintf(stderr, "warning: the anchors no longer fit the added vectors (drift above %.2f): run vlc retrain %s\n", vlc.DriftWarn, pos[0])
 	}
 	return nil
 }

@@ -48,9 +48,6 @@ func TestLostOutputCLI(t *testing.T) {
 		{"eval", r.idx, "-query", r.query, "-base", r.base, "-sweep", "-json"},
 		{"get", S, "doc-7"},
 		{"add", S, r.add},
-		{"delete", S, "doc-1"},
-		{"compact", S},
-		{"retrain", S, "-backend", "cpu"},
 		{"bench", "-backend", "cpu", "-n", "200", "-dim", "8", "-anchors", "4", "-iters", "1", "-json"},
 	}
 	for _, c := range cases {

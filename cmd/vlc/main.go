@@ -2,25 +2,30 @@
 // evaluates, describes and verifies such indexes, and adds to and deletes
 // from them.
 //
-//	vlc compress INPUT -o OUT [-dim D] [-bits 8 | -ratio R | -subspaces S] [-code rotated|pq] [-anchors M] [-metric l2|ip|cosine] [-backend auto|cpu|cuda|webgpu] [-devices all|0,1,...] [-seed S] [-ids FILE] [-payloads FILE.jsonl]
-//	vlc search INDEX -query Q -k K [-nprobe P] [-rerank FILE] [-payload]
-//	vlc add INDEX VECTORS [-ids FILE] [-payloads FILE.jsonl]
-//	vlc delete INDEX [-ids FILE] [ID ...]
-//	vlc get INDEX ID
-//	vlc compact INDEX, vlc retrain INDEX
-//	vlc eval INDEX -query Q (-gt GT.ivecs | -base FILE) [-k 10] [-nprobe P] [-rerank FILE] [-json]
-//	vlc eval INDEX... -query Q (-gt GT.ivecs | -base FILE) -sweep [-sweep-nprobe 1,4,16] [-plot OUT.png|.svg] [-json]
-//	vlc info INDEX [-json]
+//	vlc compress [flags] INPUT
+//	vlc search [flags] -query FILE INDEX
+//	vlc eval [flags] -query FILE (-gt FILE | -base FILE) INDEX...
+//	vlc info [flags] INDEX
 //	vlc verify INDEX
-//	vlc bench [-backend B] [-devices all|0,1,...] [-n N] [-dim D] [-anchors M] [-iters K] [-json]
-//	vlc test-cuda [--large] [-devices all|0,1,...], vlc test-webgpu [--large]
+//	vlc add [flags] INDEX VECTORS
+//	vlc delete [flags] INDEX [ID...]
+//	vlc get INDEX ID
+//	vlc compact INDEX
+//	vlc retrain [flags] INDEX
+//	vlc merge [flags] -o OUT INDEX...
+//	vlc serve [flags] [NAME=]INDEX...
+//	vlc bench [flags], vlc test-cuda [flags], vlc test-webgpu [flags]
 //	vlc help [COMMAND], vlc version
 //
-// Flags may come before or after the positional arguments. Output for people
-// (progress, summaries, logs) goes to stderr, output for programs (search
-// hits, -json) and help that was asked for to stdout. Any error is one line
-// on stderr and exit status 1, as is output that could not be written
-// (stdout on a full disk).
+// vlc COMMAND -h prints the command's usage line, what its arguments are,
+// and its flags. Flags may come before or after the positional arguments.
+// Output for programs (search hits, ids add gave, get's payload, info,
+// -json) and help that was asked for go to stdout; output for people
+// (progress, summaries, warnings) to stderr. Any error is one line on
+// stderr: exit status 2 when the command line does not parse (unknown
+// command or flag, a flag value of the wrong kind, a wrong number of
+// arguments), else 1, as for output that could not be written (stdout
+// on a full disk).
 package main
 
 import (
@@ -42,30 +47,52 @@ import (
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
+// command is one subcommand: its usage line and description, printed by
+// vlc COMMAND -h and (the summary) by vlc help, and what runs it.
 type command struct {
-	summary string
+	args    string // what follows "vlc NAME" in the usage line
+	summary string // one line for vlc help
+	detail  string // more lines for vlc NAME -h: the arguments, the output
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-var commands = map[string]command{
-	"compress": {"compress a vector file into an index", runCompress},
-	"search":   {"search an index with a file of queries", runSearch},
-	"eval":     {"measure recall and speed against ground truth", runEval},
-	"info":     {"describe an index", runInfo},
-	"verify":   {"check every checksum of an index", runVerify},
-	"add":      {"add vectors (with ids and payloads) to an index, without training", runAdd},
-	"delete":   {"delete vectors from an index by id", runDelete},
-	"get":      {"print the payload of an id", runGet},
-	"compact":  {"rewrite an index without its deleted vectors", runCompact},
-	"retrain":  {"train an index anew on its own vectors, in place", runRetrain},
-	"merge":    {"join indexes encoded under one model (compress -anchors-from) into one", runMerge},
+// commands is filled in init: the commands' functions read it (parse
+// prints their usage lines), which a plain initializer would make a cycle.
+var commands map[string]command
 
-	"serve": {"serve indexes over HTTP: search, get, add, delete, metrics", runServe},
+func init() {
+	commands = map[string]command{
+		"compress": {"[flags] INPUT", "compress a vector file into an index",
+			"INPUT: the vectors, .f16 (raw float16: give -dim), .npy or .fvecs; the index goes to -o (default INPUT with the extension .vlc)", runCompress},
+		"search": {"[flags] -query FILE INDEX", "search an index with a file of queries",
+			"FILE: the queries (.f16, .npy or .fvecs); INDEX: an index file or store.\n" +
+				"Prints on stdout one line per hit: QUERY RANK ID DISTANCE [PAYLOAD], tab-separated, QUERY from 0, RANK from 1.\n" +
+				"An id holding a control character (tab, newline, ...), a character that does not print, bytes that are\n" +
+				"not UTF-8, a double quote or a backslash is printed quoted, as Go's strconv.Quote writes it (a field that\n" +
+				"starts with a double quote is quoted); a payload is printed as one line of JSON (quoted too if it is not JSON).\n" +
+				"-json prints JSON Lines instead: one object per query, {\"query\": 0, \"hits\": [{\"id\": \"7\", \"distance\": 0.5}, ...]}.", runSearch},
+		"eval": {"[flags] -query FILE (-gt FILE | -base FILE) INDEX...", "measure recall and speed against ground truth",
+			"INDEX...: one index, or several with -sweep", runEval},
+		"info":   {"[flags] INDEX", "describe an index", "", runInfo},
+		"verify": {"INDEX", "check every checksum of an index", "", runVerify},
+		"add": {"[flags] INDEX VECTORS", "add vectors (with ids and payloads) to an index, without training",
+			"VECTORS: a vector file of the index's dimension. Prints the ids given to the new vectors on stdout, one a line, in order", runAdd},
+		"delete": {"[flags] INDEX [ID...]", "delete vectors from an index by id",
+			"the ids as arguments, or one a line in -ids FILE, or both", runDelete},
+		"get":     {"INDEX ID", "print the payload of an id", "prints ID, a tab and the payload; an id is quoted as vlc search quotes it", runGet},
+		"compact": {"INDEX", "rewrite an index without its deleted vectors", "", runCompact},
+		"retrain": {"[flags] INDEX", "train an index anew on its own vectors, in place", "", runRetrain},
+		"merge":   {"[flags] -o OUT INDEX...", "join indexes encoded under one model (compress -anchors-from) into one", "", runMerge},
 
-	"bench":       {"time annealing iterations of a backend: ms per iteration, TFLOP/s", runBench},
-	"test-cuda":   {"check the CUDA backend against the CPU and time both", runTestCUDA},
-	"test-webgpu": {"check the WebGPU backend against the CPU and time both", runTestWebGPU},
-	"version":     {"print the version, the VCS revision and the backends built in", runVersion},
+		"serve": {"[flags] [NAME=]INDEX...", "serve indexes over HTTP: search, get, add, delete, metrics",
+			"NAME: the index's name in URLs (default: its file name without the extension).\n" +
+				"Prints \"vlc serve: listening on http://HOST:PORT (N indexes)\" on stdout once it listens", runServe},
+
+		"bench":       {"[flags]", "time annealing iterations of a backend: ms per iteration, TFLOP/s", "", runBench},
+		"test-cuda":   {"[flags]", "check the CUDA backend against the CPU and time both", "", runTestCUDA},
+		"test-webgpu": {"[flags]", "check the WebGPU backend against the CPU and time both", "", runTestWebGPU},
+		"version":     {"", "print the version, the VCS revision and the backends built in", "", runVersion},
+	}
 }
 
 func main() {
@@ -111,15 +138,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (status i
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
 	isHelp := func(a string) bool { return a == "help" || a == "-h" || a == "-help" || a == "--help" }
 	switch {
-	case len(args) == 0: // no command: an error, the list on stderr
+	case len(args) == 0: // no command: the list on stderr
 		usage(stderr)
-		return 1
+		return 2
 	case isHelp(args[0]) && (len(args) == 1 || isHelp(args[1])):
 		usage(stdout)
 		return 0
 	case args[0] == "help" && len(args) > 2:
 		fmt.Fprintf(stderr, "vlc help: one command at a time, got %s\n", strings.Join(args[1:], " "))
-		return 1
+		return 2
 	case args[0] == "help":
 		// vlc help COMMAND is vlc COMMAND -h.
 		args = []string{args[1], "-h"}
@@ -127,7 +154,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (status i
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "vlc: unknown command %q (try: %s)\n", args[0], strings.Join(names(), ", "))
-		return 1
+		return 2
 	}
 	if err := cmd.run(ctx, args[1:], stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -140,6 +167,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (status i
 			return 1
 		}
 		fmt.Fprintf(stderr, "vlc %s: %v\n", args[0], oneLine(err))
+		if errors.As(err, new(usageError)) {
+			return 2
+		}
 		return 1
 	}
 	return 0
@@ -169,10 +199,11 @@ func (o *outWriter) Write(p []byte) (int, error) {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "vlc: compress embeddings into a small searchable index")
-	fmt.Fprintln(w, "usage: vlc COMMAND [flags] ARGS   (vlc help COMMAND, or vlc COMMAND -h, for its flags)")
+	fmt.Fprintln(w, "usage: vlc COMMAND [flags] ARGS   (vlc help COMMAND, or vlc COMMAND -h, for its arguments and flags)")
 	for _, n := range names() {
 		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintf(w, "  %-11s %s\n", "help", "list the commands, or with a COMMAND print its usage and flags")
 }
 
 func names() []string {
@@ -184,24 +215,56 @@ func names() []string {
 	return out
 }
 
+// usageError is a command line that does not parse: an unknown flag, a
+// flag value of the wrong kind, a wrong number of arguments. vlc exits 2
+// for it, 1 for every other error.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// usageLine is "vlc NAME ARGS", as the command's -h starts.
+func usageLine(name string) string {
+	return strings.TrimSpace("vlc " + name + " " + commands[name].args)
+}
+
+// commandHelp prints what vlc NAME -h prints: the usage line, the
+// summary, the details, then the flags.
+func commandHelp(w io.Writer, fs *flag.FlagSet) {
+	c := commands[fs.Name()]
+	fmt.Fprintf(w, "usage: %s\n%s\n", usageLine(fs.Name()), c.summary)
+	if c.detail != "" {
+		fmt.Fprintln(w, c.detail)
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintln(w, "flags (-name value or -name=value, before or after the arguments):")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+}
+
 // parse parses flags that may stand before, between or after positional
 // arguments (the standard flag package stops at the first positional one),
 // and checks the positional arguments against their names. A last name
 // ending in "..." (as "INDEX...") takes one or more arguments. -h prints
-// the command's flags on help (stdout: help asked for is output).
+// the command's help on help (stdout: help asked for is output). Errors
+// are usageErrors that end with the usage line.
 func parse(fs *flag.FlagSet, args []string, names []string, help io.Writer) ([]string, error) {
 	// Errors come back as one line; the flag list is printed only for -h.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	bad := func(format string, a ...any) error {
+		return usageError{fmt.Errorf("%s (usage: %s; see vlc %s -h)", fmt.Sprintf(format, a...), usageLine(fs.Name()), fs.Name())}
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(help, "usage of vlc %s:\n", fs.Name())
-				fs.SetOutput(help)
-				fs.PrintDefaults()
+				commandHelp(help, fs)
+				return nil, err
 			}
-			return nil, err
+			return nil, bad("%v", err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -214,10 +277,13 @@ func parse(fs *flag.FlagSet, args []string, names []string, help io.Writer) ([]s
 	if len(pos) < len(names) {
 		missing := slices.Clone(names[len(pos):])
 		missing[len(missing)-1] = strings.TrimSuffix(missing[len(missing)-1], "...")
-		return nil, fmt.Errorf("missing %s argument; see vlc %s -h", strings.Join(missing, ", "), fs.Name())
+		return nil, bad("missing %s argument", strings.Join(missing, ", "))
+	}
+	if len(pos) > 0 && len(names) == 0 {
+		return nil, bad("takes no arguments, got %d: %s", len(pos), strings.Join(pos, " "))
 	}
 	if len(pos) > len(names) && !variadic {
-		return nil, fmt.Errorf("want %d argument(s) (%s), got %d: %s", len(names), strings.Join(names, ", "), len(pos), strings.Join(pos, " "))
+		return nil, bad("want %d argument(s) (%s), got %d: %s", len(names), strings.Join(names, ", "), len(pos), strings.Join(pos, " "))
 	}
 	return pos, nil
 }

@@ -189,21 +189,21 @@ func TestUsage(t *testing.T) {
 		stdout []string // help asked for goes to stdout
 		stderr []string // the list after a missing command goes to stderr
 	}{
-		{"no args", nil, 1, nil, []string{"usage: vlc COMMAND", "compress", "search", "eval", "info", "verify", "version"}},
+		{"no args", nil, 2, nil, []string{"usage: vlc COMMAND", "compress", "search", "eval", "info", "verify", "version"}},
 		{"-h", []string{"-h"}, 0, []string{"usage: vlc COMMAND", "vlc help COMMAND"}, nil},
 		{"help", []string{"help"}, 0, []string{"usage: vlc COMMAND", "test-webgpu"}, nil},
-		{"help compress", []string{"help", "compress"}, 0, []string{"usage of vlc compress", "-dim", "-bits", "-anchors"}, nil},
-		{"compress -h", []string{"compress", "-h"}, 0, []string{"usage of vlc compress", "-dim", "-bits", "-anchors", "-metric", "-backend", "-seed", "-quiet"}, nil},
-		{"compress file -h", []string{"compress", "x.f16", "-h"}, 0, []string{"usage of vlc compress"}, nil},
-		{"search -h", []string{"search", "-h"}, 0, []string{"usage of vlc search", "-query", "-k", "-nprobe", "-rerank"}, nil},
-		{"eval -help", []string{"eval", "-help"}, 0, []string{"usage of vlc eval", "-gt", "-base", "-json"}, nil},
-		{"help info", []string{"help", "info"}, 0, []string{"usage of vlc info", "-json"}, nil},
-		{"verify -h", []string{"verify", "-h"}, 0, []string{"usage of vlc verify"}, nil},
-		{"help test-cuda", []string{"help", "test-cuda"}, 0, []string{"usage of vlc test-cuda", "-large"}, nil},
-		{"help nope", []string{"help", "nope"}, 1, nil, []string{`unknown command "nope"`}},
+		{"help compress", []string{"help", "compress"}, 0, []string{"usage: vlc compress", "-dim", "-bits", "-anchors"}, nil},
+		{"compress -h", []string{"compress", "-h"}, 0, []string{"usage: vlc compress", "-dim", "-bits", "-anchors", "-metric", "-backend", "-seed", "-quiet"}, nil},
+		{"compress file -h", []string{"compress", "x.f16", "-h"}, 0, []string{"usage: vlc compress"}, nil},
+		{"search -h", []string{"search", "-h"}, 0, []string{"usage: vlc search", "-query", "-k", "-nprobe", "-rerank"}, nil},
+		{"eval -help", []string{"eval", "-help"}, 0, []string{"usage: vlc eval", "-gt", "-base", "-json"}, nil},
+		{"help info", []string{"help", "info"}, 0, []string{"usage: vlc info", "-json"}, nil},
+		{"verify -h", []string{"verify", "-h"}, 0, []string{"usage: vlc verify"}, nil},
+		{"help test-cuda", []string{"help", "test-cuda"}, 0, []string{"usage: vlc test-cuda", "-large"}, nil},
+		{"help nope", []string{"help", "nope"}, 2, nil, []string{`unknown command "nope"`}},
 		{"help help", []string{"help", "help"}, 0, []string{"usage: vlc COMMAND"}, nil},
 		{"help -h", []string{"help", "-h"}, 0, []string{"usage: vlc COMMAND"}, nil},
-		{"help two", []string{"help", "compress", "eval"}, 1, nil, []string{"one command at a time"}},
+		{"help two", []string{"help", "compress", "eval"}, 2, nil, []string{"one command at a time"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

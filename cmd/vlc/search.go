@@ -1,17 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/vlc-embed/vlc"
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
 )
@@ -41,14 +41,15 @@ func (f *searchFlags) onDevice(ix *index.Index, stderr io.Writer) (*index.Device
 	if f.backend == "cpu" || f.backend == "" {
 		return nil, func() {}, nil
 	}
-	dev, skipped, err := anneal.OpenBackend(f.backend)
+	dev, skipped, err := device.Open(f.backend)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, s := range skipped {
 		slog.Info("backend skipped", "reason", s)
 	}
-	if _, ok := dev.(index.SearchDevice); !ok && f.backend == "auto" {
+	sd, ok := dev.(device.Searcher)
+	if !ok && f.backend == "auto" {
 		why := "none is built in"
 		if len(skipped) > 0 {
 			why = strings.Join(skipped, "; ")
@@ -57,10 +58,14 @@ func (f *searchFlags) onDevice(ix *index.Index, stderr io.Writer) (*index.Device
 		dev.Close()
 		return nil, func() {}, nil
 	}
-	di, err := ix.OnDevice(dev)
+	if !ok {
+		dev.Close()
+		return nil, nil, fmt.Errorf("%w: the backend %s has no device search", device.ErrNoSearch, f.backend)
+	}
+	di, err := ix.OnDevice(sd)
 	if err != nil {
 		dev.Close()
-		if f.backend == "auto" && errors.Is(err, index.ErrNoDeviceSearch) {
+		if f.backend == "auto" && errors.Is(err, device.ErrNoSearch) {
 			fmt.Fprintf(stderr, "vlc: searching on the CPU: %v\n", err)
 			return nil, func() {}, nil
 		}
@@ -164,7 +169,8 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	var sf searchFlags
 	sf.register(fs, 10)
-	payload := fs.Bool("payload", false, "print each hit's payload after its distance")
+	payload := fs.Bool("payload", false, "print each hit's payload after its distance (with -json: as \"payload\", or \"payload_base64\" when it is not JSON)")
+	asJSON := fs.Bool("json", false, "print JSON Lines: one object per query, {\"query\": Q, \"hits\": [{\"id\", \"distance\"}, ...]} (the hits as vlc serve's)")
 	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
 	if err != nil {
 		return err
@@ -178,8 +184,9 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if sf.nprobe < 1 {
 		return fmt.Errorf("-nprobe must be at least 1, got %d", sf.nprobe)
 	}
+	out := newHitWriter(stdout, *asJSON, *payload)
 	if sf.backend != "cpu" {
-		return searchOnDevice(ctx, pos[0], &sf, *payload, stdout, stderr)
+		return searchOnDevice(ctx, pos[0], &sf, out, stderr)
 	}
 	ix, err := vlc.Open(pos[0])
 	if err != nil {
@@ -225,23 +232,18 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if nprobeSet && sf.nprobe > in.Lists {
 		fmt.Fprintf(stderr, "vlc search: -nprobe %d clamped to %d (the index has %d lists)\n", sf.nprobe, in.Lists, in.Lists)
 	}
-	w := bufio.NewWriter(stdout)
 	for i, hs := range hits {
-		for r, h := range hs {
-			if *payload {
-				fmt.Fprintf(w, "%d\t%d\t%s\t%g\t%s\n", i, r+1, h.ID, h.Distance, h.Payload)
-			} else {
-				fmt.Fprintf(w, "%d\t%d\t%s\t%g\n", i, r+1, h.ID, h.Distance)
-			}
+		if err := out.query(i, hs); err != nil {
+			return err
 		}
 	}
-	return w.Flush()
+	return out.flush()
 }
 
 // searchOnDevice is vlc search with -backend: the index file (not a
 // store with added or deleted vectors: vlc compact makes one) uploaded to
 // the device, the queries searched there in one batch.
-func searchOnDevice(ctx context.Context, path string, sf *searchFlags, payload bool, stdout, stderr io.Writer) error {
+func searchOnDevice(ctx context.Context, path string, sf *searchFlags, out *hitWriter, stderr io.Writer) error {
 	o, err := sf.open(path)
 	if err != nil {
 		return err
@@ -262,35 +264,37 @@ func searchOnDevice(ctx context.Context, path string, sf *searchFlags, payload b
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(stdout)
 	for i, hs := range hits {
+		found := make([]vlc.Hit, len(hs))
 		for r, h := range hs {
-			id := fmt.Sprint(h.ID)
+			found[r] = vlc.Hit{ID: strconv.Itoa(h.ID), Distance: h.Distance}
 			if o.ix.HasKeys() {
 				k, err := o.ix.Key(h.ID)
 				if err != nil {
 					return err
 				}
-				id = string(k)
+				found[r].ID = string(k)
 			}
-			if !payload {
-				fmt.Fprintf(w, "%d\t%d\t%s\t%g\n", i, r+1, id, h.Distance)
-				continue
+			if out.payloads {
+				if found[r].Payload, err = o.ix.Payload(h.ID); err != nil {
+					return err
+				}
 			}
-			p, err := o.ix.Payload(h.ID)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(w, "%d\t%d\t%s\t%g\t%s\n", i, r+1, id, h.Distance, p)
+		}
+		if err := out.query(i, found); err != nil {
+			return err
 		}
 	}
-	return w.Flush()
+	return out.flush()
 }
 
 // openLike opens a vector file that must have dimension dim (the index's);
 // a raw .f16 file, which does not record its dimension, is read at dim.
 func openLike(path string, dim int) (*vecfile.Matrix, error) {
 	m, err := vecfile.Open(path, vecfile.Options{Dim: dim})
+	if errors.Is(err, vecfile.ErrLikelyDim) {
+		return nil, fmt.Errorf("%w (read at the index's dimension, %d)", err, dim)
+	}
 	if errors.Is(err, vecfile.ErrDim) {
 		if m2, err2 := vecfile.Open(path, vecfile.Options{}); err2 == nil {
 			m2.Close()

@@ -57,54 +57,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("-token-file %s is empty", *tokenFile)
 		}
 	}
-	indexes := map[string]*vlc.Index{}
+	indexes := map[string]*vlc.Store{}
 	defer func() {
 		for _, ix := range indexes {
 			ix.Close()
 		}
 	}()
-	for _, arg := range pos {
-		// NAME=PATH, or PATH named after its file (x.vlc: x).
-		name, path, ok := strings.Cut(arg, "=")
-		if !ok {
-			path, name = arg, strings.TrimSuffix(filepath.Base(arg), filepath.Ext(arg))
-		}
-		if _, dup := indexes[name]; dup {
-			return fmt.Errorf("two indexes named %q: name them NAME=PATH", name)
-		}
-		ix, err := vlc.Open(path)
-		if err != nil {
-			return err
-		}
-		indexes[name] = ix
+	if err := openIndexes(pos, indexes); err != nil {
+		return err
 	}
-	originals := map[string]vlc.Originals{}
-	for name, file := range rerank {
-		ix := indexes[name]
-		if ix == nil {
-			return fmt.Errorf("-rerank %s=%s: no index named %s", name, file, name)
-		}
-		m, err := openLike(file, ix.Dim())
-		if err != nil {
-			return fmt.Errorf("-rerank %s: %w", name, err)
-		}
-		defer m.Close()
-		if err := m.CheckFinite(); err != nil {
-			return fmt.Errorf("-rerank %s: %w", name, err)
-		}
-		in, err := ix.Info()
-		if err != nil {
-			return err
-		}
-		for _, seg := range in.Segments {
-			if seg.Added || seg.IDs {
-				return fmt.Errorf("-rerank %s: the index has ids of its own or added vectors, which rows of %s do not match (re-rank needs an index compressed without -ids, never added to)", name, file)
-			}
-		}
-		if m.Len() != in.Rows+in.Deleted {
-			return fmt.Errorf("-rerank %s: %s has %d vectors, the index %d", name, file, m.Len(), in.Rows+in.Deleted)
-		}
-		originals[name] = vlc.RowOriginals(m)
+	originals, closeOriginals, err := openOriginals(indexes, rerank)
+	defer closeOriginals()
+	if err != nil {
+		return err
 	}
 	srv, err := serve.New(indexes, serve.Config{Token: token, Limits: d, Originals: originals})
 	if err != nil {
@@ -131,28 +96,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	if *refresh > 0 {
-		rctx, stop := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		defer wg.Wait() // no Refresh after the indexes close
-		defer stop()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(*refresh)
-			defer t.Stop()
-			for {
-				select {
-				case <-rctx.Done():
-					return
-				case <-t.C:
-				}
-				for name, ix := range indexes {
-					if err := ix.Refresh(); err != nil && rctx.Err() == nil {
-						slog.Warn("refresh failed; serving the index as it was", "index", name, "err", err)
-					}
-				}
-			}
-		}()
+		defer refreshEvery(ctx, *refresh, indexes)()
 	}
 	select {
 	case err := <-done:
@@ -167,6 +111,98 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	fmt.Fprintln(stdout, "vlc serve: stopped")
+	fmt.Fprintln(stderr, "vlc serve: stopped")
 	return nil
+}
+
+// openIndexes opens the indexes named on the command line (NAME=PATH, or
+// PATH named after its file: x.vlc is x) into indexes.
+func openIndexes(args []string, indexes map[string]*vlc.Store) error {
+	for _, arg := range args {
+		name, path, ok := strings.Cut(arg, "=")
+		if !ok {
+			path, name = arg, strings.TrimSuffix(filepath.Base(arg), filepath.Ext(arg))
+		}
+		if _, dup := indexes[name]; dup {
+			return fmt.Errorf("two indexes named %q: name them NAME=PATH", name)
+		}
+		ix, err := vlc.Open(path)
+		if err != nil {
+			return err
+		}
+		indexes[name] = ix
+	}
+	return nil
+}
+
+// openOriginals opens -rerank's files, each checked against its index:
+// its dimension, finite values, and a row for every row the index was
+// built with (re-rank needs an index compressed without -ids, never added
+// to). closeAll closes those it opened, whatever the error.
+func openOriginals(indexes map[string]*vlc.Store, rerank map[string]string) (_ map[string]vlc.Originals, closeAll func(), err error) {
+	originals := map[string]vlc.Originals{}
+	var opened []io.Closer
+	closeAll = func() {
+		for _, c := range opened {
+			c.Close()
+		}
+	}
+	for name, file := range rerank {
+		ix := indexes[name]
+		if ix == nil {
+			return nil, closeAll, fmt.Errorf("-rerank %s=%s: no index named %s", name, file, name)
+		}
+		m, err := openLike(file, ix.Dim())
+		if err != nil {
+			return nil, closeAll, fmt.Errorf("-rerank %s: %w", name, err)
+		}
+		opened = append(opened, m)
+		if err := m.CheckFinite(); err != nil {
+			return nil, closeAll, fmt.Errorf("-rerank %s: %w", name, err)
+		}
+		in, err := ix.Info()
+		if err != nil {
+			return nil, closeAll, err
+		}
+		for _, seg := range in.Segments {
+			if seg.Added || seg.IDs {
+				return nil, closeAll, fmt.Errorf("-rerank %s: the index has ids of its own or added vectors, which rows of %s do not match (re-rank needs an index compressed without -ids, never added to)", name, file)
+			}
+		}
+		if m.Len() != in.Rows+in.Deleted {
+			return nil, closeAll, fmt.Errorf("-rerank %s: %s has %d vectors, the index %d", name, file, m.Len(), in.Rows+in.Deleted)
+		}
+		originals[name] = vlc.RowOriginals(m)
+	}
+	return originals, closeAll, nil
+}
+
+// refreshEvery picks up other processes' writes to the indexes every
+// period until ctx is done or the returned stop is called; stop returns
+// once no Refresh runs, so that the indexes may close.
+func refreshEvery(ctx context.Context, period time.Duration, indexes map[string]*vlc.Store) (stop func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+			}
+			for name, ix := range indexes {
+				if err := ix.Refresh(); err != nil && rctx.Err() == nil {
+					slog.Warn("refresh failed; serving the index as it was", "index", name, "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }

@@ -114,13 +114,22 @@ func runAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: added %d vectors (ids %s .. %s); %d live\n", pos[0], len(added), added[0], added[len(added)-1], ix.Len())
-	return driftNote(ix, stdout)
+	// The ids are the result (a script keeps them); the summary is for
+	// people.
+	w := bufio.NewWriter(stdout)
+	for _, id := range added {
+		fmt.Fprintln(w, textID(id))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s: added %d vectors (ids %s .. %s); %d live\n", pos[0], len(added), textID(added[0]), textID(added[len(added)-1]), ix.Len())
+	return driftNote(ix, stderr)
 }
 
-// driftNote says when the rows added since training sit far from the
-// anchors, and what to do.
-func driftNote(ix *vlc.Index, w io.Writer) error {
+// driftNote warns when the rows added since training sit far from the
+// anchors, and says what to do.
+func driftNote(ix *vlc.Store, w io.Writer) error {
 	in, err := ix.Info()
 	if err != nil {
 		return err
@@ -161,7 +170,7 @@ func runDelete(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, id := range ids {
 		distinct[id] = true
 	}
-	fmt.Fprintf(stdout, "%s: deleted %d ids; %d live\n", pos[0], len(distinct), ix.Len())
+	fmt.Fprintf(stderr, "%s: deleted %d ids; %d live\n", pos[0], len(distinct), ix.Len())
 	return nil
 }
 
@@ -180,7 +189,7 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s\t%s\n", rec.ID, rec.Payload)
+	fmt.Fprintf(stdout, "%s\t%s\n", textID(rec.ID), textPayload(rec.Payload))
 	return nil
 }
 
@@ -202,7 +211,7 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: %d live vectors in %d segment(s), %d bytes\n", pos[0], in.Rows, len(in.Segments), in.Bytes)
+	fmt.Fprintf(stderr, "%s: %d live vectors in %d segment(s), %d bytes\n", pos[0], in.Rows, len(in.Segments), in.Bytes)
 	return nil
 }
 
@@ -222,7 +231,6 @@ func runRetrain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(stdout)
-	fmt.Fprintf(w, "%s: retrained on %d vectors: %d anchors, energy %.6g, %.3f of float16\n", pos[0], sum.N, sum.Anchors, sum.Energy, sum.SizeRatio)
-	return w.Flush()
+	fmt.Fprintf(stderr, "%s: retrained on %d vectors: %d anchors, energy %.6g, %.3f of float16\n", pos[0], sum.N, sum.Anchors, sum.Energy, sum.SizeRatio)
+	return nil
 }

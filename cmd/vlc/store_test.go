@@ -250,7 +250,7 @@ func TestStoreCLI(t *testing.T) {
 	}
 
 	// Add the other 500 rows.
-	out, _ = mustVLC(t, "add", ix, addVecs, "-ids", addIDs, "-payloads", addPayloads)
+	_, out = mustVLC(t, "add", ix, addVecs, "-ids", addIDs, "-payloads", addPayloads)
 	if want := fmt.Sprintf("%s: added %d vectors (ids %s .. %s); %d live\n", ix, deepN-split, storeID(split), storeID(deepN-1), deepN); out != want {
 		t.Errorf("add: %q, want %q", out, want)
 	}
@@ -263,7 +263,7 @@ func TestStoreCLI(t *testing.T) {
 
 	// Delete three ids from a file, two as arguments.
 	delFile := writeLines(t, filepath.Join(dir, "del.ids"), []string{storeID(3), storeID(10), storeID(1600)})
-	out, _ = mustVLC(t, "delete", ix, "-ids", delFile, storeID(20), storeID(1999))
+	_, out = mustVLC(t, "delete", ix, "-ids", delFile, storeID(20), storeID(1999))
 	if want := fmt.Sprintf("%s: deleted 5 ids; %d live\n", ix, deepN-5); out != want {
 		t.Errorf("delete: %q, want %q", out, want)
 	}
@@ -333,7 +333,7 @@ func TestStoreCLI(t *testing.T) {
 	}
 
 	// Compact: one segment, nothing deleted, the same live ids.
-	out, _ = mustVLC(t, "compact", ix)
+	_, out = mustVLC(t, "compact", ix)
 	if want := fmt.Sprintf("%s: %d live vectors in 1 segment(s)", ix, deepN-5); !strings.HasPrefix(out, want) {
 		t.Errorf("compact: %q, want it to start %q", out, want)
 	}
@@ -363,7 +363,7 @@ func TestStoreCLI(t *testing.T) {
 	assertNoTempFiles(t, dir)
 
 	// Retrain: still the same live ids and payloads, each row found first.
-	out, _ = mustVLC(t, "retrain", ix)
+	_, out = mustVLC(t, "retrain", ix)
 	if want := fmt.Sprintf("%s: retrained on %d vectors:", ix, deepN-5); !strings.HasPrefix(out, want) {
 		t.Errorf("retrain: %q, want it to start %q", out, want)
 	}
@@ -524,7 +524,7 @@ func TestStoreRowNumbers(t *testing.T) {
 	if err := vecfile.WriteFvecs(more, deepRows(t, n, n+10)); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := mustVLC(t, "add", ix, more)
+	_, out := mustVLC(t, "add", ix, more)
 	if want := fmt.Sprintf("%s: added 10 vectors (ids %d .. %d); %d live\n", ix, n, n+9, n+10); out != want {
 		t.Errorf("add: %q, want %q", out, want)
 	}
@@ -583,7 +583,7 @@ func TestStoreDeleteRepeatedID(t *testing.T) {
 	ix := filepath.Join(dir, "s.vlc")
 	mustVLC(t, "compress", vecs, "-o", ix, "-anchors", "8", "-ids", ids, "-payloads", payloads, "-quiet")
 	delFile := writeLines(t, filepath.Join(dir, "del.ids"), []string{storeID(1), storeID(2)})
-	out, _ := mustVLC(t, "delete", ix, "-ids", delFile, storeID(2), storeID(3), storeID(3))
+	_, out := mustVLC(t, "delete", ix, "-ids", delFile, storeID(2), storeID(3), storeID(3))
 	if in := storeInfoJSON(t, ix); in.Live != 297 || in.Deleted != 3 {
 		t.Fatalf("info -json: %d live, %d deleted; want 297 and 3", in.Live, in.Deleted)
 	}

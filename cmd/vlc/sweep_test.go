@@ -318,8 +318,6 @@ func TestSweepErrors(t *testing.T) {
 		{"plot folder missing", append([]string{ix, "-plot", filepath.Join(dir, "no", "x.png")}, q...), []string{"-plot", filepath.Join(dir, "no")}},
 		{"other n", append([]string{ix, small, "-sweep"}, q...), []string{ix, small, "2000", "300"}},
 		{"other dimension", append([]string{ix, narrow, "-sweep-nprobe", "4"}, q...), []string{ix, narrow, "96", "8"}},
-		{"two indexes without sweep", append([]string{ix, ix}, q...), []string{"want 1 argument(s) (INDEX), got 2", "-sweep"}},
-		{"no index", append([]string{"-sweep"}, q...), []string{"missing INDEX argument"}},
 		{"bad list", append([]string{ix, "-sweep-nprobe", "1,x"}, q...), []string{"-sweep-nprobe", `"x"`}},
 		{"zero in list", append([]string{ix, "-sweep-nprobe", "0,4"}, q...), []string{"-sweep-nprobe", `"0"`}},
 		{"empty in list", append([]string{ix, "-sweep-nprobe", "4,,8"}, q...), []string{"-sweep-nprobe"}},

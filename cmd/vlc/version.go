@@ -9,7 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 )
 
 // runVersion prints the module version (v1.2.3 for `go install ...@v1.2.3`,
@@ -43,5 +43,5 @@ func versionLine() string {
 			revision = fmt.Sprintf(" (revision %.12s%s)", rev, modified)
 		}
 	}
-	return fmt.Sprintf("vlc %s%s, %s %s/%s, backends: %s", version, revision, runtime.Version(), runtime.GOOS, runtime.GOARCH, strings.Join(anneal.Backends(), ", "))
+	return fmt.Sprintf("vlc %s%s, %s %s/%s, backends: %s", version, revision, runtime.Version(), runtime.GOOS, runtime.GOARCH, strings.Join(device.Backends(), ", "))
 }

@@ -238,7 +238,7 @@ type recall struct{ all, original, added float64 }
 
 // measure runs the queries, checks that no deleted id comes back and that
 // added ones do, and prints recall against truth.
-func measure(ctx context.Context, ix *vlc.Index, queries [][]float32, opt vlc.SearchOptions, truth [][]string, gone map[string]bool, label string) (recall, error) {
+func measure(ctx context.Context, ix *vlc.Store, queries [][]float32, opt vlc.SearchOptions, truth [][]string, gone map[string]bool, label string) (recall, error) {
 	start := time.Now()
 	results, err := ix.SearchBatch(ctx, queries, opt)
 	if err != nil {

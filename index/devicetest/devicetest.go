@@ -1,7 +1,7 @@
 // Package devicetest is the conformance suite of device search: an index
 // searched on a device (index.DeviceIndex) must give the CPU path's hits,
 // up to float rounding, ties and the CPU's rare misses (see
-// index.DeviceData). A backend's tests get it from one call:
+// device.IndexData). A backend's tests get it from one call:
 //
 //	devicetest.Parity(t, dev, devicetest.Options{})
 //
@@ -21,6 +21,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/synth"
@@ -146,7 +147,7 @@ func Build(t testing.TB, dir string, c Case) Built {
 // against the CPU's: nprobe 1, a third of the lists and all of them; k 1,
 // 10 and 100; the whole query set as one batch, the first query alone
 // (Search), and a re-ranked search.
-func Parity(t *testing.T, dev index.SearchDevice, opt Options) {
+func Parity(t *testing.T, dev device.Searcher, opt Options) {
 	cases := opt.Cases
 	if cases == nil {
 		cases = DefaultCases

@@ -6,27 +6,27 @@ import (
 	"math"
 	"slices"
 
-	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 )
 
-// Reference is index.DeviceData's search written plainly in Go, one query
+// Reference is device.IndexData's search written plainly in Go, one query
 // at a time: what the GPU kernels compute, in the same float32 steps,
 // without their parallel layout. Its parity with the CPU path (the
 // package's own test) checks the description a device works from; a
 // backend's kernels are then checked against the CPU path the same way.
-func Reference() index.SearchDevice { return reference{} }
+func Reference() device.Searcher { return reference{} }
 
 type reference struct{}
 
 type refResident struct {
-	d       *index.DeviceData
+	d       *device.IndexData
 	words   []uint32
 	scalars []uint32
 }
 
-func (reference) UploadIndex(d *index.DeviceData) (index.Resident, error) {
-	r := &refResident{d: d, words: make([]uint32, d.Tiles()*d.Words*index.DeviceTile), scalars: make([]uint32, d.Tiles()*index.DeviceTile)}
+func (reference) UploadIndex(d *device.IndexData) (device.Resident, error) {
+	r := &refResident{d: d, words: make([]uint32, d.Tiles()*d.Words*device.Tile), scalars: make([]uint32, d.Tiles()*device.Tile)}
 	if err := d.Fill(0, d.Tiles(), r.words, r.scalars); err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func (r *refResident) Bytes() int64 { return int64(4 * (len(r.words) + len(r.sca
 func (r *refResident) Close() error { r.words, r.scalars = nil, nil; return nil }
 
 // Rotate applies the rotation d describes to x (Dim values) in place.
-func Rotate(d *index.DeviceData, x []float32) {
+func Rotate(d *device.IndexData, x []float32) {
 	for _, signs := range d.Signs {
 		for j, s := range signs {
 			x[j] *= s
@@ -95,7 +95,7 @@ func (r *refResident) Search(ctx context.Context, queries []float32, nq, nprobe,
 			}
 			qa[a] = s
 			dist := d.Norms[a] - 2*s
-			if d.Metric == index.IP {
+			if d.IP {
 				dist = -s
 			}
 			probe[a] = cand{int32(a), dist}
@@ -108,7 +108,7 @@ func (r *refResident) Search(ctx context.Context, queries []float32, nq, nprobe,
 			switch {
 			case d.IPCodes && qq-2*qa[a]+d.Norms[a] < qq:
 				mul, bias = 0.5, -(qq+d.Norms[a])/2
-			case d.Metric == index.IP:
+			case d.IP:
 				dot, mul, bias = true, -1, -qa[a]
 			}
 			var sum, sq float32
@@ -122,11 +122,11 @@ func (r *refResident) Search(ctx context.Context, queries []float32, nq, nprobe,
 			}
 			qsum := sum * L / 2
 			for e := int(d.Offsets[a]); e < int(d.Offsets[a+1]); e++ {
-				tile := r.words[(e/index.DeviceTile)*d.Words*index.DeviceTile:]
+				tile := r.words[(e/device.Tile)*d.Words*device.Tile:]
 				var t float32
 				for j := range D {
 					bit := j * d.Bits
-					w := tile[(bit/32)*index.DeviceTile+e%index.DeviceTile]
+					w := tile[(bit/32)*device.Tile+e%device.Tile]
 					l := w >> (bit % 32) & (1<<d.Bits - 1)
 					t += qp[j] * float32(l)
 				}

@@ -1,7 +1,7 @@
 package format
 
 import (
-	"errors"
+	"github.com/vlc-embed/vlc/internal/errs"
 
 	"github.com/vlc-embed/vlc/internal/regfile"
 )
@@ -13,16 +13,16 @@ var (
 	// ErrCorrupt covers every structural or checksum problem: a truncated
 	// file, a bad header or table, a section out of bounds, a CRC mismatch
 	// or non-zero padding.
-	ErrCorrupt = errors.New("format: corrupt index")
+	ErrCorrupt = errs.New(errs.Corrupt, "corrupt index")
 
 	// ErrNotIndex means the file does not start with the magic bytes (or is
 	// too short to hold them): it is not a vlc index at all. It does not
 	// satisfy errors.Is(err, ErrCorrupt).
-	ErrNotIndex = errors.New("format: not a vlc index")
+	ErrNotIndex = errs.New(errs.Format, "not a vlc index")
 
 	// ErrVersion means the file is a vlc index in a format version this
 	// build cannot read. It does not satisfy errors.Is(err, ErrCorrupt).
-	ErrVersion = errors.New("format: unsupported index version")
+	ErrVersion = errs.New(errs.Format, "unsupported index version")
 
 	// ErrNotRegular means a path is not a regular file: a named pipe, a
 	// device, a socket or a folder. Open refuses such an index without

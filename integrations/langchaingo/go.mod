@@ -5,7 +5,7 @@ go 1.26.8
 require (
 	github.com/google/uuid v1.6.0
 	github.com/tmc/langchaingo v0.1.14
-	github.com/vlc-embed/vlc v0.0.0
+	github.com/vlc-embed/vlc v0.0.0-unpublished
 )
 
 require (
@@ -21,4 +21,9 @@ require (
 	golang.org/x/sys v0.38.0 // indirect
 )
 
+// The core module has no published version yet: v0.0.0-unpublished above
+// names none, and this replace builds against the core in this repository.
+// Go applies a replace only in the module being built, never for a module
+// that depends on this one; once the core is tagged, the require names that
+// tag and this replace stays for development (README, "Modules").
 replace github.com/vlc-embed/vlc => ../..

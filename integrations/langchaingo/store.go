@@ -69,7 +69,7 @@ type Store struct {
 	idKey     string
 
 	mu     sync.Mutex // guards ix and closed; held while the first AddDocuments builds
-	ix     *vlc.Index // nil while the store is empty
+	ix     *vlc.Store // nil while the store is empty
 	closed bool
 }
 
@@ -131,7 +131,7 @@ func (s *Store) Close() error {
 
 // Index returns the vlc index (nil while the store is empty), for what
 // the store does not wrap: Delete, Compact, Retrain, Info, Get.
-func (s *Store) Index() *vlc.Index {
+func (s *Store) Index() *vlc.Store {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ix

@@ -1,9 +1,10 @@
-// Package crosscheck runs a training backend beside the CPU reference on
-// the same synthetic points, times both, and says whether they agree: the
-// work behind `vlc test-cuda` and `vlc test-webgpu`, and the timing loop of
-// `vlc bench`. The backends' test suites hold them to the reference
-// exactly (anneal/devicetest); this is the same comparison at the sizes
-// and speeds a user runs.
+// Package crosscheck runs a training backend beside a reference backend
+// (the CPU's, which the caller passes) on the same synthetic points,
+// times both, and says whether they agree: the work behind `vlc
+// test-cuda` and `vlc test-webgpu`, and the timing loop of `vlc bench`.
+// The backends' test suites hold them to the reference exactly
+// (anneal/devicetest); this is the same comparison at the sizes and
+// speeds a user runs.
 package crosscheck
 
 import (
@@ -13,8 +14,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/vlc-embed/vlc/anneal"
-	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/parity"
 	"github.com/vlc-embed/vlc/internal/synth"
@@ -43,7 +43,7 @@ type Config struct {
 	// Profile, when set, runs after the device's timed Steps with its
 	// dataset still loaded, for backend-specific timings; step runs one
 	// more Step of the schedule's end.
-	Profile func(ds anneal.Dataset, step func() error) error
+	Profile func(ds device.Dataset, step func() error) error
 	// DeviceDone, when set, is called with the report so far (the data,
 	// the load, the device's Steps and transfers) before the CPU runs,
 	// which can take minutes: a caller can show that part at once.
@@ -85,13 +85,13 @@ func (r *Report) AssignEnergyDiff() float64 {
 // device.
 func (r *Report) Subsample() bool { return r.Sub < r.N }
 
-// Check runs dev's Steps and the CPU's from the same anchors on the same
-// clustered points, times both, and compares their energies and, from the
+// Check runs dev's Steps and those of ref (the CPU backend) from the same
+// anchors on the same clustered points, times both, and compares their energies and, from the
 // same anchors, their assignments. The schedule: the first half of the
 // Steps robust (Huber threshold, half rate, capped moves), the second half
 // Lloyd's, as annealing ends. An error is returned when a backend fails;
 // disagreement is in Report.Failures.
-func Check(ctx context.Context, dev anneal.Device, cfg Config) (*Report, error) {
+func Check(ctx context.Context, dev, ref device.Device, cfg Config) (*Report, error) {
 	if cfg.Sub <= 0 || cfg.Sub > cfg.N {
 		cfg.Sub = cfg.N
 	}
@@ -108,11 +108,11 @@ func Check(ctx context.Context, dev anneal.Device, cfg Config) (*Report, error) 
 	anchors0 := synth.PickAnchors(pts, m, cfg.Seed)
 	r.DataTime = time.Since(t0)
 	rd := float32(math.Sqrt(float64(d)))
-	params := func(it int) anneal.StepParams {
+	params := func(it int) device.StepParams {
 		if it < cfg.Steps/2 {
-			return anneal.StepParams{Tau: 2 * rd, Rate: 0.5, MaxMove: rd}
+			return device.StepParams{Tau: 2 * rd, Rate: 0.5, MaxMove: rd}
 		}
-		return anneal.StepParams{Tau: inf, Rate: 1, MaxMove: inf}
+		return device.StepParams{Tau: inf, Rate: 1, MaxMove: inf}
 	}
 
 	// The device: upload, one warm-up Step, then the timed Steps from
@@ -159,8 +159,7 @@ func Check(ctx context.Context, dev anneal.Device, cfg Config) (*Report, error) 
 
 	// The CPU: the same schedule from the same anchors, on the first sub
 	// points.
-	cpts := anneal.Points{Data: pts.Data[:sub*d], N: sub, Dim: d}
-	ref := cpu.New()
+	cpts := device.Points{Data: pts.Data[:sub*d], N: sub, Dim: d}
 	r.Reference = ref.Name()
 	cds, err := ref.Load(cpts)
 	if err != nil {
@@ -182,7 +181,7 @@ func Check(ctx context.Context, dev anneal.Device, cfg Config) (*Report, error) 
 	// Both assign the reference's points to the device's final anchors.
 	ga, ca := make([]int32, n), make([]int32, sub)
 	for _, c := range []struct {
-		ds     anneal.Dataset
+		ds     device.Dataset
 		assign []int32
 		energy *float64
 	}{{gds, ga, &r.DeviceAssignEnergy}, {cds, ca, &r.RefAssignEnergy}} {
@@ -214,9 +213,9 @@ func Check(ctx context.Context, dev anneal.Device, cfg Config) (*Report, error) 
 // TimeSteps runs iters Steps with params(it) and returns the wall-clock
 // milliseconds of each (the scalar read-back included) and the energy the
 // last reported.
-func TimeSteps(ctx context.Context, ds anneal.Dataset, iters int, params func(it int) anneal.StepParams) ([]float64, float64, error) {
+func TimeSteps(ctx context.Context, ds device.Dataset, iters int, params func(it int) device.StepParams) ([]float64, float64, error) {
 	ms := make([]float64, iters)
-	var st anneal.StepStats
+	var st device.StepStats
 	for it := range iters {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
@@ -233,7 +232,7 @@ func TimeSteps(ctx context.Context, ds anneal.Dataset, iters int, params func(it
 
 // energy is the mean squared distance (float64) of the points to their
 // assigned anchors.
-func energy(pts anneal.Points, anchors []float32, assign []int32) float64 {
+func energy(pts device.Points, anchors []float32, assign []int32) float64 {
 	d := pts.Dim
 	var e float64
 	for i, a := range assign {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/vlc-embed/vlc/anneal"
-	"github.com/vlc-embed/vlc/cpu"
+	"github.com/vlc-embed/vlc/backend/cpu"
+	"github.com/vlc-embed/vlc/device"
 )
 
 // Identical backends agree: the CPU checked against itself, on all points
@@ -16,8 +16,8 @@ func TestCheckAgainstItself(t *testing.T) {
 		{N: 900, Dim: 9, Anchors: 8, Sub: 300, Steps: 3, RefSteps: 2, Seed: 3},
 	} {
 		profiled := false
-		cfg.Profile = func(_ anneal.Dataset, step func() error) error { profiled = true; return step() }
-		r, err := Check(context.Background(), cpu.New(), cfg)
+		cfg.Profile = func(_ device.Dataset, step func() error) error { profiled = true; return step() }
+		r, err := Check(context.Background(), cpu.New(), cpu.New(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestCheckAgainstItself(t *testing.T) {
 // Sizes with nothing to run are refused, not divided by.
 func TestCheckRefusesEmpty(t *testing.T) {
 	for _, cfg := range []Config{{N: 100, Dim: 4, Anchors: 4, Steps: 0}, {N: 100, Dim: 4, Anchors: 200, Steps: 2}, {N: 100, Dim: 4, Anchors: 4, Sub: 50, Steps: 2}} {
-		if _, err := Check(context.Background(), cpu.New(), cfg); err == nil {
+		if _, err := Check(context.Background(), cpu.New(), cpu.New(), cfg); err == nil {
 			t.Errorf("%+v: no error", cfg)
 		}
 	}

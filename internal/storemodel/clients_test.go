@@ -224,7 +224,7 @@ func (c *cli) answer(req request, out, errs string, runErr error) (response, boo
 		}
 		resp.Err = strings.TrimSpace(errs)
 		switch {
-		case strings.Contains(errs, "index locked"):
+		case strings.Contains(errs, "locked by another writer"):
 			resp.Kind = "locked"
 		case strings.Contains(errs, "already in the index"):
 			resp.Kind = "duplicate"
@@ -402,10 +402,10 @@ func (s *server) answer(req request, status int, body []byte) (response, bool, e
 		json.Unmarshal(body, &e)
 		resp.Err = fmt.Sprintf("%d %s", status, e.Error)
 		switch {
+		case strings.Contains(e.Error, "already in the index"): // 409, as a lock is
+			resp.Kind = "duplicate"
 		case status == http.StatusConflict:
 			resp.Kind = "locked"
-		case strings.Contains(e.Error, "already in the index"):
-			resp.Kind = "duplicate"
 		case status == http.StatusNotFound:
 			resp.Kind = "notfound"
 		default:

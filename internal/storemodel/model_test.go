@@ -90,7 +90,7 @@ type session struct {
 	m       *model
 	clients []client
 	views   []int // per client: the version its reads see
-	check   *vlc.Index
+	check   *vlc.Store
 	nextG   uint64
 	log     []string
 	stderr  *stderrLog // of the workers and vlc serve

@@ -114,7 +114,7 @@ func runWorker(path string) {
 }
 
 // libDo runs one operation on a library handle.
-func libDo(ix *vlc.Index, req request) (resp response) {
+func libDo(ix *vlc.Store, req request) (resp response) {
 	ctx := context.Background()
 	var err error
 	switch req.Op {
@@ -175,7 +175,7 @@ func toHits(hits []vlc.Hit) ([]hit, error) {
 
 // payloadOriginals re-ranks from the vectors the payloads name: the
 // store's own record of what each id holds.
-type payloadOriginals struct{ ix *vlc.Index }
+type payloadOriginals struct{ ix *vlc.Store }
 
 func (o payloadOriginals) Vector(id string, dst []float32) ([]float32, error) {
 	rec, err := o.ix.Get(id)

@@ -7,7 +7,7 @@ package synth
 import (
 	"math/rand/v2"
 
-	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
 )
@@ -20,7 +20,7 @@ const block = 4096
 // Clusters returns n float16 points of dimension d around k random centres
 // (each coordinate of a centre drawn with standard deviation 10) with unit
 // Gaussian noise.
-func Clusters(n, d, k int, seed uint64) anneal.Points {
+func Clusters(n, d, k int, seed uint64) device.Points {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	centres := make([]float32, k*d)
 	for i := range centres {
@@ -36,12 +36,12 @@ func Clusters(n, d, k int, seed uint64) anneal.Points {
 			}
 		}
 	})
-	return anneal.Points{Data: data, N: n, Dim: d}
+	return device.Points{Data: data, N: n, Dim: d}
 }
 
 // PickAnchors returns m distinct points of pts, chosen at random, as float32
 // anchors (m <= pts.N).
-func PickAnchors(pts anneal.Points, m int, seed uint64) []float32 {
+func PickAnchors(pts device.Points, m int, seed uint64) []float32 {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	d := pts.Dim
 	a := make([]float32, m*d)
@@ -54,7 +54,7 @@ func PickAnchors(pts anneal.Points, m int, seed uint64) []float32 {
 // AnchorsNear returns m anchors: points of pts chosen at random (with
 // repeats) and moved by Gaussian noise of standard deviation noise, so that
 // some points sit near two anchors.
-func AnchorsNear(pts anneal.Points, m int, noise float64, seed uint64) []float32 {
+func AnchorsNear(pts device.Points, m int, noise float64, seed uint64) []float32 {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	d := pts.Dim
 	a := make([]float32, m*d)

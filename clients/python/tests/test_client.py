@@ -10,6 +10,7 @@ token. The binary is $VLC_BIN, else the repository's bin/vlc
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -32,6 +33,7 @@ import vlc_client  # noqa: E402
 from vlc_client import (  # noqa: E402
     BadRequest,
     Client,
+    Conflict,
     ConnectionFailed,
     Document,
     Forbidden,
@@ -49,6 +51,13 @@ except ImportError:  # numpy is optional
 DATA = ROOT / "testdata" / "deep10k"
 DIM = 96
 TOKEN = "test-token-42"
+
+
+def read_f16(path: Path, dim: int):
+    """Rows of a raw float16 file."""
+    raw = path.read_bytes()
+    vals = struct.unpack(f"<{len(raw) // 2}e", raw)
+    return [list(vals[i:i + dim]) for i in range(0, len(vals), dim)]
 
 
 def read_vecs(path: Path, fmt: str):
@@ -70,8 +79,10 @@ def vlc_bin() -> Path:
 class Server:
     """A `vlc serve` process on 127.0.0.1, port chosen by the kernel."""
 
-    def __init__(self, binary: Path, indexes: dict, token_file: Path, log: Path):
+    def __init__(self, binary: Path, indexes: dict, token_file: Path, log: Path, rerank: dict):
         args = [str(binary), "serve", "-addr", "127.0.0.1:0", "-token-file", str(token_file)]
+        for name, path in rerank.items():  # the original vectors, for re-ranking
+            args += ["-rerank", f"{name}={path}"]
         args += [f"{name}={path}" for name, path in indexes.items()]
         self.log = log
         self._stderr = open(log, "wb")
@@ -126,7 +137,8 @@ def setUpModule():
             raise RuntimeError(f"vlc compress exited {p.returncode}: {p.stdout}{p.stderr}")
     token_file = tmp / "token"
     token_file.write_text(TOKEN + "\n")
-    SERVER = Server(binary, {"ro": tmp / "ro.vlc", "deep10k": tmp / "deep10k.vlc"}, token_file, tmp / "serve.log")
+    SERVER = Server(binary, {"ro": tmp / "ro.vlc", "deep10k": tmp / "deep10k.vlc"}, token_file, tmp / "serve.log",
+                    rerank={"ro": DATA / "base.f16"})
     QUERIES = read_vecs(DATA / "query.fvecs", "f")
     GT = read_vecs(DATA / "groundtruth.ivecs", "i")
 
@@ -276,6 +288,69 @@ class ReadTest(unittest.TestCase):
             self.c.search_batch("ro", bad, k=5)
 
 
+class RerankTest(unittest.TestCase):
+    """rerank=True on "ro", served with its original vectors (-rerank
+    ro=base.f16): exact distances, the CLI's hits."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.c = Client(SERVER.url)
+        cls.base = read_f16(DATA / "base.f16", DIM)
+
+    def exact(self, q, id_):
+        return sum((a - b) ** 2 for a, b in zip(q, self.base[int(id_)]))
+
+    def test_rerank_exact_distances(self):
+        plain = self.c.search_batch("ro", QUERIES[:50], k=10)
+        reranked = self.c.search_batch("ro", QUERIES[:50], k=10, rerank=True)
+        for q, hits in enumerate(reranked):
+            self.assertEqual(len(hits), 10)
+            for h in hits:
+                self.assertTrue(math.isclose(h.distance, self.exact(QUERIES[q], h.id), rel_tol=1e-5), (q, h))
+            self.assertEqual([h.distance for h in hits], sorted(h.distance for h in hits))
+        self.assertGreater(recall_at_10(reranked), recall_at_10(plain))
+        self.assertEqual(self.c.search("ro", QUERIES[7], k=10, rerank=True), reranked[7])
+
+    def test_rerank_factor(self):
+        # Factor 1 re-scores only the k candidates: the same ids as
+        # without re-ranking, with exact distances, nearest first.
+        plain = self.c.search("ro", QUERIES[3], k=10)
+        one = self.c.search("ro", QUERIES[3], k=10, rerank=True, rerank_factor=1)
+        self.assertEqual({h.id for h in one}, {h.id for h in plain})
+        want = sorted(self.exact(QUERIES[3], h.id) for h in plain)
+        for h, w in zip(one, want):
+            self.assertTrue(math.isclose(h.distance, w, rel_tol=1e-5), (h, w))
+
+    def test_rerank_equals_cli(self):
+        # vlc search -rerank on the same index and file gives the same hits.
+        out = subprocess.run(
+            [str(vlc_bin()), "search", str(Path(TMP.name) / "ro.vlc"), "-query", str(DATA / "query.fvecs"),
+             "-k", "5", "-rerank", str(DATA / "base.f16"), "-json"],
+            check=True, capture_output=True, text=True,
+        ).stdout
+        got = self.c.search_batch("ro", QUERIES, k=5, rerank=True)
+        lines = out.splitlines()
+        self.assertEqual(len(lines), len(QUERIES))
+        for q, line in enumerate(lines):
+            want = json.loads(line)
+            self.assertEqual(want["query"], q)
+            self.assertEqual([(h.id, h.distance) for h in got[q]],
+                             [(w["id"], float(w["distance"])) for w in want["hits"]], f"query {q}")
+
+    def test_rerank_refused(self):
+        with self.assertRaises(BadRequest) as cm:
+            self.c.search("deep10k", QUERIES[0], rerank=True)  # served without its vectors
+        self.assertIn("without its original vectors", cm.exception.message)
+        with self.assertRaises(BadRequest) as cm:
+            self.c.search("ro", QUERIES[0], rerank_factor=3)
+        self.assertIn("rerank_factor without", cm.exception.message)
+
+    def test_read_only_with_originals(self):
+        with self.assertRaises(Conflict) as cm:
+            Client(SERVER.url, token=TOKEN).add("ro", [("x", [0.0] * DIM)])
+        self.assertIn("read-only", cm.exception.message)
+
+
 class WriteTest(unittest.TestCase):
     """Add, get, delete (with the token) on the index "deep10k"."""
 
@@ -345,11 +420,23 @@ class WriteTest(unittest.TestCase):
             self.c.delete("deep10k", ids)
 
     def test_duplicate_id(self):
+        # An id already in the index: 409 Conflict, naming it; an id twice
+        # in one add: 400. Either way nothing is added.
+        live = self.c.info("deep10k")["live"]
         self.c.add("deep10k", [("dup", [0.25] * DIM)])
         try:
+            with self.assertRaises(Conflict) as cm:
+                self.c.add("deep10k", [("dup-new", [0.5] * DIM), ("dup", [0.25] * DIM)])
+            self.assertEqual(cm.exception.status, 409)
+            self.assertIn('"dup": already in the index', cm.exception.message)
             with self.assertRaises(BadRequest) as cm:
-                self.c.add("deep10k", [("dup", [0.25] * DIM)])
-            self.assertIn("dup", cm.exception.message)
+                self.c.add("deep10k", [("twice", [0.5] * DIM), ("twice", [0.75] * DIM)])
+            self.assertEqual(cm.exception.status, 400)
+            self.assertIn('same id "twice"', cm.exception.message)
+            for id_ in ("dup-new", "twice"):
+                with self.assertRaises(NotFound):
+                    self.c.get("deep10k", id_)
+            self.assertEqual(self.c.info("deep10k")["live"], live + 1)
         finally:
             self.c.delete("deep10k", ["dup"])
 
@@ -427,47 +514,6 @@ class ErrorTest(unittest.TestCase):
             c.search("ro", [[0.0] * DIM])  # a batch given to search
         with self.assertRaises(ValueError):
             Client("127.0.0.1:8080")  # no scheme
-
-
-def can_build_offline():
-    """Why pip cannot build this package here without the network, or ""."""
-    try:
-        import setuptools
-    except ImportError:
-        return "no setuptools in this python"
-    try:
-        import wheel  # noqa: F401
-    except ImportError:
-        major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
-        if (major, minor) < (70, 1):
-            return f"setuptools {setuptools.__version__} needs the wheel package, which this python lacks"
-    return ""
-
-
-class InstallTest(unittest.TestCase):
-    @unittest.skipIf(can_build_offline(), "pip install not tested: " + can_build_offline())
-    def test_pip_install_into_venv(self):
-        # A venv that sees this python's setuptools (the build must not
-        # need the network); the package is copied first so that the
-        # build leaves nothing in the source tree.
-        import shutil
-
-        with tempfile.TemporaryDirectory(prefix="vlc-client-venv-") as tmp:
-            src = Path(tmp) / "src"
-            shutil.copytree(PKG, src, ignore=shutil.ignore_patterns("tests", "__pycache__", "build", "*.egg-info"))
-            venv = Path(tmp) / "venv"
-            subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-            py = venv / "bin" / "python"
-            p = subprocess.run([str(py), "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", str(src)],
-                               capture_output=True, text=True)
-            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-            p = subprocess.run([str(py), "-c", "import vlc_client; print(vlc_client.__file__, vlc_client.__version__)"],
-                               capture_output=True, text=True, cwd=tmp, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
-            self.assertEqual(p.returncode, 0, p.stderr)
-            path, version = p.stdout.split()
-            self.assertTrue(Path(path).resolve().is_relative_to(venv.resolve()) if hasattr(Path, "is_relative_to")
-                            else str(Path(path).resolve()).startswith(str(venv.resolve())), path)
-            self.assertEqual(version, vlc_client.__version__)
 
 
 class ExampleTest(unittest.TestCase):

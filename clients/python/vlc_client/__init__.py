@@ -61,7 +61,8 @@ class VLCError(Exception):
 
 
 class BadRequest(VLCError):
-    """400: the request was refused (wrong dimension, bad k, over a limit...)."""
+    """400: the request was refused (wrong dimension, bad k, over a limit,
+    an id given twice in one add, a re-rank the index is not served for...)."""
 
 
 class Unauthorized(VLCError):
@@ -78,7 +79,9 @@ class NotFound(VLCError):
 
 
 class Conflict(VLCError):
-    """409: the index is locked by another writer."""
+    """409: the index's state refuses the write: an id already in the index
+    (add), an index served read-only (with its original vectors, for
+    re-ranking), or one locked by another writer."""
 
 
 class PayloadTooLarge(VLCError):
@@ -286,12 +289,16 @@ class Client:
         bytes, segments, drift."""
         return self._request("GET", self._index_path(index))
 
-    def _search_body(self, k, nprobe, filter_ids, where, payloads) -> Dict[str, Any]:
+    def _search_body(self, k, nprobe, filter_ids, where, payloads, rerank, rerank_factor) -> Dict[str, Any]:
         body: Dict[str, Any] = {}
         if k is not None:
             body["k"] = int(k)
         if nprobe is not None:
             body["nprobe"] = int(nprobe)
+        if rerank:
+            body["rerank"] = True
+        if rerank_factor is not None:
+            body["rerank_factor"] = int(rerank_factor)  # without rerank: the server's BadRequest
         if filter_ids is not None and where is not None:
             raise ValueError("give filter_ids or where, not both")
         if filter_ids is not None:
@@ -315,14 +322,21 @@ class Client:
         filter_ids: Optional[Iterable[str]] = None,
         where: Optional[Mapping[str, Any]] = None,
         payloads: bool = True,
+        rerank: bool = False,
+        rerank_factor: Optional[int] = None,
     ) -> List[Hit]:
         """The nearest documents of one vector, nearest first.
 
         k: hits (server default 10); nprobe: lists scanned (default 16);
         filter_ids: only these ids (an empty list: no hits); where: only
         documents whose payload is a JSON object holding each key with an
-        equal value; payloads: return each hit's payload."""
-        body = self._search_body(k, nprobe, filter_ids, where, payloads)
+        equal value; payloads: return each hit's payload; rerank: re-score
+        the best rerank_factor * k candidates (server default factor 10)
+        exactly against the index's original vectors and return the best
+        k of those, with exact distances (the server must hold them:
+        `vlc serve -rerank NAME=FILE`; an index served without them
+        raises BadRequest)."""
+        body = self._search_body(k, nprobe, filter_ids, where, payloads, rerank, rerank_factor)
         body["vector"] = _vector(vector)
         if body.get("filter") == {"ids": []}:
             return []
@@ -338,11 +352,13 @@ class Client:
         filter_ids: Optional[Iterable[str]] = None,
         where: Optional[Mapping[str, Any]] = None,
         payloads: bool = True,
+        rerank: bool = False,
+        rerank_factor: Optional[int] = None,
     ) -> List[List[Hit]]:
         """The nearest documents of each vector (a 2-D numpy array or a
         list of vectors): one list of hits per vector, in order. The
         options are search's."""
-        body = self._search_body(k, nprobe, filter_ids, where, payloads)
+        body = self._search_body(k, nprobe, filter_ids, where, payloads, rerank, rerank_factor)
         if _is_float_array(vectors):
             # A numpy batch goes as base64 float32 bytes ("vectors_f32"):
             # no numbers to print here or parse there.
@@ -379,7 +395,9 @@ class Client:
         dict {"id", "vector", "payload"} or a tuple (id, vector) or (id,
         vector, payload). An id of None or "" lets the index pick one. A
         payload is any JSON value, or bytes (stored as they are). The add
-        is committed to disk before the server answers."""
+        is committed to disk before the server answers. An id already in
+        the index raises Conflict (409) naming it, an id given twice
+        BadRequest (400); either way nothing is added."""
         docs = [_document_body(d, i) for i, d in enumerate(documents)]
         if not docs:
             return []

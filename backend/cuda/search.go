@@ -1,0 +1,520 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/internal/par"
+)
+
+// searchPTX is search.cu compiled to PTX for compute_80 (see generate.go),
+// loaded as a second module the first time an index is uploaded.
+//
+//go:embed search.ptx
+var searchPTX []byte
+
+// searchSteps name a pass's steps, for VLC_CUDA_SEARCH_TIMES: the memset
+// of the list counts, then the kernels in launch order (vlc_s_scan: the
+// one for the code's bits).
+var searchSteps = []string{"memset", "vlc_s_rotate", "vlc_s_dots", "vlc_s_probe", "vlc_s_starts", "vlc_s_order", "vlc_s_scan", "vlc_s_topk"}
+
+const (
+	scanGroup   = 8                   // GQ: the most queries a scan block scores together
+	fewQueries  = 8                   // up to this many, the dots go a warp per anchor (vlc_s_dots_few)
+	searchBlock = 256                 // SBLOCK
+	dotsTile    = 128                 // DT
+	maxSmem     = 48 << 10            // shared memory without an opt-in
+	maxBatch    = 1 << 15             // queries a launch (grid y of the scan <= 65535)
+	batchShare  = 2                   // a batch may take 1/batchShare of free memory
+	searchMaxD  = (maxSmem - 256) / 4 // a query held in shared memory as float32 (rotate's static memory aside)
+	scanStatic  = 1024                // room left for the scan's static shared memory
+)
+
+var _ device.Searcher = (*Device)(nil)
+
+// loadSearch loads the search module once (on the worker).
+func (d *Device) loadSearch() error {
+	if d.smod != 0 {
+		return nil
+	}
+	ptx, src := searchPTX, "embedded"
+	if p := os.Getenv("VLC_CUDA_SEARCH_PTX"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("cuda: VLC_CUDA_SEARCH_PTX: %w", err)
+		}
+		ptx, src = b, p
+	}
+	image := append(append([]byte(nil), ptx...), 0)
+	opts := []int32{cuJitErrorLogBuffer, cuJitErrorLogBufSize}
+	vals := []uintptr{uintptr(unsafe.Pointer(&d.jitLog[0])), uintptr(len(d.jitLog))}
+	var mod uintptr
+	if err := d.drv.call("cuModuleLoadDataEx", d.drv.cuModuleLoadDataEx, uintptr(unsafe.Pointer(&mod)), uintptr(unsafe.Pointer(&image[0])),
+		uintptr(len(opts)), uintptr(unsafe.Pointer(&opts[0])), uintptr(unsafe.Pointer(&vals[0]))); err != nil {
+		return fmt.Errorf("cuda: search kernels (%s): %w", src, err)
+	}
+	for _, name := range searchKernelNames {
+		var f uintptr
+		cname := append([]byte(name), 0)
+		if err := d.drv.call("cuModuleGetFunction", d.drv.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), mod, uintptr(unsafe.Pointer(&cname[0]))); err != nil {
+			d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, mod)
+			return fmt.Errorf("%w (kernel %s: is search.ptx stale? run make ptx)", err, name)
+		}
+		d.fn[name] = f
+	}
+	for b := 1; b <= 8; b *= 2 {
+		if err := d.drv.call("cuFuncSetAttribute", d.drv.cuFuncSetAttribute, d.fn[fmt.Sprintf("vlc_s_scan%d", b)], cuFuncMaxDynSmem, uintptr(d.scanSmem())); err != nil {
+			d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, mod)
+			return err
+		}
+	}
+	d.smod = mod
+	return nil
+}
+
+// scanSmem is the dynamic shared memory the scan kernels may use: the
+// device's opt-in limit (which counts static memory too) less room for
+// their static arrays.
+func (d *Device) scanSmem() int { return max(maxSmem, d.smemOptin-scanStatic) }
+
+// resident is an index on the device (device.Resident).
+type resident struct {
+	d     *Device
+	data  *device.IndexData
+	scan  string // the scan kernel for the code's bits
+	pad   int    // levels a query residual is padded to: Words * 32/Bits
+	lists []uint64
+	// The index: rotated anchors, |a|^2, list offsets, s and sqrt(s),
+	// level words, scalars, rotation signs.
+	rotA, norms, offs, scale, sqrtS, words, scal, signs uint64
+	fixed                                               int64 // their bytes
+
+	// The batch buffers, for up to batch queries of cap candidates,
+	// nprobe lists and keep results.
+	batch, cap, nprobe, keep                                    int
+	q, rq, qq, dots, probe, coff, cnt, cursor, order, cand, out uint64
+	batchBytes                                                  int64
+	caps                                                        map[int]int    // nprobe -> MaxCandidates
+	sizes                                                       map[[3]int]int // (cap, nprobe, keep) -> batchSize
+
+	// With VLC_CUDA_SEARCH_TIMES set, each step's time (events around
+	// the launches), summed over the passes and printed on Close.
+	timing bool
+	ev     [9]uintptr
+	times  [8]float64
+	passes int
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// UploadIndex copies the index d describes to the GPU (device.Searcher).
+func (dev *Device) UploadIndex(data *device.IndexData) (device.Resident, error) {
+	if data.Dim > searchMaxD {
+		return nil, fmt.Errorf("%w: cuda: dimension %d: the search kernels hold a query in shared memory, at most %d values", device.ErrNoSearch, data.Dim, searchMaxD)
+	}
+	if pad := data.Words * 32 / data.Bits; 4*scanGroup*pad > dev.scanSmem() {
+		return nil, fmt.Errorf("%w: cuda: dimension %d: the scan holds %d queries' residuals in shared memory, at most %d values each on %s", device.ErrNoSearch, data.Dim, scanGroup, dev.scanSmem()/4/scanGroup, dev.info.Name)
+	}
+	r := &resident{d: dev, data: data, scan: fmt.Sprintf("vlc_s_scan%d", data.Bits), pad: data.Words * 32 / data.Bits, caps: map[int]int{}, sizes: map[[3]int]int{},
+		timing: os.Getenv("VLC_CUDA_SEARCH_TIMES") != ""}
+	err := dev.run(func() error {
+		if err := dev.loadSearch(); err != nil {
+			return err
+		}
+		if err := r.upload(); err != nil {
+			r.free()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// upload runs on the worker.
+func (r *resident) upload() error {
+	d, x := r.d, r.data
+	put := func(dst *uint64, p unsafe.Pointer, bytes int64) error {
+		var err error
+		if *dst, err = d.alloc(bytes); err != nil {
+			return err
+		}
+		r.fixed += bytes
+		return d.htod(*dst, p, bytes)
+	}
+	signs := make([]float32, 0, len(x.Signs)*x.Dim)
+	for _, s := range x.Signs {
+		signs = append(signs, s...)
+	}
+	if len(x.Signs) != 3 {
+		return fmt.Errorf("cuda: the search kernels rotate in 3 rounds, the index has %d", len(x.Signs))
+	}
+	for _, b := range []struct {
+		dst   *uint64
+		p     unsafe.Pointer
+		bytes int
+	}{
+		{&r.rotA, unsafe.Pointer(&x.RotAnchors[0]), 4 * len(x.RotAnchors)},
+		{&r.norms, unsafe.Pointer(&x.Norms[0]), 4 * len(x.Norms)},
+		{&r.offs, unsafe.Pointer(&x.Offsets[0]), 8 * len(x.Offsets)},
+		{&r.scale, unsafe.Pointer(&x.Scale[0]), 4 * len(x.Scale)},
+		{&r.sqrtS, unsafe.Pointer(&x.SqrtScale[0]), 4 * len(x.SqrtScale)},
+		{&r.signs, unsafe.Pointer(&signs[0]), 4 * len(signs)},
+	} {
+		if err := put(b.dst, b.p, int64(b.bytes)); err != nil {
+			return err
+		}
+	}
+	tiles := x.Tiles()
+	tileWords := x.Words * device.Tile
+	var err error
+	if r.words, err = d.alloc(int64(tiles) * int64(tileWords) * 4); err != nil {
+		return err
+	}
+	r.fixed += int64(tiles) * int64(tileWords) * 4
+	if r.scal, err = d.alloc(int64(tiles) * device.Tile * 4); err != nil {
+		return err
+	}
+	r.fixed += int64(tiles) * device.Tile * 4
+	stage, err := d.staging()
+	if err != nil {
+		return err
+	}
+	per := len(stage) / (4 * (tileWords + device.Tile))
+	if per < 1 {
+		return fmt.Errorf("cuda: one tile of %d words does not fit the %d-byte staging buffer", tileWords, len(stage))
+	}
+	all := unsafe.Slice((*uint32)(unsafe.Pointer(&stage[0])), len(stage)/4)
+	for t0 := 0; t0 < tiles; t0 += per {
+		t1 := min(t0+per, tiles)
+		nt := t1 - t0
+		w, s := all[:nt*tileWords], all[nt*tileWords:nt*(tileWords+device.Tile)]
+		if err := x.Fill(t0, t1, w, s); err != nil {
+			return err
+		}
+		if err := d.htod(r.words+uint64(t0*tileWords*4), unsafe.Pointer(&w[0]), int64(len(w))*4); err != nil {
+			return err
+		}
+		if err := d.htod(r.scal+uint64(t0*device.Tile*4), unsafe.Pointer(&s[0]), int64(len(s))*4); err != nil {
+			return err
+		}
+	}
+	r.lists = x.Offsets
+	return nil
+}
+
+// free releases every buffer (on the worker).
+func (r *resident) free() {
+	r.freeBatch()
+	for _, p := range []*uint64{&r.rotA, &r.norms, &r.offs, &r.scale, &r.sqrtS, &r.words, &r.scal, &r.signs} {
+		r.d.free(*p)
+		*p = 0
+	}
+	r.fixed = 0
+}
+
+func (r *resident) freeBatch() {
+	for _, p := range []*uint64{&r.q, &r.rq, &r.qq, &r.dots, &r.probe, &r.coff, &r.cnt, &r.cursor, &r.order, &r.cand, &r.out} {
+		r.d.free(*p)
+		*p = 0
+	}
+	r.batch, r.batchBytes = 0, 0
+}
+
+// Bytes is the device memory held: the index and the batch buffers.
+func (r *resident) Bytes() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fixed + r.batchBytes
+}
+
+// Close frees the device memory.
+func (r *resident) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if r.timing && r.passes > 0 {
+		var b strings.Builder
+		for i, name := range searchSteps {
+			fmt.Fprintf(&b, ", %s %.3f ms", strings.TrimPrefix(name, "vlc_s_"), r.times[i])
+		}
+		fmt.Fprintf(os.Stderr, "cuda search, %d passes%s\n", r.passes, b.String())
+	}
+	return r.d.run(func() error {
+		for _, e := range r.ev {
+			if e != 0 {
+				r.d.drv.call("cuEventDestroy", r.d.drv.cuEventDestroy, e)
+			}
+		}
+		r.free()
+		return nil
+	})
+}
+
+// perQuery is the device memory one query of a batch takes.
+func (r *resident) perQuery(cap, nprobe, keep int) int64 {
+	x := r.data
+	return int64(8*x.Dim+4+4*x.Lists+8*nprobe+4*(nprobe+1)) + 8*int64(cap) + 8*int64(keep)
+}
+
+// ensure makes the batch buffers hold batch queries of cap candidates
+// (on the worker).
+func (r *resident) ensure(batch, cap, nprobe, keep int) error {
+	if batch <= r.batch && cap <= r.cap && nprobe <= r.nprobe && keep <= r.keep {
+		return nil
+	}
+	r.freeBatch()
+	x := r.data
+	for _, b := range []struct {
+		p     *uint64
+		bytes int64
+	}{
+		{&r.q, int64(batch) * int64(x.Dim) * 4},
+		{&r.rq, int64(batch) * int64(x.Dim) * 4},
+		{&r.qq, int64(batch) * 4},
+		{&r.dots, int64(batch) * int64(x.Lists) * 4},
+		{&r.probe, int64(batch) * int64(nprobe) * 4},
+		{&r.coff, int64(batch) * int64(nprobe+1) * 4},
+		{&r.cnt, int64(x.Lists) * 4},
+		{&r.cursor, int64(x.Lists) * 4},
+		{&r.order, int64(batch) * int64(nprobe) * 4},
+		{&r.cand, int64(batch) * int64(max(cap, 1)) * 8},
+		{&r.out, int64(batch) * int64(keep) * 8},
+	} {
+		var err error
+		if *b.p, err = r.d.alloc(b.bytes); err != nil {
+			r.freeBatch()
+			return err
+		}
+		r.batchBytes += b.bytes
+	}
+	r.batch, r.cap, r.nprobe, r.keep = batch, cap, nprobe, keep
+	return nil
+}
+
+// batchSize is the most queries one pass takes: what fits in
+// 1/batchShare of the free memory (with the buffers held now counted as
+// free), at most maxBatch, or VLC_CUDA_SEARCH_BATCH (tests).
+func (r *resident) batchSize(cap, nprobe, keep int) (int, error) {
+	per := r.perQuery(cap, nprobe, keep)
+	if v := os.Getenv("VLC_CUDA_SEARCH_BATCH"); v != "" {
+		b, err := strconv.Atoi(v)
+		if err != nil || b < 1 {
+			return 0, fmt.Errorf("cuda: VLC_CUDA_SEARCH_BATCH=%q: want a positive number of queries", v)
+		}
+		return b, nil
+	}
+	var free int64
+	err := r.d.run(func() (err error) { free, err = r.d.usage(); return err })
+	if err != nil {
+		return 0, err
+	}
+	b := (free + r.batchBytes) / batchShare / per
+	if b < 1 {
+		return 0, fmt.Errorf("cuda: %w: one query of nprobe %d needs %.1f MiB on %s (candidates of the largest lists), %.1f MiB are free",
+			errOutOfMemory, nprobe, float64(per)/(1<<20), r.d.info.Name, float64(free)/(1<<20))
+	}
+	return int(min(b, maxBatch)), nil
+}
+
+// Search runs the search for nq prepared queries (device.Resident).
+func (r *resident) Search(ctx context.Context, queries []float32, nq, nprobe, keep int, entries []int32, dists []float32) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return device.ErrClosed
+	}
+	x := r.data
+	if nprobe < 1 || nprobe > x.Lists || keep < 1 || keep > device.MaxKeep || len(queries) < nq*x.Dim || len(entries) < nq*keep || len(dists) < nq*keep {
+		return fmt.Errorf("%w: cuda search of %d queries, nprobe %d, keep %d", device.ErrArgument, nq, nprobe, keep)
+	}
+	cap, ok := r.caps[nprobe]
+	if !ok {
+		cap = x.MaxCandidates(nprobe)
+		r.caps[nprobe] = cap
+	}
+	key := [3]int{cap, nprobe, keep}
+	batch, ok := r.sizes[key]
+	if !ok {
+		var err error
+		if batch, err = r.batchSize(cap, nprobe, keep); err != nil {
+			return err
+		}
+		r.sizes[key] = batch
+	}
+	batch = min(batch, nq, math.MaxInt32/nprobe) // pair numbers are int32 in the kernels
+	for lo := 0; lo < nq; lo += batch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hi := min(lo+batch, nq)
+		err := r.d.run(func() error {
+			if err := r.ensure(batch, cap, nprobe, keep); err != nil {
+				return err
+			}
+			return r.pass(queries[lo*x.Dim:hi*x.Dim], hi-lo, nprobe, keep, cap, entries[lo*keep:hi*keep], dists[lo*keep:hi*keep])
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pass searches nq queries (at most r.batch) on the worker.
+func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, entries []int32, dists []float32) error {
+	d, x := r.d, r.data
+	qb := int64(len(queries)) * 4
+	if err := r.upQueries(queries, qb); err != nil {
+		return err
+	}
+	ip := b32(x.IP)
+	npairs := nq * nprobe
+	// Queries per scan block: 1 while that leaves too few blocks to fill
+	// the GPU (small batches, single queries; the pairs are then scanned
+	// as they come), else scanGroup, the pairs ordered by list first so
+	// that a block finds several queries of one list.
+	g := min(scanGroup, max(1, npairs/(8*d.info.SMs)))
+	ordered := g > 1
+	lanes, split := 1, 1
+	if npairs < 4*d.info.SMs {
+		// A few pairs: each entry's words split between 4 threads, and
+		// each list's entries between 4 blocks.
+		lanes, split = 4, 4
+	}
+	var cnt, order uint64
+	if ordered {
+		cnt, order = r.cnt, r.order
+	}
+	dots := step{"vlc_s_dots", (x.Lists + dotsTile - 1) / dotsTile, (nq + dotsTile - 1) / dotsTile, 0, []uint64{r.rq, r.rotA, i32(nq), i32(x.Lists), i32(x.Dim), r.dots}}
+	if nq <= fewQueries {
+		dots = step{"vlc_s_dots_few", (x.Lists + searchBlock/32 - 1) / (searchBlock / 32), 1, 0, []uint64{r.rq, r.rotA, i32(nq), i32(x.Lists), i32(x.Dim), r.dots}}
+	}
+	steps := []step{
+		{"vlc_s_rotate", nq, 1, 4 * x.Dim, []uint64{r.q, r.signs, i32(x.Dim), i32(x.RotP), f32(x.RotScale), r.rq, r.qq}},
+		dots,
+		{"vlc_s_probe", nq, 1, 0, []uint64{r.dots, r.norms, r.offs, i32(x.Lists), ip, i32(nprobe), r.probe, r.coff, cnt}},
+		{"vlc_s_starts", 1, 1, 0, []uint64{r.cnt, i32(x.Lists), r.cursor}},
+		{"vlc_s_order", nq, 1, 0, []uint64{r.probe, i32(nprobe), r.cursor, r.order}},
+		{r.scan, (npairs + g - 1) / g, split, 4 * scanGroup * r.pad, []uint64{r.rq, r.qq, r.dots, r.rotA, r.norms, r.offs, r.scale, r.sqrtS, r.words, r.scal,
+			i32(x.Dim), i32(x.Lists), i32(x.Words), ip, b32(x.IPCodes), i32(nprobe), r.probe, r.coff, i32(cap), r.cand, order, i32(npairs), i32(g), i32(lanes)}},
+		{"vlc_s_topk", nq, 1, 0, []uint64{r.cand, i32(cap), r.coff, i32(nprobe), i32(keep), r.out, r.out + uint64(nq*keep*4)}},
+	}
+	if err := r.record(0); err != nil {
+		return err
+	}
+	if ordered {
+		if err := d.memset8(r.cnt, 0, int64(x.Lists)*4); err != nil {
+			return err
+		}
+	}
+	for i, s := range steps {
+		if !ordered && (s.name == "vlc_s_starts" || s.name == "vlc_s_order") {
+			if err := r.record(i + 1); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.smem > maxSmem && (s.name != r.scan || s.smem > d.scanSmem()) {
+			return fmt.Errorf("cuda: %s needs %d bytes of shared memory", s.name, s.smem)
+		}
+		if err := r.record(i + 1); err != nil {
+			return err
+		}
+		if err := d.launch(s.name, s.gx, s.gy, searchBlock, s.smem, s.args...); err != nil {
+			return err
+		}
+	}
+	if err := r.record(len(steps) + 1); err != nil {
+		return err
+	}
+	if err := r.down(nq*keep, entries, dists); err != nil {
+		return err
+	}
+	if r.timing {
+		r.passes++
+		for i := range r.times {
+			var ms float32
+			if err := d.drv.call("cuEventElapsedTime", d.drv.cuEventElapsedTime, uintptr(unsafe.Pointer(&ms)), r.ev[i], r.ev[i+1]); err != nil {
+				return err
+			}
+			r.times[i] += float64(ms)
+		}
+	}
+	return nil
+}
+
+// record records event i when timing (on the worker).
+func (r *resident) record(i int) error {
+	if !r.timing {
+		return nil
+	}
+	dr := r.d.drv
+	if r.ev[i] == 0 {
+		if err := dr.call("cuEventCreate", dr.cuEventCreate, uintptr(unsafe.Pointer(&r.ev[i])), 0); err != nil {
+			return err
+		}
+	}
+	return dr.call("cuEventRecord", dr.cuEventRecord, r.ev[i], 0)
+}
+
+// down copies the pass's results back: entries then distances, n of
+// each, in one copy through the staging buffer when they fit it.
+func (r *resident) down(n int, entries []int32, dists []float32) error {
+	d := r.d
+	stage, err := d.staging()
+	if err != nil {
+		return err
+	}
+	if 8*n > len(stage) {
+		if err := d.dtoh(unsafe.Pointer(&entries[0]), r.out, int64(n)*4); err != nil {
+			return err
+		}
+		return d.dtoh(unsafe.Pointer(&dists[0]), r.out+uint64(4*n), int64(n)*4)
+	}
+	if err := d.dtoh(unsafe.Pointer(&stage[0]), r.out, int64(n)*8); err != nil {
+		return err
+	}
+	copy(entries[:n], unsafe.Slice((*int32)(unsafe.Pointer(&stage[0])), n))
+	copy(dists[:n], unsafe.Slice((*float32)(unsafe.Pointer(&stage[4*n])), n))
+	return nil
+}
+
+// step is one kernel launch of a pass.
+type step struct {
+	name         string
+	gx, gy, smem int
+	args         []uint64
+}
+
+// upQueries copies the queries to the device, through the page-locked
+// staging buffer when they fit it.
+func (r *resident) upQueries(queries []float32, bytes int64) error {
+	d := r.d
+	stage, err := d.staging()
+	if err != nil {
+		return err
+	}
+	if bytes <= int64(len(stage)) {
+		src := unsafe.Slice((*byte)(unsafe.Pointer(&queries[0])), bytes)
+		par.For(int(bytes), 1<<20, func(lo, hi int) { copy(stage[lo:hi], src[lo:hi]) })
+		return d.htod(r.q, unsafe.Pointer(&stage[0]), bytes)
+	}
+	return d.htod(r.q, unsafe.Pointer(&queries[0]), bytes)
+}

@@ -1,0 +1,140 @@
+package device
+
+import (
+	"context"
+	"github.com/vlc-embed/vlc/internal/errs"
+	"slices"
+)
+
+// Search on a device (a GPU): the backend holds an index's lists in its
+// own memory and answers batches of queries there. The index (package
+// index) describes its lists (IndexData) and prepares the queries; the
+// backend only computes; the index turns what comes back (entries and
+// estimated distances) into hits.
+
+// Errors of device search, for errors.Is.
+var (
+	// ErrNoSearch: the device cannot search this index (its code is not
+	// the rotated one, the backend has no search, or the index is beyond
+	// the kernels' limits).
+	ErrNoSearch = errs.New(errs.Unavailable, "no device search")
+	// ErrClosed: a Resident used after Close.
+	ErrClosed = errs.Closed
+	// ErrArgument: a search's sizes are out of range.
+	ErrArgument = errs.Argument
+)
+
+// Searcher is a backend that can search an index in its own memory: the
+// training devices of backend/cuda and backend/webgpu implement it.
+type Searcher interface {
+	// UploadIndex copies what d describes to the device, where it stays
+	// until the Resident is closed.
+	UploadIndex(d *IndexData) (Resident, error)
+}
+
+// Resident is an index held in a device's memory.
+type Resident interface {
+	// Search finds, for each of the nq queries (row i at queries[i*Dim:],
+	// prepared: see IndexData), the keep entries of least distance in
+	// its nprobe nearest lists, nearest first: entries[i*keep+j] and
+	// dists[i*keep+j], -1 and +Inf where a query's lists hold fewer. It
+	// splits a batch larger than its memory allows, and stops between
+	// parts when ctx is done. Callers make one call at a time.
+	Search(ctx context.Context, queries []float32, nq, nprobe, keep int, entries []int32, dists []float32) error
+	// Bytes is the device memory the index holds now: the resident
+	// lists and the batch buffers of the largest batch so far.
+	Bytes() int64
+	// Close frees the device memory.
+	Close() error
+}
+
+// MaxKeep is the most candidates a device search keeps per query (K,
+// times RerankFactor when re-ranking): its final selection sorts them in
+// one block's shared memory.
+const MaxKeep = 4096
+
+// Tile is the number of entries whose level words are interleaved (see
+// IndexData).
+const Tile = 32
+
+// IndexData is an index of the rotated code (quant.Rotated) as a device
+// searches it, and the definition of that search.
+//
+// A query q arrives prepared: normalised under cosine, scaled by a power
+// of two under ip when far from 1 (index.ScaleIPQuery). The device
+// rotates it, q~ = P q (Signs, RotP, RotScale: quant.Rotation's steps,
+// which are exact in float32 when repeated in the same order), and takes
+// its squared length qq. The probe ranks the lists by Norms[a] - 2 qa (L2
+// and cosine) or -qa (ip), qa = <q~, RotAnchors[a]>, and takes the nprobe
+// least, ties to the lower list. Each entry e of a probed list a then gets
+//
+//	dist = mul * score + bias,
+//
+// where, with q' = q~ - RotAnchors[a] (the L2 form) or q' = q~ (the dot
+// form), levels l_j of the entry (Bits each, in Words words), L = 2^Bits-1,
+// qu = sum_j q'_j l_j - (L/2) sum_j q'_j, beta = B16 * SqrtScale[a] and
+// norm = N16 * Scale[a] (the entry's two float16 scalars):
+//
+//   - L2 form: score = |q'|^2 + norm - 2 beta qu; dot form: beta qu;
+//   - IP with IPCodes, when qq - 2 qa + Norms[a] < qq: the L2 form,
+//     mul 0.5, bias -(qq + Norms[a])/2;
+//   - else IP: the dot form, mul -1, bias -qa;
+//   - else (L2, cosine): the L2 form, mul 1, bias 0.
+//
+// These are the index's estimates (its Scorer's Score and list forms),
+// computed for every entry of the probed lists: the CPU's first, cheaper
+// estimate only rules entries out, so results agree up to float rounding,
+// ties, and the rare entry whose first estimate's bound failed on the CPU
+// (quant.EstimateSigmas).
+//
+// Entry e is the e-th of the index (lists are entries Offsets[a] to
+// Offsets[a+1]-1). Its levels are Words uint32 words, level j at bits
+// j*Bits.. of the stream, least significant first (the entry code's
+// packed bytes, little endian); in Fill's layout word w of entry e is at
+// (e/Tile)*Words*Tile + w*Tile + e%Tile, so that a warp reading word w of
+// 32 neighbouring entries reads 128 contiguous bytes. Its scalars are one
+// uint32: N16 (|r|^2/s, or the ip slot) in the low half, B16 (B/sqrt(s))
+// in the high half.
+type IndexData struct {
+	N, Dim, Lists int
+	// IP: the metric is the inner product (the ip forms above); else L2
+	// or cosine, whose queries arrive normalised.
+	IP          bool
+	IPCodes     bool
+	Bits, Words int
+	// The rotation: rounds of Dim signs (+-1), each followed by the
+	// orthonormal Walsh-Hadamard transform of the first RotP coordinates
+	// and then of the last RotP (when RotP < Dim), whose scale is RotScale.
+	Signs      [][]float32
+	RotP       int
+	RotScale   float32
+	RotAnchors []float32 // Lists*Dim: P a
+	Norms      []float32 // |a|^2, as the CPU's probe takes it
+	Offsets    []uint64  // Lists+1
+	Scale      []float32 // each list's s
+	SqrtScale  []float32 // float32(sqrt(s))
+	// Fill writes tiles t0 to t1-1: words ((t1-t0)*Words*Tile) and
+	// scalars ((t1-t0)*Tile), entries past N as zeros. The index reads
+	// its mapped file, on all cores; an error names a fault in the
+	// mapping.
+	Fill func(t0, t1 int, words, scalars []uint32) error
+}
+
+// Tiles is the number of Tile-entry tiles, the last one padded with zero
+// entries.
+func (d *IndexData) Tiles() int { return (d.N + Tile - 1) / Tile }
+
+// MaxCandidates is the most entries a search of nprobe lists can score
+// for one query: the sizes of the nprobe largest lists, summed.
+func (d *IndexData) MaxCandidates(nprobe int) int {
+	sizes := make([]int, d.Lists)
+	for a := range sizes {
+		sizes[a] = int(d.Offsets[a+1] - d.Offsets[a])
+	}
+	slices.Sort(sizes)
+	total := 0
+	for _, s := range sizes[max(0, d.Lists-nprobe):] {
+		total += s
+	}
+	return total
+}

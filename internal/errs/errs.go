@@ -1,0 +1,54 @@
+// Package errs holds the few categories every vlc error falls in, so that
+// a caller tells them apart with errors.Is against one set of names (the
+// root package exports them) whichever package failed. A package's own
+// sentinels (index.ErrDim, vecfile.ErrSize, ...) are made by New and match
+// their category as well as themselves.
+package errs
+
+import (
+	"errors"
+	"io/fs"
+)
+
+// The categories.
+var (
+	// Argument: a value the caller gave that cannot be used (an option, a
+	// vector, an id, a range, a dimension), whatever the function.
+	Argument = errors.New("invalid argument")
+	// NotFound: an id the store does not hold live.
+	NotFound = errors.New("not found")
+	// Duplicate: an id given twice, or already held.
+	Duplicate = errors.New("duplicate")
+	// Corrupt: a vlc file that is damaged (checksum, lengths, values).
+	Corrupt = errors.New("corrupt")
+	// Format: a file this build cannot read: not a vlc file, a newer
+	// version, an input of an unknown or malformed layout.
+	Format = errors.New("unsupported format")
+	// Locked: another process held a store's write lock too long.
+	Locked = errors.New("locked")
+	// NotRegular: a path that is not a regular file (a pipe, a device,
+	// a socket, a folder), refused rather than blocked on or replaced.
+	NotRegular = errors.New("not a regular file")
+	// OutOfMemory: the device (or the host) has no memory for the work.
+	OutOfMemory = errors.New("out of memory")
+	// Changed: a file another program truncated or rewrote while it was
+	// mapped.
+	Changed = errors.New("changed while in use")
+	// Closed: a use after Close; it is fs.ErrClosed.
+	Closed = fs.ErrClosed
+	// Unavailable: a backend or capability not built in, or not able to
+	// start here.
+	Unavailable = errors.New("not available")
+)
+
+// New returns a sentinel error whose message is msg and which matches
+// category under errors.Is, as well as itself.
+func New(category error, msg string) error { return &sentinel{msg, category} }
+
+type sentinel struct {
+	msg      string
+	category error
+}
+
+func (e *sentinel) Error() string { return e.msg }
+func (e *sentinel) Unwrap() error { return e.category }

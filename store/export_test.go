@@ -1,0 +1,31 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// SetLockWait sets how long a write waits for another writer's lock; the
+// returned function undoes it.
+func SetLockWait(d time.Duration) (undo func()) {
+	old := lockWait
+	lockWait = d
+	return func() { lockWait = old }
+}
+
+// HoldLock takes the write lock of the store at path, as a writer in
+// another process would, until release.
+func HoldLock(path string) (release func(), err error) {
+	l, err := lockStore(context.Background(), path)
+	if err != nil {
+		return nil, err
+	}
+	return l.unlock, nil
+}
+
+// SetRefreshLoaded sets a function a Refresh calls between reading a
+// version and installing it; the returned function undoes it.
+func SetRefreshLoaded(f func()) (undo func()) {
+	refreshLoaded = f
+	return func() { refreshLoaded = nil }
+}
