@@ -128,3 +128,57 @@ func TestMaintainCrowded(t *testing.T) {
 		t.Error("the coincident pair was merged into a crowded list")
 	}
 }
+
+// nearestOther's first test on the heads drops only pairs that L2Below
+// drops: against a plain scan with vec.L2Below, the same neighbour and
+// the same distance bits, for dimensions below, at and past the heads'
+// 16 and 32 values, with anchors in tight groups and bounds that put many
+// pairs just on either side of them.
+func TestNearestOtherMatchesPlainScan(t *testing.T) {
+	for _, d := range []int{3, 15, 16, 17, 31, 32, 33, 100} {
+		const m = 300
+		rng := rand.New(rand.NewPCG(uint64(d), 9))
+		anchors := make([]float32, m*d)
+		for i := range m {
+			g := i / 4 // groups of four near one centre
+			for j := range d {
+				anchors[i*d+j] = float32(math.Sin(float64(g*d+j))) + float32(rng.NormFloat64()*0.05)
+			}
+		}
+		skip := make([]bool, m)
+		bound := make([]float64, m)
+		for i := range m {
+			skip[i] = i%37 == 5
+			bound[i] = float64(d) * rng.Float64() * 0.02 // around the groups' squared spread
+		}
+		got := nearestOther(anchors, d, skip, bound)
+		kept, live := 0, 0
+		for i := range m {
+			want := neighbour{j: -1}
+			if !skip[i] {
+				live++
+				for j := range m {
+					if j == i || skip[j] {
+						continue
+					}
+					limit := bound[i]
+					if want.j >= 0 {
+						limit = min(limit, float64(want.dist))
+					}
+					if v, ok := vec.L2Below(anchors[i*d:(i+1)*d], anchors[j*d:(j+1)*d], limit); ok {
+						want = neighbour{j, v}
+					}
+				}
+			}
+			if got[i].j != want.j || math.Float32bits(got[i].dist) != math.Float32bits(want.dist) {
+				t.Fatalf("d=%d: anchor %d: nearest %d at %v, the plain scan finds %d at %v", d, i, got[i].j, got[i].dist, want.j, want.dist)
+			}
+			if want.j >= 0 {
+				kept++
+			}
+		}
+		if kept == 0 || kept == live {
+			t.Fatalf("d=%d: %d of %d anchors have a neighbour within the bound: the bounds test nothing", d, kept, m)
+		}
+	}
+}

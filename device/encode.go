@@ -42,3 +42,29 @@ func (l RotatedLayout) ParamBytes() int { return 4 }
 type RotatedEncoder interface {
 	EncodeRotated(l RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error
 }
+
+// RotatedStreamEncoder is a RotatedEncoder that hands its codes over in
+// runs of entries as the device finishes them, so that the caller can
+// work on one run (repack it, say) while the device encodes the next.
+type RotatedStreamEncoder interface {
+	RotatedEncoder
+	// EncodeRotatedStream is EncodeRotated that calls ready(lo, hi) once
+	// entries lo to hi-1 of codes are written: runs in order from 0 to
+	// the entry count, after every list parameter is written, one call at
+	// a time; none when it returns an error.
+	EncodeRotatedStream(l RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error
+}
+
+// EncodeRotatedStream has enc write the rotated code as a
+// RotatedStreamEncoder does: through its stream when it has one, else in
+// one run, ready(0, n) following EncodeRotated.
+func EncodeRotatedStream(enc RotatedEncoder, l RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
+	if s, ok := enc.(RotatedStreamEncoder); ok {
+		return s.EncodeRotatedStream(l, anchors, ids, offsets, codes, params, ready)
+	}
+	if err := enc.EncodeRotated(l, anchors, ids, offsets, codes, params); err != nil {
+		return err
+	}
+	ready(0, len(ids))
+	return nil
+}

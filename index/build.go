@@ -63,8 +63,8 @@ type Plan struct {
 	SpillDir string
 	// Progress, when set, is called with the rows encoded so far and
 	// their total: with 0 before the first, then after each list the host
-	// encodes, or once when the device has encoded them all. Calls do not
-	// overlap.
+	// encodes, or after each run of rows the device hands over
+	// (device.RotatedStreamEncoder). Calls do not overlap.
 	Progress func(done, total int)
 }
 
@@ -137,11 +137,22 @@ func build(ctx context.Context, p Plan, arena *spill.Arena) ([]format.Section, e
 	// values so that search sees exactly the anchors the codes assume.
 	anchors16 := make([]uint16, m*d)
 	anchors := make([]float32, m*d)
-	for i, v := range p.Anchors {
-		anchors16[i] = f16.FromFloat32(v)
-		anchors[i] = f16.ToFloat32(anchors16[i])
-		if !f16.IsFinite(anchors16[i]) {
-			return nil, fmt.Errorf("%w: anchor %d holds %v, beyond float16", ErrArgument, i/d, v)
+	bad := make([]int, m) // per anchor, its first value beyond float16, or -1
+	par.For(m, 64, func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			bad[a] = -1
+			for i := a * d; i < (a+1)*d; i++ {
+				anchors16[i] = f16.FromFloat32(p.Anchors[i])
+				anchors[i] = f16.ToFloat32(anchors16[i])
+				if !f16.IsFinite(anchors16[i]) && bad[a] < 0 {
+					bad[a] = i
+				}
+			}
+		}
+	})
+	for a, i := range bad {
+		if i >= 0 {
+			return nil, fmt.Errorf("%w: anchor %d holds %v, beyond float16", ErrArgument, a, p.Anchors[i])
 		}
 	}
 
@@ -173,14 +184,25 @@ func build(ctx context.Context, p Plan, arena *spill.Arena) ([]format.Section, e
 	if progress == nil {
 		progress = func(int, int) {}
 	}
+	pk, err := newPacker(code, codes, n, arena)
+	if err != nil {
+		return nil, err
+	}
 	progress(0, n)
 	onHost := true
 	if rc, ok := code.(*quant.Rotated); ok && p.Device != nil && p.Params == nil {
-		switch err := p.Device.EncodeRotated(rc.Layout(), anchors, ids, offsets, codes, params); {
+		// Each run of codes the device hands over is packed while it
+		// encodes the next.
+		ready := func(lo, hi int) {
+			pk.upTo(hi)
+			progress(hi, n)
+		}
+		switch err := device.EncodeRotatedStream(p.Device, rc.Layout(), anchors, ids, offsets, codes, params, ready); {
 		case err == nil:
 			onHost = false
-			reencodeNonFinite(p.Rows, rc, anchors, ids, offsets, codes, params)
-			progress(n, n)
+			for _, a := range reencodeNonFinite(p.Rows, rc, anchors, ids, offsets, codes, params) {
+				pk.repack(int(offsets[a]), int(offsets[a+1]))
+			}
 		case !errors.Is(err, device.ErrNotResident):
 			return nil, err
 		}
@@ -193,32 +215,100 @@ func build(ctx context.Context, p Plan, arena *spill.Arena) ([]format.Section, e
 	}
 	meta := p.Meta
 	meta.Bits, meta.Subspaces = uint32(spec.Bits), uint32(spec.Subspaces)
-	return assemble(code, meta, u16Bytes(anchors16), offsets, ids, params, codes, global, p.Keys, p.Payloads, arena)
+	return assemble(code, meta, u16Bytes(anchors16), offsets, ids, params, codes, global, p.Keys, p.Payloads, arena, pk)
+}
+
+// packer re-lays the entry codes of a quant.Blocked code into its blocks
+// and low bits (the store's layout), whole blocks at a time, as runs of
+// codes become final.
+type packer struct {
+	b           quant.Blocked
+	codes       []byte
+	blocks, low []byte
+	n, cb       int
+	done        int // entries packed: a multiple of quant.BlockLen, or n
+}
+
+// newPacker returns a packer of n entry codes of code in codes, with its
+// arrays from arena, or nil for a code that is not quant.Blocked.
+func newPacker(code quant.Code, codes []byte, n int, arena *spill.Arena) (*packer, error) {
+	b, ok := code.(quant.Blocked)
+	if !ok {
+		return nil, nil
+	}
+	blocks, err := arena.Bytes((n + quant.BlockLen - 1) / quant.BlockLen * b.BlockBytes())
+	if err != nil {
+		return nil, err
+	}
+	low, err := arena.Bytes(n*b.LowBytes() + quant.LowPad)
+	if err != nil {
+		return nil, err
+	}
+	return &packer{b: b, codes: codes, blocks: blocks, low: low, n: n, cb: code.CodeBytes()}, nil
+}
+
+// upTo packs the entries below hi not yet packed, in whole blocks (the
+// last block with the last entry). Pack writes each block from its own
+// entries alone, so packing in runs gives the bytes of packing at once.
+func (p *packer) upTo(hi int) {
+	if p == nil {
+		return
+	}
+	if hi < p.n {
+		hi -= hi % quant.BlockLen
+	}
+	if hi > p.done {
+		p.pack(p.done, hi)
+		p.done = hi
+	}
+}
+
+// repack packs again the packed blocks that hold entries lo to hi-1, whose
+// codes changed after they were packed.
+func (p *packer) repack(lo, hi int) {
+	if p == nil {
+		return
+	}
+	lo -= lo % quant.BlockLen
+	hi = min(p.done, (hi+quant.BlockLen-1)/quant.BlockLen*quant.BlockLen)
+	if lo >= hi {
+		return
+	}
+	bb, lb := p.b.BlockBytes(), p.b.LowBytes()
+	clear(p.blocks[lo/quant.BlockLen*bb : (hi+quant.BlockLen-1)/quant.BlockLen*bb])
+	clear(p.low[lo*lb : hi*lb])
+	p.pack(lo, hi)
+}
+
+// pack packs entries lo to hi-1, lo a multiple of quant.BlockLen, into
+// their zeroed blocks and low bits.
+func (p *packer) pack(lo, hi int) {
+	bb, lb := p.b.BlockBytes(), p.b.LowBytes()
+	p.b.Pack(p.codes[lo*p.cb:hi*p.cb], hi-lo, p.blocks[lo/quant.BlockLen*bb:], p.low[lo*lb:])
 }
 
 // assemble lays an index's parts out as its sections, in file order: the
 // entry codes (CodeBytes each, in entry order) are packed into blocks for
-// a quant.Blocked code. meta's N, Dim and M are set from the parts.
-// The arrays of a blocked code come from arena (nil: the heap).
-func assemble(code quant.Code, meta Meta, anchors16 []byte, offsets []uint64, ids []uint32, params, codes, global []byte, keys []string, payloads [][]byte, arena *spill.Arena) ([]format.Section, error) {
+// a quant.Blocked code, by pk where the caller packed them (some or all:
+// pk packs the rest), else here. meta's N, Dim and M are set from the
+// parts. The arrays of a blocked code come from arena (nil: the heap).
+func assemble(code quant.Code, meta Meta, anchors16 []byte, offsets []uint64, ids []uint32, params, codes, global []byte, keys []string, payloads [][]byte, arena *spill.Arena, pk *packer) ([]format.Section, error) {
 	n, m := len(ids), len(offsets)-1
 	meta.N, meta.Dim, meta.M = uint64(n), uint32(code.Dim()), uint32(m)
-	var blocks []byte
-	if b, ok := code.(quant.Blocked); ok {
-		// The store's layout: low bits in CODE, blocks in SCAN.
+	if pk == nil {
 		var err error
-		if blocks, err = arena.Bytes((n + quant.BlockLen - 1) / quant.BlockLen * b.BlockBytes()); err != nil {
+		if pk, err = newPacker(code, codes, n, arena); err != nil {
 			return nil, err
 		}
-		low, err := arena.Bytes(n*b.LowBytes() + quant.LowPad)
-		if err != nil {
-			return nil, err
-		}
-		b.Pack(codes, n, blocks, low)
+	}
+	var blocks []byte
+	if pk != nil {
+		// The store's layout: low bits in CODE, blocks in SCAN.
+		pk.upTo(n)
 		if err := arena.Free(codes); err != nil { // repacked: its disk space back
 			return nil, err
 		}
-		codes = low
+		codes, blocks = pk.low, pk.blocks
 	}
 	secs := []format.Section{
 		{Kind: secMeta, Data: meta.marshal()},
@@ -282,26 +372,39 @@ func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []floa
 
 // reencodeNonFinite encodes on the host again the lists in which a device
 // wrote an infinite scalar: it takes s as the largest |r|^2, where the
-// host raises s for the rare lists that need it (quant's listScale).
-func reencodeNonFinite(rows Rows, code *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) {
+// host raises s for the rare lists that need it (quant's listScale). It
+// returns those lists, in order.
+func reencodeNonFinite(rows Rows, code *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) (lists []int) {
 	cb, pb := code.CodeBytes(), code.ParamBytes()
-	for a := range len(offsets) - 1 {
-		for e := offsets[a]; e < offsets[a+1]; e++ {
-			if code.NonFinite(codes[int(e)*cb : int(e+1)*cb]) {
-				list, d := ids[offsets[a]:offsets[a+1]], rows.Dim()
-				res := make([]float32, len(list)*d)
-				for k, id := range list {
-					r := rows.Row(int(id), res[k*d:(k+1)*d])
-					for j := range r {
-						r[j] -= anchors[a*d+j]
+	again := make([]bool, len(offsets)-1)
+	// Lists apart on the host's cores: each writes only its own codes
+	// and parameters.
+	par.For(len(offsets)-1, 16, func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			for e := offsets[a]; e < offsets[a+1]; e++ {
+				if code.NonFinite(codes[int(e)*cb : int(e+1)*cb]) {
+					list, d := ids[offsets[a]:offsets[a+1]], rows.Dim()
+					res := make([]float32, len(list)*d)
+					for k, id := range list {
+						r := rows.Row(int(id), res[k*d:(k+1)*d])
+						for j := range r {
+							r[j] -= anchors[a*d+j]
+						}
 					}
+					at := int(offsets[a]) * cb
+					code.EncodeList(codes[at:at+len(list)*cb], params[a*pb:(a+1)*pb], a, res, len(list))
+					again[a] = true
+					break
 				}
-				at := int(offsets[a]) * cb
-				code.EncodeList(codes[at:at+len(list)*cb], params[a*pb:(a+1)*pb], a, res, len(list))
-				break
 			}
 		}
+	})
+	for a, ok := range again {
+		if ok {
+			lists = append(lists, a)
+		}
 	}
+	return lists
 }
 
 // trainSample caps the residuals a Trainer code learns from.

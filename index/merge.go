@@ -196,7 +196,7 @@ func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, opt M
 		meta.Flags |= FlagSegment
 	}
 	anchors, _ := p0.file.Section(secAnchors)
-	secs, err := assemble(code, meta, anchors, offsets, ids, params, codes, p0.Global(), keys, payloads, arena)
+	secs, err := assemble(code, meta, anchors, offsets, ids, params, codes, p0.Global(), keys, payloads, arena, nil)
 	if err != nil {
 		return 0, err
 	}

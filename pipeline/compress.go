@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -182,6 +181,7 @@ type planned struct {
 	rows      index.Rows // src.Rows, normalised under cosine
 	normalise bool
 	spec      quant.Spec
+	codeBytes int // a row's code
 	dev       device.Device
 	sum       *Summary
 }
@@ -227,7 +227,7 @@ func plan(job Job) (*planned, error) {
 	if err := src.check(metric); err != nil {
 		return nil, err
 	}
-	p := &planned{job: job, opt: opt, log: log, n: n, d: d, m: m, metric: metric, rows: src.Rows, normalise: metric == index.Cosine, spec: code.Spec()}
+	p := &planned{job: job, opt: opt, log: log, n: n, d: d, m: m, metric: metric, rows: src.Rows, normalise: metric == index.Cosine, spec: code.Spec(), codeBytes: code.CodeBytes()}
 	if p.normalise {
 		p.rows = normalized{src.Rows}
 	}
@@ -383,7 +383,7 @@ func (p *planned) assign(ctx context.Context, t *trained) error {
 func (p *planned) write(ctx context.Context, t *trained) error {
 	src := p.job.Source
 	plan := index.Plan{
-		Rows: p.rows, Progress: p.opt.EncodeProgress, Keys: src.Keys, Payloads: src.Payloads, SpillDir: filepath.Dir(p.job.Output),
+		Rows: p.rows, Progress: p.opt.EncodeProgress, Keys: src.Keys, Payloads: src.Payloads, SpillDir: spillDir(p.job.Output, p.n, p.codeBytes),
 		Meta: t.meta, Anchors: t.anchors, Assign: t.assign, Params: t.params, Global: t.global,
 	}
 	var onDevice bool
@@ -462,6 +462,12 @@ type recordingEncoder struct {
 
 func (e recordingEncoder) EncodeRotated(c device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
 	err := e.RotatedEncoder.EncodeRotated(c, anchors, ids, offsets, codes, params)
+	*e.used = err == nil
+	return err
+}
+
+func (e recordingEncoder) EncodeRotatedStream(c device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
+	err := device.EncodeRotatedStream(e.RotatedEncoder, c, anchors, ids, offsets, codes, params, ready)
 	*e.used = err == nil
 	return err
 }

@@ -7,3 +7,7 @@ func SetMinWindow(n int) (undo func()) {
 	minWindow = n
 	return func() { minWindow = old }
 }
+
+// SpillDir is spillDir: where compress keeps the code arrays of n rows of
+// cb bytes.
+var SpillDir = spillDir

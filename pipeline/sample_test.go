@@ -11,6 +11,7 @@ import (
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/internal/sysmem"
 	"github.com/vlc-embed/vlc/pipeline"
 	"github.com/vlc-embed/vlc/vecfile"
 )
@@ -379,4 +380,23 @@ func recallOf(t *testing.T, path string) float64 {
 		}
 	}
 	return float64(found) / float64(10*q.Len())
+}
+
+// Code arrays that take at most a quarter of the available memory stay on
+// the heap; larger ones go to files in the output's folder.
+func TestSpillDir(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.vlc")
+	avail, ok := sysmem.Available()
+	if !ok {
+		if got := pipeline.SpillDir(out, 1000, 100); got != filepath.Dir(out) {
+			t.Fatalf("available memory unknown: SpillDir = %q, want the output's folder", got)
+		}
+		return
+	}
+	if got := pipeline.SpillDir(out, 1000, 100); got != "" {
+		t.Errorf("200 kB of code arrays: SpillDir = %q, want the heap", got)
+	}
+	if got := pipeline.SpillDir(out, int(avail/100), 100); got != filepath.Dir(out) {
+		t.Errorf("twice the available memory: SpillDir = %q, want %q", got, filepath.Dir(out))
+	}
 }

@@ -124,44 +124,60 @@ func (c *Rotated) unit() float32 { return float32(float64(int(1)<<c.bits-1) / 2 
 
 func (c *Rotated) Pack(codes []byte, n int, blocks, low []byte) {
 	cb, bb, lb := c.CodeBytes(), c.BlockBytes(), c.LowBytes()
-	chunks, w := c.chunks(), c.lowBits()
-	L := 1<<c.bits - 1
+	chunks, w, b := c.chunks(), c.lowBits(), c.bits
+	L := 1<<b - 1
 	half := float64(L) / 2
 	unit := c.unit()
 	sc := 32 * chunks // start of the scalars in a block
+	t := packTables(b)
+	per := 8 / b // levels a byte
+	// The zero levels that pad the last byte past the dimension, which
+	// the tables count as levels 0.
+	pad := c.packed*per - c.dim
 	nb := (n + BlockLen - 1) / BlockLen
 	par.For(nb, 64, func(lo, hi int) {
-		u := make([]float64, c.dim)
+		dev := make([]float64, L+1) // |l - L/2| - kappa, by level
 		for e := lo * BlockLen; e < min(hi*BlockLen, n); e++ {
 			entry := codes[e*cb : (e+1)*cb]
 			blk := blocks[(e/BlockLen)*bb : (e/BlockLen+1)*bb]
 			v := e % BlockLen
 			lowE := low[e*lb : (e+1)*lb]
-			var su, su2 float64
+			// Twice |u| and its square, summed as integers: the float64
+			// sums of |u| = |2l - L|/2 and u^2 are exact in any order.
+			s1, s2 := -pad*L, -pad*L*L
 			for p := range chunks {
+				// Chunk p's 8 levels are the b bytes from p*b (fewer at
+				// the end), little-endian.
+				var signs byte
 				var lw uint64
-				for i := range min(8, c.dim-8*p) {
-					j := 8*p + i
-					bit := j * c.bits
-					l := int(entry[bit/8]>>(bit%8)) & L
-					blk[32*p+v] |= byte(l>>w) << i
-					lw |= uint64(l&(1<<w-1)) << (w * i)
-					u[j] = float64(l) - half
-					su += math.Abs(u[j])
-					su2 += u[j] * u[j]
+				for k, x := range entry[p*b : min(p*b+b, c.packed)] {
+					signs |= t.signs[x] << (k * per)
+					lw |= uint64(t.low[x]) << (k * per * w)
+					s1 += int(t.s1[x])
+					s2 += int(t.s2[x])
 				}
+				blk[32*p+v] |= signs
 				for k := range w {
 					lowE[w*p+k] = byte(lw >> (8 * k))
 				}
 			}
+			su, su2 := float64(s1)/2, float64(s2)/4
 			kb := min(max(math.Round(su2/su/half*255), 1), 255)
 			kappa := float64(float32(kb) * unit) // as the scorer computes it
-			var e2 float64
-			for _, x := range u {
-				d := math.Abs(x) - kappa
-				e2 += d * d
+			eb, ok := packEps(su, su2, kappa, c.dim, unit)
+			if !ok {
+				for l := range dev {
+					dev[l] = math.Abs(float64(l)-half) - kappa
+				}
+				// In dimension order, as the error's definition sums it.
+				var e2 float64
+				for j := range c.dim {
+					bit := j * b
+					d := dev[int(entry[bit/8]>>(bit%8))&L]
+					e2 += d * d
+				}
+				eb = epsByte(e2, c.dim, unit)
 			}
-			eb := min(math.Ceil(math.Sqrt(e2/float64(c.dim))/float64(unit)*(1+1e-6)), 255)
 			copy(blk[sc+2*v:], entry[c.packed:c.packed+2])
 			copy(blk[sc+64+2*v:], entry[c.packed+2:c.packed+4])
 			blk[sc+128+v] = byte(kb)
@@ -169,6 +185,76 @@ func (c *Rotated) Pack(codes []byte, n int, blocks, low []byte) {
 		}
 	})
 }
+
+// epsByte is the eps byte of an entry whose |u - kappa s|^2 is e2: its
+// root mean square in units, rounded up (a bound).
+func epsByte(e2 float64, dim int, unit float32) float64 {
+	return min(math.Ceil(math.Sqrt(e2/float64(dim))/float64(unit)*(1+1e-6)), 255)
+}
+
+// packEps is epsByte from e2 = su2 - 2 kappa su + dim kappa^2, the
+// expansion of the sum of (|u_j| - kappa)^2, without a pass over the
+// levels; false when that could give another byte than the sum in
+// dimension order. The two differ by a few float64 roundings of the
+// largest term (about 1e-15 of it) and of the terms of the ordered sum,
+// so the byte is the same unless e2 is under packCancel of the largest
+// term (a cancellation) or the scaled root lies within packSlack of a
+// whole number, where ceil could part them; then Pack sums in order.
+func packEps(su, su2, kappa float64, dim int, unit float32) (float64, bool) {
+	a, b := 2*kappa*su, float64(dim)*kappa*kappa
+	e2 := su2 - a + b
+	if e2 <= packCancel*max(su2, a, b) {
+		return 0, false
+	}
+	x := math.Sqrt(e2/float64(dim)) / float64(unit) * (1 + 1e-6)
+	if math.Abs(x-math.Round(x)) <= packSlack*x {
+		return 0, false
+	}
+	return min(math.Ceil(x), 255), true
+}
+
+// packCancel and packSlack: past the cancellation check, the root's
+// relative error is under 1e-15/packCancel (and the ordered sum's under
+// 1e-11 up to 65,535 dimensions), well inside packSlack, which is far
+// below the gap to a whole number that almost every entry has.
+const (
+	packCancel = 1e-6
+	packSlack  = 1e-9
+)
+
+// packTable holds, for every byte of packed b-bit levels, what Pack
+// takes from it: the top bits of its levels (one a level, in level
+// order), their w = b-1 low bits (w a level), and the sums over its levels
+// of |2l - L| and (2l - L)^2.
+type packTable struct {
+	signs [256]byte
+	low   [256]byte
+	s1    [256]uint16
+	s2    [256]uint32
+}
+
+var packTableOf = map[int]*packTable{}
+
+func init() {
+	for _, b := range []int{1, 2, 4, 8} {
+		t := new(packTable)
+		L, w := 1<<b-1, b-1
+		for x := range 256 {
+			for i := range 8 / b {
+				l := x >> (b * i) & L
+				t.signs[x] |= byte(l>>w) << i
+				t.low[x] |= byte(l&(1<<w-1)) << (w * i)
+				d := 2*l - L
+				t.s1[x] += uint16(max(d, -d))
+				t.s2[x] += uint32(d * d)
+			}
+		}
+		packTableOf[b] = t
+	}
+}
+
+// packTables is packTable for b bits a level (1, 2, 4 or 8).
+func packTables(b int) *packTable { return packTableOf[b] }
 
 // Unpack reads entry e's levels back from its sign bits in the block and
 // its low bits, l = msb<<w | low, and its two scalars from the block's

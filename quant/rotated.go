@@ -8,6 +8,7 @@ import (
 
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
 )
 
@@ -322,9 +323,12 @@ func (c *Rotated) SetAnchors(anchors []float32) {
 	c.anchors = anchors
 	c.rotAnchors = make([]float32, len(anchors))
 	copy(c.rotAnchors, anchors)
-	for a := 0; a+d <= len(anchors); a += d {
-		c.rot.Apply(c.rotAnchors[a : a+d])
-	}
+	// Each anchor on its own: the same bits on any number of cores.
+	par.For(len(anchors)/d, 16, func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			c.rot.Apply(c.rotAnchors[a*d : (a+1)*d])
+		}
+	})
 }
 
 func (c *Rotated) NewScorer() Scorer {

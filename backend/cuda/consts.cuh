@@ -10,6 +10,7 @@
 #define SCALARS_BYTES  16    // sizeof(Scalars)
 #define ENC_BLOCK      64    // threads per block of vlc_rot_encode
 #define PP_BLOCK       64    // kmeans.DrawBlock: distances per k-means++ block sum
+#define PP_DRAW_THREADS 256   // threads of vlc_pp_draw
 #define MAX_RUN_DIM    1024  // largest dimension of vlc_reduce_runs
 #define WGMMA_BN       256   // anchors per block of vlc_assign_wgmma
 #define WGMMA_BK       64    // dimensions per stage of vlc_assign_wgmma

@@ -44,8 +44,8 @@ type Device struct {
 	// what is free); base is the free memory when the count began, peak
 	// the most used since (bytes). On the worker.
 	limit, base, peak int64
-	// stage is page-locked host memory for large copies back (on the
-	// worker; allocated on first use).
+	// stage is page-locked host memory for large copies, up (in two
+	// halves) and back (on the worker; allocated on first use).
 	stage []byte
 	// encodePerSM is the number of encoding threads per SM
 	// (VLC_CUDA_ENCODE_THREADS, default encodeThreads).
@@ -414,7 +414,7 @@ func (d *Device) run(f func() error) error {
 // The helpers below run on the worker.
 
 // stageBytes is the size of the page-locked staging buffer.
-const stageBytes = 32 << 20
+const stageBytes = 64 << 20
 
 // staging returns the page-locked staging buffer, allocating it once.
 func (d *Device) staging() ([]byte, error) {
@@ -531,9 +531,51 @@ func (d *Device) memInfo() (free, total int64, err error) {
 // arguments packed by the helpers i32, i64, f32 and device pointers as they
 // are.
 func (d *Device) launch(name string, gx, gy, block, smem int, args ...uint64) error {
+	return d.launchOn(0, name, gx, gy, block, smem, args...)
+}
+
+// launchOn is launch on stream (0: the default stream).
+func (d *Device) launchOn(stream uintptr, name string, gx, gy, block, smem int, args ...uint64) error {
 	copy(d.la.vals[:], args)
 	return d.drv.call(name, d.drv.cuLaunchKernel, d.fn[name], uintptr(gx), uintptr(gy), 1, uintptr(block), 1, 1,
-		uintptr(smem), 0, uintptr(unsafe.Pointer(&d.la.ptrs[0])), 0)
+		uintptr(smem), stream, uintptr(unsafe.Pointer(&d.la.ptrs[0])), 0)
+}
+
+// Streams and events for work that overlaps the default stream's (on
+// the worker). A stream made by newStream does not wait for the default
+// stream, nor it for it: what it reads must be complete (a synchronous
+// copy since, say), and the host waits for it by an event.
+const (
+	cuStreamNonBlocking  = 1 // CU_STREAM_NON_BLOCKING
+	cuEventDisableTiming = 2 // CU_EVENT_DISABLE_TIMING
+)
+
+func (d *Device) newStream() (uintptr, error) {
+	var st uintptr
+	err := d.drv.call("cuStreamCreate", d.drv.cuStreamCreate, uintptr(unsafe.Pointer(&st)), cuStreamNonBlocking)
+	return st, err
+}
+
+func (d *Device) destroyStream(st uintptr) {
+	d.drv.call("cuStreamDestroy", d.drv.cuStreamDestroy, st)
+}
+
+func (d *Device) newEvent() (uintptr, error) {
+	var ev uintptr
+	err := d.drv.call("cuEventCreate", d.drv.cuEventCreate, uintptr(unsafe.Pointer(&ev)), cuEventDisableTiming)
+	return ev, err
+}
+
+func (d *Device) destroyEvent(ev uintptr) {
+	d.drv.call("cuEventDestroy", d.drv.cuEventDestroy, ev)
+}
+
+func (d *Device) record(ev, stream uintptr) error {
+	return d.drv.call("cuEventRecord", d.drv.cuEventRecord, ev, stream)
+}
+
+func (d *Device) wait(ev uintptr) error {
+	return d.drv.call("cuEventSynchronize", d.drv.cuEventSynchronize, ev)
 }
 
 // launchMapped is launch for kernels whose first two parameters are

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/internal/par"
 )
 
 type dataset struct {
@@ -48,6 +49,9 @@ type dataset struct {
 	fix                fixScales // for the next pass (fixed.go)
 	statFix            fixScales // those of the statistics on the device
 	rescaled           int       // passes reduced twice (finishPass)
+	// sqHost is Stats' host copy of the squared sums, kept for the next
+	// call (maintenance reads them every few Steps).
+	sqHost []int64
 
 	toDev, toHost atomic.Int64
 
@@ -191,18 +195,63 @@ func (d *Device) residentRows(n, dim int) (int, error) {
 	return int(rows), nil
 }
 
+// uploadStaged copies src to the start of X through the page-locked
+// staging buffer, in its two halves: the host's cores copy a piece into
+// one half while the other half's piece crosses the bus (an asynchronous
+// copy, waited for by an event before the half is filled again). The
+// driver's copy from pageable memory does both in turn on one thread.
+func (s *dataset) uploadStaged(src []byte) error {
+	d := s.dev
+	stage, err := d.staging()
+	if err != nil {
+		return err
+	}
+	half := len(stage) / 2
+	var ev [2]uintptr
+	defer func() {
+		for _, e := range ev {
+			if e != 0 {
+				d.wait(e) // the half is not reused, nor the event destroyed, in flight
+				d.destroyEvent(e)
+			}
+		}
+	}()
+	for i := range ev {
+		if ev[i], err = d.newEvent(); err != nil {
+			return err
+		}
+	}
+	for k, off := 0, 0; off < len(src); k, off = k+1, off+half {
+		buf := stage[k%2*half : (k%2+1)*half]
+		if k >= 2 {
+			if err := d.wait(ev[k%2]); err != nil {
+				return err
+			}
+		}
+		piece := src[off:min(len(src), off+half)]
+		par.For(len(piece), 1<<20, func(lo, hi int) { copy(buf[lo:hi], piece[lo:hi]) })
+		if err := d.drv.call("cuMemcpyHtoDAsync", d.drv.cuMemcpyHtoDAsync, uintptr(s.x)+uintptr(off), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(piece)), 0); err != nil {
+			return err
+		}
+		if err := d.record(ev[k%2], 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // upload copies rows lo..hi of data into the first hi-lo rows of X (on
-// the worker): in one copy when no column padding is needed, else through
-// a padded staging buffer whose padding stays zero. Resident points also
+// the worker): through the page-locked staging buffer when no column
+// padding is needed (uploadStaged), else through a padded staging buffer
+// whose padding stays zero. Resident points also
 // get their padding rows zeroed.
 func (s *dataset) upload(data []uint16, lo, hi int) error {
 	d := s.dev
 	if s.dp == s.d {
-		b := int64(hi-lo) * int64(s.d) * 2
-		if err := d.htod(s.x, unsafe.Pointer(&data[lo*s.d]), b); err != nil {
+		if err := s.uploadStaged(unsafe.Slice((*byte)(unsafe.Pointer(&data[lo*s.d])), (hi-lo)*s.d*2)); err != nil {
 			return err
 		}
-		s.toDev.Add(b)
+		s.toDev.Add(int64(hi-lo) * int64(s.d) * 2)
 	} else {
 		const chunkBytes = 32 << 20
 		rows := max(1, chunkBytes/(s.dp*2))
@@ -660,7 +709,10 @@ func (s *dataset) Stats(counts []int64, variance []float32) error {
 		return errors.New("cuda: Stats before SetAnchors")
 	}
 	md := s.m * s.d
-	sq := make([]int64, md)
+	if len(s.sqHost) != md {
+		s.sqHost = make([]int64, md)
+	}
+	sq := s.sqHost
 	cnt := make([]uint32, s.m)
 	err := s.run(func() error {
 		if err := s.dev.dtoh(unsafe.Pointer(&sq[0]), s.sq, int64(md)*8); err != nil {
@@ -678,13 +730,16 @@ func (s *dataset) Stats(counts []int64, variance []float32) error {
 	for a := 0; a < s.m && a < len(counts); a++ {
 		counts[a] = int64(cnt[a])
 	}
-	for i := 0; i < md && i < len(variance); i++ {
-		if c := cnt[i/s.d]; c > 0 {
-			variance[i] = float32(float64(sq[i]) / float64(s.statFix.sq) / float64(c))
-		} else {
-			variance[i] = 0
+	scale := float64(s.statFix.sq)
+	par.For(min(md, len(variance)), 1<<14, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if c := cnt[i/s.d]; c > 0 {
+				variance[i] = float32(float64(sq[i]) / scale / float64(c))
+			} else {
+				variance[i] = 0
+			}
 		}
-	}
+	})
 	return nil
 }
 

@@ -42,6 +42,7 @@ type driver struct {
 	cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD8, cuMemGetInfo                    uintptr
 	cuGetErrorName, cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime           uintptr
 	cuEventDestroy, cuMemAllocHost, cuMemFreeHost                                                  uintptr
+	cuStreamCreate, cuStreamDestroy, cuMemcpyHtoDAsync                                             uintptr
 	// cuTensorMapEncodeTiled (CUDA 12.0 and later) is optional: without it
 	// the tma assign variant is not offered.
 	cuTensorMapEncodeTiled uintptr
@@ -97,6 +98,9 @@ func loadDriver() (*driver, error) {
 			{&d.cuEventDestroy, "cuEventDestroy_v2"},
 			{&d.cuMemAllocHost, "cuMemAllocHost_v2"},
 			{&d.cuMemFreeHost, "cuMemFreeHost"},
+			{&d.cuStreamCreate, "cuStreamCreate"},
+			{&d.cuStreamDestroy, "cuStreamDestroy_v2"},
+			{&d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
 		} {
 			p, err := purego.Dlsym(lib, s.name)
 			if err != nil {

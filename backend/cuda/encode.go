@@ -12,7 +12,7 @@ import (
 	"github.com/vlc-embed/vlc/internal/par"
 )
 
-var _ device.RotatedEncoder = (*dataset)(nil)
+var _ device.RotatedStreamEncoder = (*dataset)(nil)
 
 // encodeThreads is the number of encoding threads per SM: each keeps a
 // residual and three arrays of sort keys (16 bytes a dimension) in scratch.
@@ -31,6 +31,20 @@ const maxEncodeDim = 65535
 // entry. The points must be the float16 rows the host would encode (the
 // caller checks), and assign the final assignment (after Assign).
 func (s *dataset) EncodeRotated(l device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
+	return s.EncodeRotatedStream(l, anchors, ids, offsets, codes, params, nil)
+}
+
+// encodeRuns is how many runs EncodeRotatedStream encodes the entries in,
+// about: each run's codes come back, and the caller works on them, while
+// the device encodes the next (at 1M x 768, 4 bits, on an H100, the kernel
+// takes 0.66 s and repacking a run's codes on the host less).
+const encodeRuns = 8
+
+// EncodeRotatedStream is EncodeRotated in runs of entries: a launch of
+// the kernel each, a whole number of rounds of its threads, its codes
+// copied back, then ready called for it while the device encodes the
+// next (nil: no call).
+func (s *dataset) EncodeRotatedStream(l device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
 	d, m, n := s.d, len(offsets)-1, len(ids)
 	cb := l.CodeBytes()
 	switch {
@@ -128,14 +142,40 @@ func (s *dataset) EncodeRotated(l device.RotatedLayout, anchors []float32, ids [
 		if err != nil {
 			return fmt.Errorf("cuda: encode scratch: %w", err)
 		}
-		if err := dev.launch("vlc_rot_encode", grid, 1, encodeBlock, 0,
-			s.x, i32(s.dp), s.assign, anch, rotA, idb, i32(n), i32(d), i32(l.P), sg, f32(l.Scale),
-			i32(l.Bits), i32(l.Packed), b32(l.IP), sl, out, corr, rs, ks, sorted); err != nil {
+		// Runs of whole rounds of the threads (a multiple of BlockLen
+		// entries: threads is one of encodeBlock), so that no run ends
+		// with part of its threads idle. The kernels go on a stream of
+		// their own, so that a run's codes come back (on the default
+		// stream, its event waited for) while the next run's kernel runs.
+		run := threads * max(1, (n+threads*encodeRuns-1)/(threads*encodeRuns))
+		st, err := dev.newStream()
+		if err != nil {
 			return err
 		}
-		cs := make([]byte, 4*n)
-		if err := dev.dtoh(unsafe.Pointer(&cs[0]), corr, int64(len(cs))); err != nil {
-			return err
+		var ev [2]uintptr
+		defer func() {
+			dev.drv.call("cuCtxSynchronize", dev.drv.cuCtxSynchronize) // before the buffers go, on every path
+			for _, e := range ev {
+				if e != 0 {
+					dev.destroyEvent(e)
+				}
+			}
+			dev.destroyStream(st)
+		}()
+		for i := range ev {
+			if ev[i], err = dev.newEvent(); err != nil {
+				return err
+			}
+		}
+		launch := func(lo int) error {
+			hi := min(n, lo+run)
+			g := (min(hi-lo, threads) + encodeBlock - 1) / encodeBlock
+			if err := dev.launchOn(st, "vlc_rot_encode", g, 1, encodeBlock, 0,
+				s.x, i32(s.dp), s.assign, anch, rotA, idb+uint64(lo)*4, i32(hi-lo), i32(d), i32(l.P), sg, f32(l.Scale),
+				i32(l.Bits), i32(l.Packed), b32(l.IP), sl, out+uint64(lo*l.Packed), corr+uint64(lo)*4, rs, ks, sorted); err != nil {
+				return err
+			}
+			return dev.record(ev[lo/run%2], st)
 		}
 		// The levels come back a chunk of entries at a time through the
 		// page-locked staging buffer, and go straight to their place in
@@ -150,20 +190,47 @@ func (s *dataset) EncodeRotated(l device.RotatedLayout, anchors []float32, ids [
 		if l.Packed > 0 {
 			per = max(1, len(stage)/l.Packed)
 		}
-		for lo := 0; lo < n; lo += per {
-			hi := min(n, lo+per)
-			if l.Packed > 0 {
-				if err := dev.dtoh(unsafe.Pointer(&stage[0]), out+uint64(lo*l.Packed), int64((hi-lo)*l.Packed)); err != nil {
+		cs := make([]byte, 4*n)
+		// A copy up from pageable memory can return before its bytes
+		// land: the stream of the kernels waits for nothing of the
+		// default stream's, so all of that finishes first.
+		if err := dev.drv.call("cuCtxSynchronize", dev.drv.cuCtxSynchronize); err != nil {
+			return err
+		}
+		if err := launch(0); err != nil {
+			return err
+		}
+		for lo := 0; lo < n; lo += run {
+			hi := min(n, lo+run)
+			if err := dev.wait(ev[lo/run%2]); err != nil {
+				return err
+			}
+			if hi < n {
+				if err := launch(hi); err != nil {
 					return err
 				}
 			}
-			par.For(hi-lo, 4096, func(a, b int) {
-				for e := lo + a; e < lo+b; e++ {
-					k := e - lo
-					copy(codes[e*cb:], stage[k*l.Packed:(k+1)*l.Packed])
-					copy(codes[e*cb+l.Packed:(e+1)*cb], cs[4*e:4*e+4])
+			if err := dev.dtoh(unsafe.Pointer(&cs[4*lo]), corr+uint64(lo)*4, int64(4*(hi-lo))); err != nil {
+				return err
+			}
+			for clo := lo; clo < hi; clo += per {
+				chi := min(hi, clo+per)
+				if l.Packed > 0 {
+					if err := dev.dtoh(unsafe.Pointer(&stage[0]), out+uint64(clo*l.Packed), int64((chi-clo)*l.Packed)); err != nil {
+						return err
+					}
 				}
-			})
+				par.For(chi-clo, 4096, func(a, b int) {
+					for e := clo + a; e < clo+b; e++ {
+						k := e - clo
+						copy(codes[e*cb:], stage[k*l.Packed:(k+1)*l.Packed])
+						copy(codes[e*cb+l.Packed:(e+1)*cb], cs[4*e:4*e+4])
+					}
+				})
+			}
+			if ready != nil {
+				ready(lo, hi)
+			}
 		}
 		s.toHost.Add(int64(n*l.Packed + len(cs)))
 		return nil

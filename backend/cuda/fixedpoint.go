@@ -102,15 +102,32 @@ func maxAbsHalfRows(data []uint16, dim, first int) (float64, error) {
 	return float64(f16.ToFloat32(m)), nil
 }
 
-// maxAbs32 is maxAbsHalf for float32 values (anchors).
+// maxAbs32 is maxAbsHalf for float32 values (anchors), on all cores.
 func maxAbs32(data []float32, dim int) (float64, error) {
-	var m float64
-	for i, v := range data {
-		a := math.Abs(float64(v))
-		if math.IsInf(a, 0) || math.IsNaN(a) {
-			return 0, fmt.Errorf("cuda: anchor %d, dimension %d: %v: %w", i/dim, i%dim, v, device.ErrNonFinite)
+	const chunk = 1 << 16
+	parts := (len(data) + chunk - 1) / chunk
+	maxes := make([]float64, parts)
+	bad := make([]int, parts)
+	par.For(len(data), chunk, func(lo, hi int) {
+		p := lo / chunk
+		var m float64
+		bad[p] = -1
+		for i, v := range data[lo:hi] {
+			a := math.Abs(float64(v))
+			if math.IsInf(a, 0) || math.IsNaN(a) {
+				bad[p] = lo + i
+				break
+			}
+			m = max(m, a)
 		}
-		m = max(m, a)
+		maxes[p] = m
+	})
+	var m float64
+	for p := range parts {
+		if i := bad[p]; i >= 0 {
+			return 0, fmt.Errorf("cuda: anchor %d, dimension %d: %v: %w", i/dim, i%dim, data[i], device.ErrNonFinite)
+		}
+		m = max(m, maxes[p])
 	}
 	return m, nil
 }

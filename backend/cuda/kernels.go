@@ -32,6 +32,9 @@ const (
 	// ppBlock is PP_BLOCK: the k-means++ kernels sum and draw in blocks of
 	// kmeans.DrawBlock distances, as the host does.
 	ppBlock = kmeans.DrawBlock
+	// ppDrawThreads is PP_DRAW_THREADS, the block of vlc_pp_draw: its
+	// threads stage the block sums that one of them walks.
+	ppDrawThreads = 256
 	// maxRunDim is MAX_RUN_DIM, the largest dimension vlc_reduce_runs
 	// keeps in registers: 4 entry points of 256 dimensions a group.
 	maxRunDim = 1024
@@ -99,6 +102,7 @@ func constsHeader() string {
 	def("SCALARS_BYTES", scalarSize, "sizeof(Scalars)")
 	def("ENC_BLOCK", encodeBlock, "threads per block of vlc_rot_encode")
 	def("PP_BLOCK", ppBlock, "kmeans.DrawBlock: distances per k-means++ block sum")
+	def("PP_DRAW_THREADS", ppDrawThreads, "threads of vlc_pp_draw")
 	def("MAX_RUN_DIM", maxRunDim, "largest dimension of vlc_reduce_runs")
 	var wg, tma assignVariant
 	for _, v := range assignVariants {

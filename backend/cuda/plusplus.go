@@ -72,7 +72,7 @@ func (s *dataset) DrawPlusPlus(rows []int, first int, u []float64, fallback []in
 			if err := d.launch("vlc_pp_blocksums", (nb+127)/128, 1, 128, 0, s.pp.dist, i32(n), blocks, i32(nb)); err != nil {
 				return err
 			}
-			if err := d.launch("vlc_pp_draw", 1, 1, 32, 0, s.pp.dist, i32(n), blocks, i32(nb), ub, fb, pk, i32(k)); err != nil {
+			if err := d.launch("vlc_pp_draw", 1, 1, ppDrawThreads, 0, s.pp.dist, i32(n), blocks, i32(nb), ub, fb, pk, i32(k)); err != nil {
 				return err
 			}
 			if k < rounds {

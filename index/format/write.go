@@ -222,7 +222,7 @@ func RemoveStaleTemps(path string) []string {
 // writeSync encodes into f, syncs it and closes it. Writes go through in
 // chunks of at most ctxChunk bytes, ctx checked before each.
 func writeSync(ctx context.Context, f *os.File, sections []Section) error {
-	bw := bufio.NewWriterSize(ctxWriter{ctx, f}, 1<<20)
+	bw := bufio.NewWriterSize(ctxWriter{ctx, &writeBehind{f: f}}, 1<<20)
 	err := Encode(bw, sections)
 	if err == nil {
 		err = bw.Flush()
@@ -237,6 +237,26 @@ func writeSync(ctx context.Context, f *os.File, sections []Section) error {
 }
 
 const ctxChunk = 4 << 20
+
+// writeBehind writes to f and starts the disk writing every
+// writeBehindBytes written (startWriteback), so that the disk works while
+// the rest is written rather than all at the Sync.
+type writeBehind struct {
+	f            *os.File
+	off, started int64
+}
+
+const writeBehindBytes = 32 << 20
+
+func (w *writeBehind) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.off += int64(n)
+	if w.off-w.started >= writeBehindBytes {
+		startWriteback(w.f, w.started, w.off-w.started)
+		w.started = w.off
+	}
+	return n, err
+}
 
 // ctxWriter writes to w in chunks and stops once ctx is done.
 type ctxWriter struct {
