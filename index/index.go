@@ -128,6 +128,9 @@ func load(f *format.File, path string) (ix *Index, err error) {
 	if _, ok := f.Section(format.KindOf("STOR")); ok {
 		return nil, fmt.Errorf("%s: %w: it is a store manifest (vectors were added or deleted), read it through vlc.Open (vlc merge writes its live vectors to one index file)", path, ErrNotIndex)
 	}
+	if _, ok := f.Section(secModel); ok {
+		return nil, fmt.Errorf("%s: %w: it is a model file (anchors and code, no vectors: vlc model, ReadModel), to encode under (compress -anchors-from)", path, ErrNotIndex)
+	}
 	sec := map[format.Kind][]byte{}
 	for _, k := range []format.Kind{secMeta, secAnchors, secLists, secIDs, secParams, secCodes} {
 		b, ok := f.Section(k)
@@ -136,7 +139,7 @@ func load(f *format.File, path string) (ix *Index, err error) {
 		}
 		sec[k] = b
 	}
-	meta, err := unmarshalMeta(sec[secMeta])
+	meta, err := unmarshalMeta(sec[secMeta], secMeta)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
