@@ -160,14 +160,14 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 	if err := index.CheckPayloads(src.payloads); err != nil {
 		return nil, fmt.Errorf("%s: %w", input, err)
 	}
-	var model *frozenModel
+	var model *index.Model
 	m := opt.Anchors
 	if opt.AnchorsFrom != "" {
 		var err error
 		if model, err = loadModel(opt.AnchorsFrom, d, opt); err != nil {
 			return nil, err
 		}
-		m, metric = model.m, model.meta.Metric
+		m, metric = model.Lists(), model.Meta.Metric
 	}
 	if m == 0 {
 		m = anneal.DefaultAnchors(n)
@@ -242,13 +242,13 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 	case model != nil:
 		// Frozen: the model's anchors, code and list parameters.
 		sum.TrainRows = 0
-		plan.Meta = model.meta
+		plan.Meta = model.Meta
 		plan.Meta.Flags &^= index.FlagSegment
 		if m > n {
 			plan.Meta.Flags |= index.FlagSegment // a shard may hold fewer rows than lists
 		}
-		plan.Anchors, plan.Params, plan.Global = model.anchors, model.params, model.global
-		if plan.Assign, sum.Energy, err = assignRows(ctx, dev, src, rows, normalise, model.anchors, m, window(n, d, sample, src.f16 == nil || normalise), opt.AssignProgress); err != nil {
+		plan.Anchors, plan.Params, plan.Global = model.Anchors, model.Params, model.Global
+		if plan.Assign, sum.Energy, err = assignRows(ctx, dev, src, rows, normalise, model.Anchors, m, window(n, d, sample, src.f16 == nil || normalise), opt.AssignProgress); err != nil {
 			return nil, err
 		}
 		plan.Meta.Energy, plan.Meta.InitEnergy = sum.Energy, 0
@@ -336,9 +336,9 @@ func compress(ctx context.Context, src source, output string, opt Options, log *
 
 // newCode is the residual code opt asks for (or the model has), for n
 // rows of dimension d in m lists.
-func newCode(opt Options, model *frozenModel, n, d, m int) (quant.Code, error) {
+func newCode(opt Options, model *index.Model, n, d, m int) (quant.Code, error) {
 	if model != nil {
-		spec := model.meta.CodeSpec()
+		spec := model.Meta.CodeSpec()
 		spec.Dim = d
 		return quant.New(spec)
 	}

@@ -1,8 +1,8 @@
 package vlc
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -142,35 +142,24 @@ func assignWindow(dev anneal.Device, pts anneal.Points, anchors []float32, m int
 	return st, ds.Assignments(assign)
 }
 
-// frozenModel is what Options.AnchorsFrom encodes under: an index's
-// anchors (as stored: float16), code, metric and list parameters.
-type frozenModel struct {
-	m              int
-	meta           index.Meta
-	anchors        []float32
-	params, global []byte
-}
-
-// loadModel reads the model of the index at path for rows of dimension d,
-// refusing options that contradict it.
-func loadModel(path string, d int, opt Options) (*frozenModel, error) {
+// loadModel reads the model at path (a model file, an index or a store)
+// for rows of dimension d, refusing options that contradict it.
+func loadModel(path string, d int, opt Options) (*index.Model, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("-anchors-from: %w", err)
 	}
-	ix, err := Open(path)
+	model, err := index.ReadModel(path)
+	if errors.Is(err, index.ErrNotIndex) {
+		if _, _, isStore := storeAt(path); isStore {
+			model, err = storeModel(path)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", path, err)
 	}
-	defer ix.Close()
-	snap, err := ix.acquire()
-	if err != nil {
-		return nil, err
-	}
-	defer snap.release()
-	first := snap.segs[0].ix // a store's segments share the first's model
-	meta := first.Meta()
-	if first.Dim() != d {
-		return nil, fmt.Errorf("%w: the input has dimension %d, the model %s has %d", index.ErrDim, d, path, first.Dim())
+	meta := model.Meta
+	if model.Dim() != d {
+		return nil, fmt.Errorf("%w: the input has dimension %d, the model %s has %d", index.ErrDim, d, path, model.Dim())
 	}
 	spec := meta.CodeSpec()
 	spec.Dim = d
@@ -191,13 +180,27 @@ func loadModel(path string, d int, opt Options) (*frozenModel, error) {
 		{"Ratio", opt.Ratio, opt.Ratio != 0, "its own size"},
 		{"Code", opt.Code, !opt.autoCode() && kind != spec.Kind, spec.Kind},
 		{"Metric", opt.Metric, opt.Metric != "" && opt.Metric != meta.Metric.String(), meta.Metric},
-		{"Anchors", opt.Anchors, opt.Anchors != 0 && opt.Anchors != first.Lists(), first.Lists()},
+		{"Anchors", opt.Anchors, opt.Anchors != 0 && opt.Anchors != model.Lists(), model.Lists()},
 	} {
 		if c.bad {
 			return nil, &OptionError{Fields: []string{c.field}, Value: c.value, Reason: fmt.Sprintf("the model %s has %v (AnchorsFrom sets it)", path, c.has)}
 		}
 	}
-	// The anchors as the index stores them (float16 values): building
-	// rounds them to the same values, so residuals are the model's.
-	return &frozenModel{m: first.Lists(), meta: meta, anchors: first.Anchors(), params: first.Params(), global: bytes.Clone(first.Global())}, nil
+	return model, nil
+}
+
+// storeModel is the model of the store at path: its first segment's,
+// which every segment shares.
+func storeModel(path string) (*index.Model, error) {
+	ix, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer ix.Close()
+	snap, err := ix.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer snap.release()
+	return index.ModelOf(snap.segs[0].ix)
 }
