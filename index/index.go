@@ -129,7 +129,7 @@ func load(f *format.File, path string) (ix *Index, err error) {
 		return nil, fmt.Errorf("%s: %w: it is a store manifest (vectors were added or deleted), read it through vlc.Open (vlc merge writes its live vectors to one index file)", path, ErrNotIndex)
 	}
 	if _, ok := f.Section(secModel); ok {
-		return nil, fmt.Errorf("%s: %w: it is a model file (anchors and code, no vectors: vlc model, ReadModel), to encode under (compress -anchors-from)", path, ErrNotIndex)
+		return nil, fmt.Errorf("%s: %w: it is a model file (anchors and code, no vectors), read by ReadModel and compress -anchors-from", path, ErrNotIndex)
 	}
 	sec := map[format.Kind][]byte{}
 	for _, k := range []format.Kind{secMeta, secAnchors, secLists, secIDs, secParams, secCodes} {
