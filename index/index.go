@@ -7,7 +7,9 @@
 // of every entry, grouped by list, bit-packed in ceil(log2 N) bits each),
 // PARM (each list's code parameters), CODE (each entry's residual code)
 // and, for codes with parameters shared by all lists (the pq code's
-// codebooks, quant.Trainer), QGLB. docs/FORMAT.md draws the bytes.
+// codebooks, quant.Trainer), QGLB. A model file (Model) holds an index's
+// META (as MODL), ANCH, PARM and QGLB alone: what encoding more rows
+// under it needs. docs/FORMAT.md draws the bytes.
 package index
 
 import (
