@@ -14,9 +14,9 @@ DEMO    := demo-out
 # in Go 1.27), which CI must not take for a finding.
 FUZZTIME ?= 10s
 FUZZTMP  ?= $(shell test -d /dev/shm && echo /dev/shm || echo /tmp)
-FUZZ_TARGETS := index/format:FuzzOpen index:FuzzIndex vecfile:FuzzOpenNpy \
+FUZZ_TARGETS := index/format:FuzzOpen index:FuzzIndex index:FuzzModel vecfile:FuzzOpenNpy \
 	vecfile:FuzzOpenFvecs vecfile:FuzzOpenF16 vecfile:FuzzReadIvecs
-FUZZ_BRIEF := index/format:FuzzOpen:25000x index:FuzzIndex:2000x vecfile:FuzzOpenNpy:80000x \
+FUZZ_BRIEF := index/format:FuzzOpen:25000x index:FuzzIndex:2000x index:FuzzModel:20000x vecfile:FuzzOpenNpy:80000x \
 	vecfile:FuzzOpenFvecs:100000x vecfile:FuzzOpenF16:100000x vecfile:FuzzReadIvecs:100000x
 
 all: build

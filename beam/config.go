@@ -22,14 +22,14 @@ type Config struct {
 	// so a runner may encode each on another worker.
 	Shards int
 
-	// Model, when set, is an existing index whose anchors, rotation,
-	// codebooks and list parameters every shard is encoded with: no
-	// training, and the options below except Backend are the model's
-	// (Seed is then ignored).
+	// Model, when set, is a model file (vlc model, index.WriteModel) or
+	// an index whose anchors, rotation, codebooks and list parameters
+	// every shard is encoded with: no training, and the options below
+	// except Backend are the model's (Seed is then ignored).
 	Model string
-	// ModelOut is where a model trained by the pipeline is written and
-	// kept (default Output + ".model.vlc"); pass it as Model to encode
-	// more data the same way.
+	// ModelOut is where the model trained by the pipeline is written, as
+	// a model file, and kept (default Output + ".model"); pass it as
+	// Model to encode more data the same way.
 	ModelOut string
 	// WorkDir holds the segments until the commit merges them (default
 	// Output + ".parts"). Every worker must see it at the same path.
@@ -95,7 +95,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Shards = defaultShards
 	}
 	if c.ModelOut == "" {
-		c.ModelOut = c.Output + ".model.vlc"
+		c.ModelOut = c.Output + ".model"
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = c.Output + ".parts"

@@ -34,7 +34,7 @@ func init() {
 // removed. The stages:
 //
 //	Impulse -> plan (open the input: n rows, K shards) -> Reshuffle
-//	   -> sample (each shard's evenly spaced rows) -> GroupByKey -> train (once; vlc.Compress)
+//	   -> sample (each shard's evenly spaced rows) -> GroupByKey -> train (once; vlc.Compress, its model to a model file)
 //	   -> encode (per shard; vlc.Compress with AnchorsFrom, Start, End; the model a side input)
 //	   -> GroupByKey -> commit (vlc.Merge in shard order) -> Reshuffle -> cleanup
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -58,6 +59,21 @@ var model = sync.OnceValues(func() (string, error) {
 	return path, err
 })
 
+// modelFile writes the model of the test model's index to a model
+// file (vlc model), once, and returns its path.
+var modelFile = sync.OnceValues(func() (string, error) {
+	ix, err := model()
+	if err != nil {
+		return "", err
+	}
+	m, err := index.ReadModel(ix)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(filepath.Dir(ix), "model.model")
+	return path, index.WriteModel(path, m)
+})
+
 func testModel(t *testing.T) string {
 	t.Helper()
 	path, err := model()
@@ -81,6 +97,22 @@ func referenceOf(t *testing.T, input string, dim int, modelPath string) string {
 		t.Fatalf("single-process build: %v", err)
 	}
 	return path
+}
+
+// sameFile fails t unless the files at got and want hold the same bytes.
+func sameFile(t *testing.T, got, want string) {
+	t.Helper()
+	a, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Errorf("%s (%d bytes) differs from %s (%d bytes)", got, len(a), want, len(b))
+	}
 }
 
 // sameIndex fails t unless got and want are the same bytes; where they
@@ -141,14 +173,23 @@ func searchDiff(t *testing.T, a, b string) string {
 
 // With a model given, the pipeline's index is the single-process build's,
 // byte for byte, whatever the number of shards (8 of 1,250 rows; 3 of
-// 3,333 and 3,334; one), and the work folder is removed.
+// 3,333 and 3,334; one) and whether the model is an index or a model
+// file, and the work folder is removed.
 func TestBuildWithModel(t *testing.T) {
 	m := testModel(t)
+	file, err := modelFile()
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := reference(t, m)
-	for _, shards := range []int{8, 3, 1} {
-		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		model  string
+		shards int
+	}{{"shards=8", m, 8}, {"shards=3", m, 3}, {"shards=1", m, 1}, {"model-file/shards=3", file, 3}} {
+		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "deep10k.vlc")
-			cfg := Config{Input: deepBase, Dim: deepDim, Output: out, Shards: shards, Model: m}
+			cfg := Config{Input: deepBase, Dim: deepDim, Output: out, Shards: c.shards, Model: c.model}
 			if err := run(t, cfg); err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +197,7 @@ func TestBuildWithModel(t *testing.T) {
 			if _, err := os.Stat(out + ".parts"); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("work folder left behind: %v", err)
 			}
-			if _, err := os.Stat(out + ".model.vlc"); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(out + ".model"); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("a model was written though one was given: %v", err)
 			}
 		})
@@ -200,7 +241,7 @@ func TestBuildTrains(t *testing.T) {
 	if err := run(t, cfg); err != nil {
 		t.Fatal(err)
 	}
-	modelPath := out + ".model.vlc"
+	modelPath := out + ".model"
 
 	// The sample, by hand: rows floor(j*n/s).
 	in, err := vecfile.Open(deepBase, vecfile.Options{Dim: deepDim})
@@ -225,8 +266,17 @@ func TestBuildTrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("model: %d rows, %d anchors, %s code, %d iterations", sum.N, sum.Anchors, sum.Code, sum.Iterations)
-	sameIndex(t, modelPath, wantModel)
+	m, err := index.ReadModel(wantModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantModelFile := filepath.Join(dir, "want.model")
+	if err := index.WriteModel(wantModelFile, m); err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, modelPath, wantModelFile)
 	sameIndex(t, out, reference(t, modelPath))
+	sameIndex(t, out, reference(t, wantModel))
 }
 
 // encodeAttempts counts the calls of testHookEncode per shard, before

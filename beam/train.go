@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -75,8 +76,10 @@ func openShard(cfg Config, sh Shard) (*vecfile.Matrix, error) {
 
 // trainFn gathers the sample into a temporary .f16 file on its worker,
 // in sample order whatever order the chunks arrive in, and trains the
-// model on it once: vlc.Compress writes Cfg.ModelOut atomically, so a
-// retried or re-run train replaces it whole. It emits the model's path.
+// model on it once: vlc.Compress writes the sample's index beside it, and
+// its model (index.WriteModel: the anchors, code and list parameters,
+// not the sample's codes) goes to Cfg.ModelOut atomically, so a retried
+// or re-run train replaces it whole. It emits the model's path.
 type trainFn struct {
 	Cfg Config
 }
@@ -114,13 +117,22 @@ func (f *trainFn) ProcessElement(ctx context.Context, _ int, chunks func(*Sample
 		return "", err
 	}
 	cfg := f.Cfg
-	sum, err := vlc.Compress(ctx, tmp.Name(), cfg.ModelOut, vlc.Options{
+	trained := tmp.Name() + ".vlc"
+	defer os.Remove(trained)
+	sum, err := vlc.Compress(ctx, tmp.Name(), trained, vlc.Options{
 		Dim: d, Bits: cfg.Bits, Anchors: cfg.anchors(n), Code: cfg.Code, Metric: cfg.Metric,
 		Seed: cfg.Seed, MaxIter: cfg.MaxIter, Backend: cfg.Backend,
 		TrainSample: total, // every row of the sample, not a sample of it
 	})
 	if err != nil {
 		return "", fmt.Errorf("vlcbeam: training on %d sampled rows: %w", total, err)
+	}
+	model, err := index.ReadModel(trained)
+	if err != nil {
+		return "", fmt.Errorf("vlcbeam: %w", err)
+	}
+	if err := index.WriteModel(cfg.ModelOut, model); err != nil {
+		return "", fmt.Errorf("vlcbeam: %w", err)
 	}
 	log.Infof(ctx, "vlcbeam: trained %s on %d of %d rows: %d anchors, code %s, %d iterations, backend %s, %v",
 		cfg.ModelOut, total, n, sum.Anchors, sum.Code, sum.Iterations, sum.Backend, sum.TrainTime)

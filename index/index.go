@@ -7,7 +7,9 @@
 // of every entry, grouped by list, bit-packed in ceil(log2 N) bits each),
 // PARM (each list's code parameters), CODE (each entry's residual code)
 // and, for codes with parameters shared by all lists (the pq code's
-// codebooks, quant.Trainer), QGLB. docs/FORMAT.md draws the bytes.
+// codebooks, quant.Trainer), QGLB. A model file (Model) holds an index's
+// META (as MODL), ANCH, PARM and QGLB alone: what encoding more rows
+// under it needs. docs/FORMAT.md draws the bytes.
 package index
 
 import (
@@ -128,6 +130,9 @@ func load(f *format.File, path string) (ix *Index, err error) {
 	if _, ok := f.Section(format.KindOf("STOR")); ok {
 		return nil, fmt.Errorf("%s: %w: it is a store manifest (vectors were added or deleted), read it through vlc.Open (vlc merge writes its live vectors to one index file)", path, ErrNotIndex)
 	}
+	if _, ok := f.Section(secModel); ok {
+		return nil, fmt.Errorf("%s: %w: it is a model file (anchors and code, no vectors), read by ReadModel and compress -anchors-from", path, ErrNotIndex)
+	}
 	sec := map[format.Kind][]byte{}
 	for _, k := range []format.Kind{secMeta, secAnchors, secLists, secIDs, secParams, secCodes} {
 		b, ok := f.Section(k)
@@ -136,7 +141,7 @@ func load(f *format.File, path string) (ix *Index, err error) {
 		}
 		sec[k] = b
 	}
-	meta, err := unmarshalMeta(sec[secMeta])
+	meta, err := unmarshalMeta(sec[secMeta], secMeta)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -111,18 +111,20 @@ func (m *Meta) marshal() []byte {
 	return out
 }
 
-func unmarshalMeta(b []byte) (Meta, error) {
+// unmarshalMeta reads a META layout from b, the data of the section of
+// kind sec (META, or a model file's MODL), which errors name.
+func unmarshalMeta(b []byte, sec format.Kind) (Meta, error) {
 	var m Meta
 	if len(b) != metaSize {
-		return m, fmt.Errorf("%w: META section is %d bytes, want %d", ErrCorrupt, len(b), metaSize)
+		return m, fmt.Errorf("%w: %s section is %d bytes, want %d", ErrCorrupt, sec, len(b), metaSize)
 	}
 	binary.Read(bytes.NewReader(b), binary.LittleEndian, &m) // length checked above
 	used := binary.Size(m)
 	if m.Flags&^knownFlags != 0 || !allZero(b[used:]) {
-		return m, fmt.Errorf("%w: META has unknown flags or reserved bytes set (written by a newer vlc?)", ErrCorrupt)
+		return m, fmt.Errorf("%w: %s has unknown flags or reserved bytes set (written by a newer vlc?)", ErrCorrupt, sec)
 	}
 	if m.Flags&FlagIPCodes != 0 && m.Metric != IP {
-		return m, fmt.Errorf("%w: META marks inner-product codes for metric %s", ErrCorrupt, m.Metric)
+		return m, fmt.Errorf("%w: %s marks inner-product codes for metric %s", ErrCorrupt, sec, m.Metric)
 	}
 	return m, nil
 }

@@ -18,12 +18,12 @@ type Model struct {
 	Params, Global []byte
 }
 
-// ModelOf is the model of first (the index file at path, or the first
-// segment of the store there: a store's segments share its model),
-// refusing options that contradict it.
-func ModelOf(first *index.Index, path string, opt Options) (*Model, error) {
-	meta := first.Meta()
-	d := first.Dim()
+// CheckModel is im, read from path (a model file, an index, or a store's
+// first segment: a store's segments share its model), as the pipeline
+// encodes under it, refusing options that contradict it.
+func CheckModel(im *index.Model, path string, opt Options) (*Model, error) {
+	meta := im.Meta
+	d := im.Dim()
 	spec := meta.CodeSpec()
 	spec.Dim = d
 	code, err := quant.New(spec)
@@ -43,7 +43,7 @@ func ModelOf(first *index.Index, path string, opt Options) (*Model, error) {
 		{"Ratio", opt.Ratio, opt.Ratio != 0, "its own size"},
 		{"Code", opt.Code, !opt.autoCode() && kind != spec.Kind, spec.Kind},
 		{"Metric", opt.Metric, opt.Metric != "" && opt.Metric != meta.Metric.String(), meta.Metric},
-		{"Anchors", opt.Anchors, opt.Anchors != 0 && opt.Anchors != first.Lists(), first.Lists()},
+		{"Anchors", opt.Anchors, opt.Anchors != 0 && opt.Anchors != im.Lists(), im.Lists()},
 	} {
 		if c.bad {
 			return nil, &OptionError{Fields: []string{c.field}, Value: c.value, Reason: fmt.Sprintf("the model %s has %v (AnchorsFrom sets it)", path, c.has)}
@@ -51,5 +51,5 @@ func ModelOf(first *index.Index, path string, opt Options) (*Model, error) {
 	}
 	// The anchors as the index stores them (float16 values): building
 	// rounds them to the same values, so residuals are the model's.
-	return &Model{Path: path, Dim: d, M: first.Lists(), Meta: meta, Anchors: first.Anchors(), Params: first.Params(), Global: bytes.Clone(first.Global())}, nil
+	return &Model{Path: path, Dim: d, M: im.Lists(), Meta: meta, Anchors: im.Anchors, Params: im.Params, Global: bytes.Clone(im.Global)}, nil
 }

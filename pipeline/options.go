@@ -34,9 +34,10 @@ type Options struct {
 	Seed      uint64 // same input, options and seed: byte-identical index
 	MaxIter   int    // annealing iterations at most (default anneal.DefaultMaxIter)
 
-	// AnchorsFrom, for Compress, is an index file whose model the rows
-	// are encoded under, without training: its anchors, metric, code
-	// (rotation seed, pq codebooks) and list parameters. Rows encoded
+	// AnchorsFrom, for Compress, is a model file (index.WriteModel, vlc
+	// model), an index or a store whose model the rows are encoded
+	// under, without training: its anchors, metric, code (rotation seed,
+	// pq codebooks) and list parameters. Rows encoded
 	// under one model, apart or together, get the same codes, so their
 	// indexes merge (Merge) into what one encode of all of them gives.
 	// Bits, Ratio, Subspaces, Code, Metric and Anchors must be left zero

@@ -1,22 +1,40 @@
 package store
 
 import (
+	"errors"
+
 	"fmt"
+	"github.com/vlc-embed/vlc/index"
 	"os"
 
 	"github.com/vlc-embed/vlc/pipeline"
 )
 
-// ReadModel reads the model of the index file or store at path (a
-// store's segments share its first's), refusing options that contradict
-// it: what Options.AnchorsFrom names.
+// ReadModel reads the model at path, a model file (index.WriteModel), an
+// index file or a store (its first segment's, which every segment
+// shares), refusing options that contradict it: what Options.AnchorsFrom
+// names.
 func ReadModel(path string, opt pipeline.Options) (*pipeline.Model, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("-anchors-from: %w", err)
 	}
-	ix, err := Open(path)
+	m, err := index.ReadModel(path)
+	if errors.Is(err, index.ErrNotIndex) {
+		if _, _, isStore := storeAt(path); isStore {
+			m, err = storeModel(path)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", path, err)
+	}
+	return pipeline.CheckModel(m, path, opt)
+}
+
+// storeModel is the model of the store at path: its first segment's.
+func storeModel(path string) (*index.Model, error) {
+	ix, err := Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer ix.Close()
 	snap, err := ix.acquire()
@@ -24,5 +42,5 @@ func ReadModel(path string, opt pipeline.Options) (*pipeline.Model, error) {
 		return nil, err
 	}
 	defer snap.release()
-	return pipeline.ModelOf(snap.segs[0].ix, path, opt)
+	return index.ModelOf(snap.segs[0].ix)
 }

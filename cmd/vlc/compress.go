@@ -42,7 +42,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	idsFile := fs.String("ids", "", "ids of the input's vectors, one a line, in row order: the whole file's, or with -rows the range's (default: the row numbers)")
 	payloads := fs.String("payloads", "", "payloads of the input's vectors, a JSON Lines `file` (one JSON value a line, in row order)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the compression to `file` (go tool pprof)")
-	anchorsFrom := fs.String("anchors-from", "", "encode with the model (anchors, code, list parameters) of this index `file`, without training: indexes encoded under one model merge (vlc merge) into what one encode of all their rows gives")
+	anchorsFrom := fs.String("anchors-from", "", "encode with the model (anchors, code, list parameters) of this `file`, a model file (vlc model), an index or a store, without training: indexes encoded under one model merge (vlc merge) into what one encode of all their rows gives")
 	rowsFlag := fs.String("rows", "", "compress only the input's rows START:END (END excluded; either may be left out); the index numbers them from 0")
 	trainSample := fs.Int("train-sample", 0, fmt.Sprintf("rows training learns from, evenly spaced through the input, before every row is assigned and encoded (0: on a GPU every row that fits in its memory, on the CPU %d per anchor)", vlc.DefaultSamplePerAnchor))
 	replace := fs.Bool("replace", false, "write over a store at the output (an index that took adds or deletes, holding vectors no input has); an index file compress wrote is replaced without it")

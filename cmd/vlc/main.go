@@ -83,6 +83,8 @@ func init() {
 		"compact": {"INDEX", "rewrite an index without its deleted vectors", "", runCompact},
 		"retrain": {"[flags] INDEX", "train an index anew on its own vectors, in place", "", runRetrain},
 		"merge":   {"[flags] -o OUT INDEX...", "join indexes encoded under one model (compress -anchors-from) into one", "", runMerge},
+		"model": {"[flags] -o MODEL INDEX", "write an index's model (anchors, code, list parameters) to a small file for compress -anchors-from",
+			"INDEX: an index file, a store (its first segment's model) or a model file", runModel},
 
 		"serve": {"[flags] [NAME=]INDEX...", "serve indexes over HTTP: search, get, add, delete, metrics",
 			"NAME: the index's name in URLs (default: its file name without the extension).\n" +
