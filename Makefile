@@ -4,7 +4,7 @@ BIN     := bin/vlc
 DEEP    := testdata/deep2k
 DEMO    := demo-out
 
-.PHONY: all build demo test test-arm64 test-beam test-python vet bench bench-quality bench-search fuzz fuzz-brief soak clean
+.PHONY: all build demo test test-long test-arm64 test-beam test-python vet bench bench-quality bench-search fuzz fuzz-brief soak clean
 
 # Fuzz targets (package:Target). make fuzz FUZZTIME=10m runs each in turn;
 # make test replays the corpus in testdata/fuzz and fuzzes each briefly, by
@@ -50,9 +50,12 @@ vet:
 	$(STATICCHECK) ./...
 	CGO_ENABLED=0 $(STATICCHECK) -tags cuda ./...
 
-# Every test twice (and examples/rag, which checks its own claims): under the race detector with -short, where the tests
-# that are long there (recall on real data, golden hashes) skip, and
-# without it, every test in full. Then the packages that use the SIMD
+# make test: every package under the race detector with -short (where
+# the tests that are long there skip: end-to-end runs on real data,
+# golden hashes of long builds), then every package but the CLI's without
+# it, in full (the goldens, recall on real data), less LONG_TESTS, whose
+# -short forms ran in the first pass; examples/rag, which checks its own
+# claims. Then the packages that use the SIMD
 # kernels again under the purego tag (the pure-Go kernels, which must give
 # the same bits: the goldens hold both), and the check that the generated
 # assembly is what internal/vec/asm writes; the LangChainGo store, a module
@@ -68,19 +71,23 @@ vet:
 # adapter into a failure). The CLI package runs only its WebGPU tests with
 # the tag: with a GPU backend built in, -backend auto takes it, and GPU
 # reductions are not bit-for-bit reproducible, which TestFlagOrder demands
-# of the CPU path.
+# of the CPU path. Every go test line has a -timeout with margin.
+#
+# make test-long runs what make test leaves out: the CLI's tests in full,
+# LONG_TESTS, the Beam pipeline's tests (compiling the Beam SDK takes
+# minutes) and the arm64 kernels under qemu.
+LONG_TESTS := ^TestFrozenMerge$$
+FULL_PKGS   = $(shell $(GO) list ./... | grep -v '/cmd/vlc$$')
 test: vet
-	$(GO) test -race -short -count=1 ./...
-	$(GO) test -count=1 ./...
+	$(GO) test -race -short -count=1 -timeout 10m ./...
+	$(GO) test -count=1 -timeout 10m -skip '$(LONG_TESTS)' $(FULL_PKGS)
 	$(GO) run ./examples/rag
-	$(GO) test -tags purego -count=1 ./internal/vec/ ./quant/ ./index/ ./backend/cpu/ ./anneal/... .
-	cd internal/vec/asm && $(GO) test -count=1 ./...
-	cd integrations/langchaingo && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -race -count=1 ./...
+	$(GO) test -tags purego -count=1 -timeout 10m ./internal/vec/ ./quant/ ./index/ ./backend/cpu/ ./anneal/... .
+	cd internal/vec/asm && $(GO) test -count=1 -timeout 5m ./...
+	cd integrations/langchaingo && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -race -count=1 -timeout 5m ./...
 	cd loadtest && $(GO) vet ./... && $(STATICCHECK) ./...
-	$(MAKE) --no-print-directory test-beam
-	$(MAKE) --no-print-directory test-arm64
 	$(MAKE) --no-print-directory test-python
-	CGO_ENABLED=0 $(GO) test -tags cuda -count=1 -run '^$$' ./...
+	CGO_ENABLED=0 $(GO) test -tags cuda -count=1 -timeout 5m -run '^$$' ./...
 	$(MAKE) --no-print-directory fuzz-brief
 	@lvp() { ls /usr/share/vulkan/icd.d/lvp_icd*.json /usr/lib/*/libvulkan.so.1 /usr/lib64/libvulkan.so.1 2>/dev/null | grep -q libvulkan; }; \
 	pkgs="mesa-vulkan-drivers libvulkan1"; \
@@ -102,8 +109,14 @@ test: vet
 	set -x; \
 	CGO_ENABLED=1 $(GO) vet -tags webgpu ./backend/... ./cmd/vlc/ . && \
 	CGO_ENABLED=1 $(STATICCHECK) -tags webgpu ./backend/... ./cmd/vlc/ . && \
-	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 ./backend/webgpu/ && \
-	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 -run WebGPU ./cmd/vlc/
+	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 -timeout 5m ./backend/webgpu/ && \
+	CGO_ENABLED=1 VLC_WEBGPU_REQUIRE=$$req $(GO) test -race -tags webgpu -count=1 -timeout 5m -run WebGPU ./cmd/vlc/
+
+test-long:
+	$(GO) test -count=1 -timeout 20m ./cmd/vlc/
+	$(GO) test -count=1 -timeout 20m -run '$(LONG_TESTS)' ./...
+	REQUIRE_BEAM=1 $(MAKE) --no-print-directory test-beam
+	$(MAKE) --no-print-directory test-arm64
 
 # The arm64 build's kernels (NEON, and the purego ones) against their Go
 # references, and the packages that use them, run under qemu's user-mode
@@ -142,7 +155,7 @@ test-beam:
 		echo "make test: NOT running the Beam pipeline's tests (beam/): its modules could not be downloaded (cd beam && go mod download says why)"; \
 		[ -z "$(REQUIRE_BEAM)" ] || exit 1; exit 0; \
 	fi; \
-	set -x; cd beam && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -count=1 ./...
+	set -x; cd beam && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -count=1 -timeout 15m ./...
 
 # The Python client (clients/python, standard library only) against a real
 # `vlc serve` that its tests start on loopback with bin/vlc (VLC_BIN). Where
