@@ -148,7 +148,6 @@ func (c *cli) file(ext string) string {
 	return filepath.Join(c.dir, fmt.Sprintf("cli-%d%s", c.n, ext))
 }
 
-var addedIDs = regexp.MustCompile(`added (\d+) vectors \(ids (\S+) \.\. (\S+)\)`)
 
 func (c *cli) do(req request, kill time.Duration) (response, bool, error) {
 	var args []string
@@ -237,12 +236,16 @@ func (c *cli) answer(req request, out, errs string, runErr error) (response, boo
 	}
 	switch req.Op {
 	case "add":
-		m := addedIDs.FindStringSubmatch(out)
-		if m == nil || m[1] != strconv.Itoa(len(req.Docs)) {
+		// vlc add prints the ids it gave, one a line, in row order.
+		printed := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if out == "" || len(printed) != len(req.Docs) {
 			return resp, false, fmt.Errorf("cli add: output %q", out)
 		}
 		if req.Docs[0].ID != "" {
-			for _, d := range req.Docs {
+			for i, d := range req.Docs {
+				if printed[i] != d.ID {
+					return resp, false, fmt.Errorf("cli add: printed id %q for %q", printed[i], d.ID)
+				}
 				resp.IDs = append(resp.IDs, d.ID)
 			}
 		}
