@@ -83,17 +83,17 @@ const (
 // vecfile.ErrSize, ...) match their category too. Each error's message
 // names the file, row, id, option or flag it is about.
 var (
-	ErrArgument    = errs.Argument    // a value given that cannot be used: an option (*OptionError), vector, id, range
-	ErrNotFound    = errs.NotFound    // an id the store does not hold live
-	ErrDuplicate   = errs.Duplicate   // an id given twice, or already held
-	ErrCorrupt     = errs.Corrupt     // a damaged vlc file
-	ErrFormat      = errs.Format      // a file this build cannot read (not vlc's, newer, an unknown input layout)
-	ErrLocked      = errs.Locked      // another process held the store's write lock too long
-	ErrNotRegular  = errs.NotRegular  // a path that is not a regular file
-	ErrOutOfMemory = errs.OutOfMemory // no device memory for the work
-	ErrChanged     = errs.Changed     // a file rewritten or truncated while it was mapped
-	ErrClosed      = errs.Closed      // a use after Close (fs.ErrClosed)
-	ErrUnavailable = errs.Unavailable // a backend not built in or unable to start
+	ErrArgument    = errs.ErrArgument    // a value given that cannot be used: an option (*OptionError), vector, id, range
+	ErrNotFound    = errs.ErrNotFound    // an id the store does not hold live
+	ErrDuplicate   = errs.ErrDuplicate   // an id given twice, or already held
+	ErrCorrupt     = errs.ErrCorrupt     // a damaged vlc file
+	ErrFormat      = errs.ErrFormat      // a file this build cannot read (not vlc's, newer, an unknown input layout)
+	ErrLocked      = errs.ErrLocked      // another process held the store's write lock too long
+	ErrNotRegular  = errs.ErrNotRegular  // a path that is not a regular file
+	ErrOutOfMemory = errs.ErrOutOfMemory // no device memory for the work
+	ErrChanged     = errs.ErrChanged     // a file rewritten or truncated while it was mapped
+	ErrClosed      = errs.ErrClosed      // a use after Close (fs.ErrClosed)
+	ErrUnavailable = errs.ErrUnavailable // a backend not built in or unable to start
 )
 
 // Finer errors within ErrArgument and ErrDuplicate, for callers that

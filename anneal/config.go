@@ -9,7 +9,7 @@ import (
 // Errors of training, for errors.Is.
 var (
 	// ErrTooFewPoints: there are fewer points than anchors.
-	ErrTooFewPoints = errs.New(errs.Argument, "fewer points than anchors")
+	ErrTooFewPoints = errs.New(errs.ErrArgument, "fewer points than anchors")
 )
 
 // Config sets the anchors to learn and the annealing schedule. The zero value
@@ -114,15 +114,15 @@ func (c Config) withDefaults(n int) Config {
 func (c Config) validate(n int) error {
 	switch {
 	case c.M < 1:
-		return fmt.Errorf("%w: anchors must be at least 1, got %d", errs.Argument, c.M)
+		return fmt.Errorf("%w: anchors must be at least 1, got %d", errs.ErrArgument, c.M)
 	case n < c.M:
 		return fmt.Errorf("%w: %d points, %d anchors", ErrTooFewPoints, n, c.M)
 	case c.MaxIter < 1, c.Patience < 1, c.MaintainEvery < 1:
-		return fmt.Errorf("%w: MaxIter, Patience and MaintainEvery must be positive", errs.Argument)
+		return fmt.Errorf("%w: MaxIter, Patience and MaintainEvery must be positive", errs.ErrArgument)
 	case !(c.Cooling > 0 && c.Cooling < 1):
-		return fmt.Errorf("%w: Cooling must be in (0, 1), got %v", errs.Argument, c.Cooling)
+		return fmt.Errorf("%w: Cooling must be in (0, 1), got %v", errs.ErrArgument, c.Cooling)
 	case c.T0 < 0 || c.TMin < 0 || math.IsNaN(c.T0) || math.IsNaN(c.TMin):
-		return fmt.Errorf("%w: temperatures must be non-negative", errs.Argument)
+		return fmt.Errorf("%w: temperatures must be non-negative", errs.ErrArgument)
 	}
 	return nil
 }

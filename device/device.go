@@ -12,7 +12,7 @@ package device
 import "github.com/vlc-embed/vlc/internal/errs"
 
 // ErrNonFinite: a point or anchor value is an Inf or NaN.
-var ErrNonFinite = errs.New(errs.Argument, "value not finite")
+var ErrNonFinite = errs.New(errs.ErrArgument, "value not finite")
 
 // Points is a row-major set of n float16 vectors (IEEE binary16 bit
 // patterns). The values must be finite: a backend may refuse others with

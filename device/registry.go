@@ -11,7 +11,7 @@ import (
 
 // ErrNoBackend is returned when a named backend is not built in or cannot
 // start (no driver, no adapter).
-var ErrNoBackend = errs.New(errs.Unavailable, "backend not available")
+var ErrNoBackend = errs.New(errs.ErrUnavailable, "backend not available")
 
 type backend struct {
 	name string
@@ -46,7 +46,7 @@ const (
 // binary was built without support for what ("CUDA"); how says how to
 // build it in.
 func NotBuilt(what, how string) error {
-	return errs.New(errs.Unavailable, "not built with "+what+" support: "+how)
+	return errs.New(errs.ErrUnavailable, "not built with "+what+" support: "+how)
 }
 
 // Register makes a backend available by name. Backends call it from an init
@@ -89,7 +89,7 @@ func ParseDevices(spec string) ([]int, error) {
 	for _, f := range strings.Split(spec, ",") {
 		o, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || o < 0 {
-			return nil, fmt.Errorf("%w: devices %q: want all, or device numbers separated by commas (0,1)", errs.Argument, spec)
+			return nil, fmt.Errorf("%w: devices %q: want all, or device numbers separated by commas (0,1)", errs.ErrArgument, spec)
 		}
 		ords = append(ords, o)
 	}

@@ -17,11 +17,11 @@ var (
 	// ErrNoSearch: the device cannot search this index (its code is not
 	// the rotated one, the backend has no search, or the index is beyond
 	// the kernels' limits).
-	ErrNoSearch = errs.New(errs.Unavailable, "no device search")
+	ErrNoSearch = errs.New(errs.ErrUnavailable, "no device search")
 	// ErrClosed: a Resident used after Close.
-	ErrClosed = errs.Closed
+	ErrClosed = errs.ErrClosed
 	// ErrArgument: a search's sizes are out of range.
-	ErrArgument = errs.Argument
+	ErrArgument = errs.ErrArgument
 )
 
 // Searcher is a backend that can search an index in its own memory: the

@@ -28,10 +28,10 @@ var (
 	// ErrGroundTruth: ground truth with too few rows or ids, an id that
 	// is not a row of the index (negative, >= n, or a float file read
 	// as ids), or an id repeated in a row.
-	ErrGroundTruth = errs.New(errs.Argument, "bad ground truth")
+	ErrGroundTruth = errs.New(errs.ErrArgument, "bad ground truth")
 	// ErrBase: base vectors that are not the index's: another number of
 	// rows (the dimension is checked when the file is opened).
-	ErrBase = errs.New(errs.Argument, "base vectors do not match the index")
+	ErrBase = errs.New(errs.ErrArgument, "base vectors do not match the index")
 )
 
 // Result is what Measure measured. The JSON keys are the CLI's contract

@@ -15,13 +15,13 @@ var (
 	// ErrNotRegular: a path that is not a regular file (a pipe, a device,
 	// a socket, a folder), refused as an index or as an output.
 	ErrNotRegular = format.ErrNotRegular
-	ErrClosed     = errs.Closed
-	ErrDim        = errs.New(errs.Argument, "dimension does not match the index")
-	ErrMetric     = errs.New(errs.Argument, "unknown metric")
-	ErrArgument   = errs.Argument
+	ErrClosed     = errs.ErrClosed
+	ErrDim        = errs.New(errs.ErrArgument, "dimension does not match the index")
+	ErrMetric     = errs.New(errs.ErrArgument, "unknown metric")
+	ErrArgument   = errs.ErrArgument
 	// ErrZeroVector: a vector whose every value is 0 (a row or a query)
 	// under the cosine metric, which compares directions and a zero
 	// vector has none. Refused wherever a vector enters (l2 and ip take
 	// it).
-	ErrZeroVector = errs.New(errs.Argument, "zero vector under the cosine metric")
+	ErrZeroVector = errs.New(errs.ErrArgument, "zero vector under the cosine metric")
 )

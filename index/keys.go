@@ -38,9 +38,9 @@ var (
 
 // Errors of keys and payloads.
 var (
-	ErrDuplicateKey = errs.New(errs.Duplicate, "duplicate id")
-	ErrKey          = errs.New(errs.Argument, "invalid id")
-	ErrPayload      = errs.New(errs.Argument, "payload too large")
+	ErrDuplicateKey = errs.New(errs.ErrDuplicate, "duplicate id")
+	ErrKey          = errs.New(errs.ErrArgument, "invalid id")
+	ErrPayload      = errs.New(errs.ErrArgument, "payload too large")
 )
 
 // keyHash is 64-bit FNV-1a: fixed for all time, as KIDX is ordered by it.

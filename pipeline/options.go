@@ -115,9 +115,9 @@ type OptionError struct {
 
 func (e *OptionError) Error() string { return e.Message(func(f string) string { return f }) }
 
-// Unwrap gives the category every OptionError is in, errs.Argument, and
+// Unwrap gives the category every OptionError is in, errs.ErrArgument, and
 // the cause where there is one.
-func (e *OptionError) Unwrap() []error { return []error{errs.Argument, e.Err} }
+func (e *OptionError) Unwrap() []error { return []error{errs.ErrArgument, e.Err} }
 
 // Message is the error's text with each field named by name(field).
 func (e *OptionError) Message(name func(field string) string) string {

@@ -78,14 +78,14 @@ func points(src Source, rows index.Rows, normalise bool, orig func(int) int) (de
 }
 
 // ErrRange is returned for input values beyond the float16 range.
-var ErrRange = errs.New(errs.Argument, "value outside the float16 range")
+var ErrRange = errs.New(errs.ErrArgument, "value outside the float16 range")
 
 // ErrUnderflow is returned, under the l2 and ip metrics, for a row that is
 // not zero but whose squared length is below float32's normal range: its
 // distances, computed in float32, would be zero or imprecise, and every
 // query would find the same hits. Cosine normalises rows first and takes
 // any finite row.
-var ErrUnderflow = errs.New(errs.Argument, "vector too small for float32 distances")
+var ErrUnderflow = errs.New(errs.ErrArgument, "vector too small for float32 distances")
 
 // ErrZeroVector is returned, under the cosine metric, for a vector (a
 // row of Compress's input, a document of Build or Add, a query) whose

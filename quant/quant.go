@@ -10,7 +10,7 @@ import (
 )
 
 // ErrBits is returned for a bits-per-dimension setting no code supports.
-var ErrBits = errs.New(errs.Argument, "unsupported bits per dimension")
+var ErrBits = errs.New(errs.ErrArgument, "unsupported bits per dimension")
 
 // Kind identifies a code in the index file. Values are never reused.
 type Kind uint32
@@ -135,7 +135,7 @@ func New(s Spec) (Code, error) {
 	bitsOK := s.Bits == 1 || s.Bits == 2 || s.Bits == 4 || s.Bits == 8
 	switch {
 	case s.Dim < 1:
-		return nil, fmt.Errorf("%w: dimension %d", errs.Argument, s.Dim)
+		return nil, fmt.Errorf("%w: dimension %d", errs.ErrArgument, s.Dim)
 	case s.Kind == KindSQ8 && s.Bits == 8 && s.Subspaces == 0 && !s.IP:
 		return NewSQ8(s.Dim), nil
 	case s.Kind == KindRotated && bitsOK && s.Subspaces == 0:
@@ -193,7 +193,7 @@ func ParseKind(name string) (Kind, error) {
 	case "sq8":
 		return KindSQ8, nil
 	}
-	return 0, fmt.Errorf("%w: unknown code %q (want rotated, pq or sq8)", errs.Argument, name)
+	return 0, fmt.Errorf("%w: unknown code %q (want rotated, pq or sq8)", errs.ErrArgument, name)
 }
 
 func (k Kind) String() string {

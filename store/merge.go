@@ -20,7 +20,7 @@ type MergeSummary struct {
 
 // ErrModel is returned by Merge for inputs that were not encoded under one
 // model (the same anchors, code and seed), whose codes cannot be joined.
-var ErrModel = errs.New(errs.Argument, "inputs do not share a model")
+var ErrModel = errs.New(errs.ErrArgument, "inputs do not share a model")
 
 // Merge writes to output, atomically, one index holding the live rows of
 // every input (index files or stores), input after input, each in row

@@ -40,10 +40,10 @@ type Store struct {
 
 // ErrNotFound is returned for an id the index does not hold (or holds
 // deleted).
-var ErrNotFound = errs.New(errs.NotFound, "id not found")
+var ErrNotFound = errs.New(errs.ErrNotFound, "id not found")
 
 // ErrLocked is returned by a write while another process writes the index.
-var ErrLocked = errs.New(errs.Locked, "locked by another writer")
+var ErrLocked = errs.New(errs.ErrLocked, "locked by another writer")
 
 // ErrNotRegular is returned for a path that is not a regular file (a
 // named pipe, a device, a socket, a folder): an index or input refused

@@ -13,16 +13,16 @@ var (
 	// ErrCorrupt covers every structural or checksum problem: a truncated
 	// file, a bad header or table, a section out of bounds, a CRC mismatch
 	// or non-zero padding.
-	ErrCorrupt = errs.New(errs.Corrupt, "corrupt index")
+	ErrCorrupt = errs.New(errs.ErrCorrupt, "corrupt index")
 
 	// ErrNotIndex means the file does not start with the magic bytes (or is
 	// too short to hold them): it is not a vlc index at all. It does not
 	// satisfy errors.Is(err, ErrCorrupt).
-	ErrNotIndex = errs.New(errs.Format, "not a vlc index")
+	ErrNotIndex = errs.New(errs.ErrFormat, "not a vlc index")
 
 	// ErrVersion means the file is a vlc index in a format version this
 	// build cannot read. It does not satisfy errors.Is(err, ErrCorrupt).
-	ErrVersion = errs.New(errs.Format, "unsupported index version")
+	ErrVersion = errs.New(errs.ErrFormat, "unsupported index version")
 
 	// ErrNotRegular means a path is not a regular file: a named pipe, a
 	// device, a socket or a folder. Open refuses such an index without

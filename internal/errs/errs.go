@@ -12,33 +12,33 @@ import (
 
 // The categories.
 var (
-	// Argument: a value the caller gave that cannot be used (an option, a
+	// ErrArgument: a value the caller gave that cannot be used (an option, a
 	// vector, an id, a range, a dimension), whatever the function.
-	Argument = errors.New("invalid argument")
-	// NotFound: an id the store does not hold live.
-	NotFound = errors.New("not found")
-	// Duplicate: an id given twice, or already held.
-	Duplicate = errors.New("duplicate")
-	// Corrupt: a vlc file that is damaged (checksum, lengths, values).
-	Corrupt = errors.New("corrupt")
-	// Format: a file this build cannot read: not a vlc file, a newer
+	ErrArgument = errors.New("invalid argument")
+	// ErrNotFound: an id the store does not hold live.
+	ErrNotFound = errors.New("not found")
+	// ErrDuplicate: an id given twice, or already held.
+	ErrDuplicate = errors.New("duplicate")
+	// ErrCorrupt: a vlc file that is damaged (checksum, lengths, values).
+	ErrCorrupt = errors.New("corrupt")
+	// ErrFormat: a file this build cannot read: not a vlc file, a newer
 	// version, an input of an unknown or malformed layout.
-	Format = errors.New("unsupported format")
-	// Locked: another process held a store's write lock too long.
-	Locked = errors.New("locked")
-	// NotRegular: a path that is not a regular file (a pipe, a device,
+	ErrFormat = errors.New("unsupported format")
+	// ErrLocked: another process held a store's write lock too long.
+	ErrLocked = errors.New("locked")
+	// ErrNotRegular: a path that is not a regular file (a pipe, a device,
 	// a socket, a folder), refused rather than blocked on or replaced.
-	NotRegular = errors.New("not a regular file")
-	// OutOfMemory: the device (or the host) has no memory for the work.
-	OutOfMemory = errors.New("out of memory")
-	// Changed: a file another program truncated or rewrote while it was
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrOutOfMemory: the device (or the host) has no memory for the work.
+	ErrOutOfMemory = errors.New("out of memory")
+	// ErrChanged: a file another program truncated or rewrote while it was
 	// mapped.
-	Changed = errors.New("changed while in use")
-	// Closed: a use after Close; it is fs.ErrClosed.
-	Closed = fs.ErrClosed
-	// Unavailable: a backend or capability not built in, or not able to
+	ErrChanged = errors.New("changed while in use")
+	// ErrClosed: a use after Close; it is fs.ErrClosed.
+	ErrClosed = fs.ErrClosed
+	// ErrUnavailable: a backend or capability not built in, or not able to
 	// start here.
-	Unavailable = errors.New("not available")
+	ErrUnavailable = errors.New("not available")
 )
 
 // New returns a sentinel error whose message is msg and which matches

@@ -14,7 +14,7 @@ import (
 
 // ErrNotRegular is matched (errors.Is) by every error of this package that
 // refuses a path because it is not a regular file.
-var ErrNotRegular = errs.NotRegular
+var ErrNotRegular = errs.ErrNotRegular
 
 // NotRegularError names the path refused, what it is, and its role
 // ("output", or "" for an input).

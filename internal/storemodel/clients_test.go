@@ -148,7 +148,6 @@ func (c *cli) file(ext string) string {
 	return filepath.Join(c.dir, fmt.Sprintf("cli-%d%s", c.n, ext))
 }
 
-
 func (c *cli) do(req request, kill time.Duration) (response, bool, error) {
 	var args []string
 	switch req.Op {
