@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sort"
 	"strconv"
 
 	"github.com/vlc-embed/vlc/index/format"
@@ -21,6 +22,9 @@ type MergePart struct {
 	// named by number, so a second part's are numbered on past the
 	// first's).
 	FirstID int
+	// Payloads, when set, replaces the payloads of the rows it holds
+	// (a nil value removes one): the codes are copied as they are.
+	Payloads map[int][]byte
 }
 
 // MergeOptions are Merge's choices beyond its parts.
@@ -152,8 +156,8 @@ func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, opt M
 	var keys []string
 	var payloads [][]byte
 	withPayloads := false
-	for _, p := range idx {
-		withPayloads = withPayloads || p.HasPayloads()
+	for i, p := range idx {
+		withPayloads = withPayloads || p.HasPayloads() || len(parts[i].Payloads) > 0
 	}
 	if withKeys {
 		keys = make([]string, rows)
@@ -177,7 +181,9 @@ func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, opt M
 					keys[nr] = strconv.Itoa(parts[i].FirstID + r)
 				}
 			}
-			if withPayloads {
+			if pl, ok := parts[i].Payloads[r]; ok {
+				payloads[nr] = pl
+			} else if withPayloads {
 				pl, err := p.Payload(r)
 				if err != nil {
 					return 0, err
@@ -252,4 +258,33 @@ func (ix *Index) Reconstruct(fn func(row int, x []float32) error) (err error) {
 		}
 	}
 	return nil
+}
+
+// Vector writes to dst (Dim long) the vector row's code gives back: its
+// anchor plus the decoded residual, as Reconstruct gives it.
+func (ix *Index) Vector(row int, dst []float32) (_ []float32, err error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return nil, ErrClosed
+	}
+	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
+	e, ok := ix.entryOf(row)
+	if !ok {
+		return nil, fmt.Errorf("%w: row %d of %d", ErrArgument, row, ix.n)
+	}
+	a := sort.Search(ix.m, func(a int) bool { return uint64(ix.lists[a+1]) > uint64(e) })
+	if a >= ix.m {
+		return nil, fmt.Errorf("%s: %w: entry %d lies in no list", ix.path, ErrCorrupt, e)
+	}
+	d, pb := ix.d, ix.code.ParamBytes()
+	buf := make([]byte, ix.code.CodeBytes())
+	ix.entryCode(int(e), buf)
+	dst = dst[:d]
+	ix.code.Decode(dst, ix.params[a*pb:(a+1)*pb], buf)
+	anchor := ix.anchors[a*d : (a+1)*d]
+	for j := range dst {
+		dst[j] += anchor[j]
+	}
+	return dst, nil
 }

@@ -55,6 +55,11 @@ type SearchOptions struct {
 	// again exactly and the best K of those returned.
 	Rerank       Originals
 	RerankFactor int
+	// Radius, when not 0, drops the hits farther than it (a search by
+	// radius: at most K hits, so ask for a K that covers the
+	// neighbourhood). Distances are as Hit's: under ip they are negative
+	// inner products, so a bound there is negative.
+	Radius float32
 }
 
 // Originals looks up the original vector of an id, for re-ranking.
@@ -133,6 +138,7 @@ func (ix *Store) SearchRows(ctx context.Context, queries Rows, opt SearchOptions
 		if out[i], err = snap.hits(queries.Row(i, x), hs, opt); err != nil {
 			return nil, fmt.Errorf("query %d: %w", i, err)
 		}
+		out[i] = within(out[i], opt.Radius)
 	}
 	return out, nil
 }
@@ -159,7 +165,23 @@ func (snap *snapshot) search(ctx context.Context, q []float32, opt SearchOptions
 	if err != nil {
 		return nil, err
 	}
-	return snap.hits(q, raw, opt)
+	hits, err := snap.hits(q, raw, opt)
+	return within(hits, opt.Radius), err
+}
+
+// within drops the hits farther than radius (none when it is 0); hits
+// are sorted nearest first.
+func within(hits []Hit, radius float32) []Hit {
+	if radius == 0 {
+		return hits
+	}
+	n, _ := slices.BinarySearchFunc(hits, radius, func(h Hit, r float32) int {
+		if h.Distance <= r {
+			return -1
+		}
+		return 1
+	})
+	return hits[:n]
 }
 
 // options turns opt into the group's: the filter joined with the

@@ -107,6 +107,7 @@ type snapshot struct {
 	// gone holds the deleted rows in group numbering.
 	gone *roaring.Bitmap
 	live int
+	sortedCache
 }
 
 func (s *snapshot) release() {
@@ -541,10 +542,16 @@ func (ix *Store) Verify() error {
 type Record struct {
 	ID      string
 	Payload []byte // a copy; nil when the row has none
+	// Vector is the decoded vector, when asked for (WithVector).
+	Vector []float32
 }
 
 // Get returns the record of a live id, or an error wrapping ErrNotFound.
-func (ix *Store) Get(id string) (Record, error) {
+func (ix *Store) Get(id string, opts ...GetOption) (Record, error) {
+	var o getOptions
+	for _, f := range opts {
+		f(&o)
+	}
 	snap, err := ix.acquire()
 	if err != nil {
 		return Record{}, err
@@ -554,7 +561,7 @@ func (ix *Store) Get(id string) (Record, error) {
 	if !ok {
 		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	return snap.record(row)
+	return snap.getRecord(row, o)
 }
 
 // find returns the live group row of id.

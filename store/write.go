@@ -196,6 +196,18 @@ func closeUnshared(segs []*segment) {
 // unchanged. Rows added far from every anchor (Info's Drift) call for
 // Retrain.
 func (ix *Store) Add(ctx context.Context, docs []pipeline.Document) ([]string, error) {
+	return ix.put(ctx, docs, false)
+}
+
+// Upsert is Add, except that a document whose id is live replaces it:
+// the old row is deleted and the new one added in one commit, so a search
+// sees the one or the other, never both or neither. An id repeated within
+// docs is still an error (which of the two would stay is not clear).
+func (ix *Store) Upsert(ctx context.Context, docs []pipeline.Document) ([]string, error) {
+	return ix.put(ctx, docs, true)
+}
+
+func (ix *Store) put(ctx context.Context, docs []pipeline.Document, replace bool) ([]string, error) {
 	w, err := ix.beginWrite(ctx)
 	if err != nil {
 		return nil, err
@@ -206,12 +218,12 @@ func (ix *Store) Add(ctx context.Context, docs []pipeline.Document) ([]string, e
 		return nil, nil
 	}
 	first := snap.segs[0].ix
-	d, metric := first.Dim(), first.Meta().Metric
-	if err := pipeline.CheckDocuments(docs, d, metric); err != nil {
+	if err := pipeline.CheckDocuments(docs, first.Dim(), first.Meta().Metric); err != nil {
 		return nil, err
 	}
 	ids := make([]string, len(docs))
 	taken := make(map[string]int, len(docs))
+	var replaced []int // group rows of the live ids replaced
 	for i, doc := range docs {
 		if doc.ID == "" {
 			continue
@@ -219,8 +231,11 @@ func (ix *Store) Add(ctx context.Context, docs []pipeline.Document) ([]string, e
 		if j, dup := taken[doc.ID]; dup {
 			return nil, fmt.Errorf("%w %q: documents %d and %d", ErrDuplicateID, doc.ID, j, i)
 		}
-		if _, live := snap.find(doc.ID); live {
-			return nil, fmt.Errorf("document %d: %w %q: already in the index", i, ErrDuplicateID, doc.ID)
+		if row, live := snap.find(doc.ID); live {
+			if !replace {
+				return nil, fmt.Errorf("document %d: %w %q: already in the index", i, ErrDuplicateID, doc.ID)
+			}
+			replaced = append(replaced, row)
 		}
 		taken[doc.ID], ids[i] = i, doc.ID
 	}
@@ -243,18 +258,38 @@ func (ix *Store) Add(ctx context.Context, docs []pipeline.Document) ([]string, e
 			}
 		}
 	}
+	seg, entry, err := w.encode(ctx, v, first, docs, ids)
+	if err != nil {
+		closeUnshared(v.segs)
+		return nil, err
+	}
+	v.deleteRows(snap, replaced, ids)
+	v.segs = append(v.segs, seg)
+	v.man.Segments = append(v.man.Segments, entry)
+	v.deleted = append(v.deleted, roaring.New())
+	v.dropEmpty()
+	if err := w.commit(v); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// encode writes docs, named ids, as a new segment file encoded against
+// model's anchors, and opens it.
+func (w *write) encode(ctx context.Context, v *version, model *index.Index, docs []pipeline.Document, ids []string) (*segment, segmentEntry, error) {
+	metric := model.Meta().Metric
 	rows := make([][]float32, len(docs))
 	assign := make([]int32, len(docs))
 	payloads := make([][]byte, len(docs))
 	hasPayload := false
 	var energy float64
-	dots := make([]float32, first.NearestScratch())
+	dots := make([]float32, model.NearestScratch())
 	for i, doc := range docs {
 		x := append([]float32(nil), doc.Vector...)
 		if metric == index.Cosine {
 			vec.Normalize(x)
 		}
-		a, dist := first.Nearest(x, dots)
+		a, dist := model.Nearest(x, dots)
 		rows[i], assign[i] = x, int32(a)
 		energy += float64(dist)
 		payloads[i] = doc.Payload
@@ -263,31 +298,128 @@ func (ix *Store) Add(ctx context.Context, docs []pipeline.Document) ([]string, e
 	if !hasPayload {
 		payloads = nil
 	}
-	meta := first.Meta()
+	meta := model.Meta()
 	meta.Flags |= index.FlagSegment
 	meta.Energy, meta.InitEnergy = energy/float64(len(docs)), 0
 	meta.Iterations, meta.Converged, meta.Merged, meta.Split = 0, 0, 0, 0
 	name, file := w.newSegmentFile(v)
-	err = index.WriteContext(ctx, file, index.Plan{
-		Rows: matrix(rows), Anchors: first.Anchors(), Assign: assign, Meta: meta,
-		Keys: ids, Payloads: payloads, Global: first.Global(),
+	err := index.WriteContext(ctx, file, index.Plan{
+		Rows: matrix(rows), Anchors: model.Anchors(), Assign: assign, Meta: meta,
+		Keys: ids, Payloads: payloads, Global: model.Global(),
 	})
 	if err != nil {
+		return nil, segmentEntry{}, err
+	}
+	ix, err := index.Open(file, index.Options{})
+	if err != nil {
+		return nil, segmentEntry{}, err
+	}
+	return newSegment(ix, name), segmentEntry{File: name, Rows: len(docs), Added: true, Energy: meta.Energy}, nil
+}
+
+// deleteRows marks group rows of snap (the version v was made from)
+// deleted in v, and takes ids out of the origin: their rows are gone,
+// and an id added again is another vector.
+func (v *version) deleteRows(snap *snapshot, rows []int, ids []string) {
+	for _, r := range rows {
+		i, local := snap.group.Locate(r)
+		v.deleted[i].Add(uint32(local))
+	}
+	for _, id := range ids {
+		if n, ok := decimalID(id); ok {
+			v.origin.Remove(n)
+		}
+	}
+}
+
+// dropEmpty takes out of v the segments added after training whose rows
+// are all deleted: they hold nothing, and would be read by every search
+// until a compaction (their files are removed once no search reads
+// them). The first segment stays: it holds the model.
+func (v *version) dropEmpty() {
+	keep := 0
+	for i, e := range v.man.Segments {
+		if i > 0 && e.Added && int(v.deleted[i].GetCardinality()) == e.Rows {
+			continue
+		}
+		v.man.Segments[keep], v.deleted[keep], v.segs[keep] = e, v.deleted[i], v.segs[i]
+		keep++
+	}
+	v.man.Segments, v.deleted, v.segs = v.man.Segments[:keep], v.deleted[:keep], v.segs[:keep]
+}
+
+// SetPayloads replaces the payloads of live ids (a nil Payload removes
+// one) in one commit, without encoding their vectors again: their codes
+// are copied into a new segment with the new payloads, and the old rows
+// deleted. An id that is not live is an error wrapping ErrNotFound, and
+// then nothing changes.
+func (ix *Store) SetPayloads(ctx context.Context, recs []Record) error {
+	w, err := ix.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.end()
+	snap := w.snap
+	bySeg := map[int]map[int][]byte{}
+	seen := map[string]bool{}
+	var rows []int
+	for k, rec := range recs {
+		if seen[rec.ID] {
+			return fmt.Errorf("%w %q: records %d and an earlier one", ErrDuplicateID, rec.ID, k)
+		}
+		seen[rec.ID] = true
+		if len(rec.Payload) > MaxPayloadBytes {
+			return fmt.Errorf("record %d (%q): %w: %d bytes (at most %d)", k, rec.ID, ErrPayload, len(rec.Payload), MaxPayloadBytes)
+		}
+		row, ok := snap.find(rec.ID)
+		if !ok {
+			return fmt.Errorf("record %d: %w: %q", k, ErrNotFound, rec.ID)
+		}
+		i, local := snap.group.Locate(row)
+		if bySeg[i] == nil {
+			bySeg[i] = map[int][]byte{}
+		}
+		bySeg[i][local] = rec.Payload
+		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	v, err := w.next()
+	if err != nil {
+		return err
+	}
+	var parts []index.MergePart
+	var energy float64
+	for i := range snap.segs {
+		changed, ok := bySeg[i]
+		if !ok {
+			continue
+		}
+		parts = append(parts, index.MergePart{Index: v.segs[i].ix, Keep: func(r int) bool { _, ok := changed[r]; return ok }, Payloads: changed})
+		energy += v.segs[i].ix.Meta().Energy * float64(len(changed))
+	}
+	meta := parts[0].Index.Meta()
+	meta.Flags |= index.FlagSegment
+	meta.Energy = energy / float64(len(rows))
+	name, file := w.newSegmentFile(v)
+	n, err := index.Merge(ctx, file, parts, meta, index.MergeOptions{WithKeys: true})
+	if err != nil {
 		closeUnshared(v.segs)
-		return nil, err
+		return err
 	}
 	seg, err := index.Open(file, index.Options{})
 	if err != nil {
 		closeUnshared(v.segs)
-		return nil, err
+		return err
 	}
+	// The rows keep their vectors: their place in the origin stays.
+	v.deleteRows(snap, rows, nil)
 	v.segs = append(v.segs, newSegment(seg, name))
-	v.man.Segments = append(v.man.Segments, segmentEntry{File: name, Rows: len(docs), Added: true, Energy: meta.Energy})
+	v.man.Segments = append(v.man.Segments, segmentEntry{File: name, Rows: n, Added: true, Energy: meta.Energy})
 	v.deleted = append(v.deleted, roaring.New())
-	if err := w.commit(v); err != nil {
-		return nil, err
-	}
-	return ids, nil
+	v.dropEmpty()
+	return w.commit(v)
 }
 
 // Delete marks the given ids deleted: searches and Get no longer return
@@ -323,28 +455,12 @@ func (ix *Store) Delete(ctx context.Context, ids []string) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range rows {
-		i, local := snap.group.Locate(r)
-		v.deleted[i].Add(uint32(local))
-	}
+	ids = ids[:0:0]
 	for id := range seen {
-		if n, ok := decimalID(id); ok {
-			v.origin.Remove(n) // its row is gone; an id added again is another vector
-		}
+		ids = append(ids, id)
 	}
-	// A segment added after training whose rows are now all deleted holds
-	// nothing: it leaves the store (its file is removed once no search
-	// reads it) rather than being read by every search until a
-	// compaction. The trained segment stays: it holds the model.
-	keep := 0
-	for i, e := range v.man.Segments {
-		if i > 0 && e.Added && int(v.deleted[i].GetCardinality()) == e.Rows {
-			continue
-		}
-		v.man.Segments[keep], v.deleted[keep], v.segs[keep] = e, v.deleted[i], v.segs[i]
-		keep++
-	}
-	v.man.Segments, v.deleted, v.segs = v.man.Segments[:keep], v.deleted[:keep], v.segs[:keep]
+	v.deleteRows(snap, rows, ids)
+	v.dropEmpty()
 	return w.commit(v)
 }
 

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vlc-embed/vlc/internal/errs"
+)
+
+// Schema is what a collection is created with before it holds a vector:
+// the dimension, metric and code its vectors will have, the payload
+// fields it indexes for filters, and when it trains.
+type Schema struct {
+	Dim    int
+	Metric string // "l2" (""), "ip" or "cosine"
+	// Code, Bits and Subspaces are the code the collection trains to, as
+	// Options gives them ("" and 0: the defaults, rotated at 4 bits).
+	Code      string
+	Bits      int
+	Subspaces int
+	Seed      uint64
+	// Indexed are the payload fields (dotted paths into the JSON object)
+	// kept in an index per segment, so that a filter on them starts from
+	// the matching rows.
+	Indexed []string
+	Policy  Policy
+}
+
+// Policy is when a collection's background work runs. Zero values mean
+// the defaults; -1 turns a rule off.
+type Policy struct {
+	// TrainAt is the live vectors at which an untrained collection
+	// trains its anchors (default DefaultTrainAt). Until then it holds
+	// its vectors exactly and every search scans them all.
+	TrainAt int
+	// RetrainGrowth retrains once the live vectors reach this multiple of
+	// those the anchors were trained on (default DefaultRetrainGrowth).
+	RetrainGrowth float64
+	// RetrainDrift retrains once Info.Drift reaches it (default DriftWarn).
+	RetrainDrift float64
+	// MergeFactor is how many segments of one size tier are merged into
+	// one (default DefaultMergeFactor): the segments number about
+	// MergeFactor-1 per tenfold of the rows.
+	MergeFactor int
+}
+
+// Defaults of Policy.
+const (
+	DefaultTrainAt       = 4096
+	DefaultRetrainGrowth = 4
+	DefaultMergeFactor   = 10
+)
+
+// ErrExists is returned by Create for a path that holds a file already.
+var ErrExists = errs.New(errs.ErrDuplicate, "a file exists at the path")
+
+// Create makes an empty collection at path (which must not exist) with
+// schema s, and opens it. Until it holds Policy.TrainAt vectors it keeps
+// them exactly; then it trains, in the background.
+func Create(ctx context.Context, path string, s Schema) (*Store, error) {
+	return nil, fmt.Errorf("store.Create: %w: not yet built", errs.ErrUnavailable)
+}
+
+// CreateTemp makes an empty collection in a new temporary folder, removed
+// by Close: a collection for the life of a process. Snapshot saves it.
+func CreateTemp(s Schema) (*Store, error) {
+	return nil, fmt.Errorf("store.CreateTemp: %w: not yet built", errs.ErrUnavailable)
+}
+
+// Snapshot writes a copy of the current version to path (which must not
+// exist): a store that opens on its own, sharing the segment files by
+// hard links where the file system allows (they are never modified).
+func (ix *Store) Snapshot(ctx context.Context, path string) error {
+	return fmt.Errorf("Snapshot: %w: not yet built", errs.ErrUnavailable)
+}
+
+// Maintain runs the background work that is due (merging small
+// segments, training) now, in the caller's goroutine, and returns once
+// none is left: for a process that writes and exits (the CLI), and tests.
+func (ix *Store) Maintain(ctx context.Context) error {
+	return nil
+}
+
+// ParseFilter reads a filter in the JSON syntax of Chroma and MongoDB
+// (package filter): {"cat": "a"}, {"n": {"$gte": 10}}, {"$or": [...]}.
+func ParseFilter(data []byte) (Filter, error) {
+	return nil, fmt.Errorf("ParseFilter: %w: not yet built", errs.ErrUnavailable)
+}
