@@ -54,6 +54,13 @@ type (
 	// SegmentInfo describes one file of a store.
 	SegmentInfo  = store.SegmentInfo
 	MergeSummary = store.MergeSummary
+	// Schema and Policy are what Create makes an empty collection with.
+	Schema = store.Schema
+	Policy = store.Policy
+	// ListOptions and Page page through a store's records (List).
+	ListOptions = store.ListOptions
+	Page        = store.Page
+	GetOption   = store.GetOption
 )
 
 // What builds an index and what it reports.
@@ -213,6 +220,23 @@ func Merge(ctx context.Context, output string, inputs []string) (*MergeSummary, 
 // with id i in decimal: the input file of an index compressed without
 // ids (store.RowOriginals has the details).
 func RowOriginals(rows Rows) Originals { return store.RowOriginals(rows) }
+
+// Create makes an empty collection at path with schema s, and opens it
+// (store.Create).
+func Create(ctx context.Context, path string, s Schema) (*Store, error) {
+	return store.Create(ctx, path, s)
+}
+
+// CreateTemp makes an empty collection in a temporary folder that Close
+// removes; Snapshot saves it.
+func CreateTemp(s Schema) (*Store, error) { return store.CreateTemp(s) }
+
+// ParseFilter reads a filter in the JSON syntax of Chroma and MongoDB:
+// {"cat": "a"}, {"n": {"$gte": 10, "$lt": 20}}, {"$or": [...]}.
+func ParseFilter(data []byte) (Filter, error) { return store.ParseFilter(data) }
+
+// WithVector asks Get for the decoded vector too.
+func WithVector() GetOption { return store.WithVector() }
 
 // AllowIDs is a filter that allows only the given ids.
 func AllowIDs(ids ...string) Filter { return store.AllowIDs(ids...) }
