@@ -235,6 +235,9 @@ func CreateTemp(s Schema) (*Store, error) { return store.CreateTemp(s) }
 // {"cat": "a"}, {"n": {"$gte": 10, "$lt": 20}}, {"$or": [...]}.
 func ParseFilter(data []byte) (Filter, error) { return store.ParseFilter(data) }
 
+// Remove deletes a store (or index file) and its segment folder.
+func Remove(ctx context.Context, path string) error { return store.Remove(ctx, path) }
+
 // WithVector asks Get for the decoded vector too.
 func WithVector() GetOption { return store.WithVector() }
 

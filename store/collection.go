@@ -18,7 +18,10 @@ type Schema struct {
 	Code      string
 	Bits      int
 	Subspaces int
-	Seed      uint64
+	// Ratio, instead of Bits, asks for the bits that make the index
+	// about this fraction of the vectors' float16 size (Options.Ratio).
+	Ratio float64
+	Seed  uint64
 	// Indexed are the payload fields (dotted paths into the JSON object)
 	// kept in an index per segment, so that a filter on them starts from
 	// the matching rows.
@@ -85,4 +88,11 @@ func (ix *Store) Maintain(ctx context.Context) error {
 // (package filter): {"cat": "a"}, {"n": {"$gte": 10}}, {"$or": [...]}.
 func ParseFilter(data []byte) (Filter, error) {
 	return nil, fmt.Errorf("ParseFilter: %w: not yet built", errs.ErrUnavailable)
+}
+
+// Remove deletes the store or index file at path and its segment folder,
+// taking the store's lock so that no write of another process is cut
+// short. Handles open on it keep reading the version they hold.
+func Remove(ctx context.Context, path string) error {
+	return fmt.Errorf("store.Remove: %w: not yet built", errs.ErrUnavailable)
 }
