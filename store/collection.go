@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
+
+	"github.com/vlc-embed/vlc/pipeline"
 
 	"github.com/vlc-embed/vlc/internal/errs"
 )
@@ -11,22 +14,22 @@ import (
 // the dimension, metric and code its vectors will have, the payload
 // fields it indexes for filters, and when it trains.
 type Schema struct {
-	Dim    int
-	Metric string // "l2" (""), "ip" or "cosine"
+	Dim    int    `json:"dim"`
+	Metric string `json:"metric,omitempty"` // "l2" (""), "ip" or "cosine"
 	// Code, Bits and Subspaces are the code the collection trains to, as
 	// Options gives them ("" and 0: the defaults, rotated at 4 bits).
-	Code      string
-	Bits      int
-	Subspaces int
+	Code      string `json:"code,omitempty"`
+	Bits      int    `json:"bits,omitempty"`
+	Subspaces int    `json:"subspaces,omitempty"`
 	// Ratio, instead of Bits, asks for the bits that make the index
 	// about this fraction of the vectors' float16 size (Options.Ratio).
-	Ratio float64
-	Seed  uint64
+	Ratio float64 `json:"ratio,omitempty"`
+	Seed  uint64  `json:"seed,omitempty"`
 	// Indexed are the payload fields (dotted paths into the JSON object)
 	// kept in an index per segment, so that a filter on them starts from
 	// the matching rows.
-	Indexed []string
-	Policy  Policy
+	Indexed []string `json:"indexed,omitempty"`
+	Policy  Policy   `json:"policy"`
 }
 
 // Policy is when a collection's background work runs. Zero values mean
@@ -35,16 +38,16 @@ type Policy struct {
 	// TrainAt is the live vectors at which an untrained collection
 	// trains its anchors (default DefaultTrainAt). Until then it holds
 	// its vectors exactly and every search scans them all.
-	TrainAt int
+	TrainAt int `json:"train_at,omitempty"`
 	// RetrainGrowth retrains once the live vectors reach this multiple of
 	// those the anchors were trained on (default DefaultRetrainGrowth).
-	RetrainGrowth float64
+	RetrainGrowth float64 `json:"retrain_growth,omitempty"`
 	// RetrainDrift retrains once Info.Drift reaches it (default DriftWarn).
-	RetrainDrift float64
+	RetrainDrift float64 `json:"retrain_drift,omitempty"`
 	// MergeFactor is how many segments of one size tier are merged into
 	// one (default DefaultMergeFactor): the segments number about
 	// MergeFactor-1 per tenfold of the rows.
-	MergeFactor int
+	MergeFactor int `json:"merge_factor,omitempty"`
 }
 
 // Defaults of Policy.
@@ -77,13 +80,6 @@ func (ix *Store) Snapshot(ctx context.Context, path string) error {
 	return fmt.Errorf("Snapshot: %w: not yet built", errs.ErrUnavailable)
 }
 
-// Maintain runs the background work that is due (merging small
-// segments, training) now, in the caller's goroutine, and returns once
-// none is left: for a process that writes and exits (the CLI), and tests.
-func (ix *Store) Maintain(ctx context.Context) error {
-	return nil
-}
-
 // ParseFilter reads a filter in the JSON syntax of Chroma and MongoDB
 // (package filter): {"cat": "a"}, {"n": {"$gte": 10}}, {"$or": [...]}.
 func ParseFilter(data []byte) (Filter, error) {
@@ -95,4 +91,13 @@ func ParseFilter(data []byte) (Filter, error) {
 // short. Handles open on it keep reading the version they hold.
 func Remove(ctx context.Context, path string) error {
 	return fmt.Errorf("store.Remove: %w: not yet built", errs.ErrUnavailable)
+}
+
+// options are the build options of the collection's training.
+func (s *Schema) options(logger *slog.Logger) (pipeline.Options, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	opt := pipeline.Options{Code: s.Code, Bits: s.Bits, Subspaces: s.Subspaces, Ratio: s.Ratio, Metric: s.Metric, Seed: s.Seed, Logger: logger}
+	return opt.Prepare("")
 }
