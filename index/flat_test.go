@@ -314,3 +314,48 @@ func BenchmarkFlatSearch(b *testing.B) {
 		})
 	}
 }
+
+// The flat code under several anchors, in the inner-product form
+// (FlagIPCodes, whose L2 estimate the search takes for lists whose anchor
+// is nearer the query than the origin) and the plain form, scanning every
+// list: the hits are the float64 brute force's, their distances within
+// float32 rounding of the float64 ones.
+func TestFlatIPCodes(t *testing.T) {
+	const n, d, m, k = 400, 32, 6, 10
+	rows := randRows(n, d, 35)
+	anchors := make([]float32, m*d)
+	assign := make([]int32, n)
+	for i := range n {
+		assign[i] = int32(i % m)
+		for j := range d {
+			anchors[(i%m)*d+j] += 3 * rows.x[i*d+j] / float32(n/m) // far from the origin
+		}
+	}
+	for _, flags := range []uint32{0, index.FlagIPCodes} {
+		path := filepath.Join(t.TempDir(), "ip.vlc")
+		meta := flatMeta(index.IP)
+		meta.Flags = flags
+		if err := index.Write(path, index.Plan{Rows: rows, Anchors: anchors, Assign: assign, Meta: meta}); err != nil {
+			t.Fatal(err)
+		}
+		ix := open(t, path)
+		queries := randRows(8, d, 36)
+		for i := range queries.n {
+			q := queries.x[i*d : (i+1)*d]
+			hits, err := ix.Search(q, index.SearchOptions{K: k, NProbe: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([]index.Hit, n)
+			for r := range n {
+				want[r] = index.Hit{ID: r, Distance: float32(reference64(q, rows.x[r*d:(r+1)*d], index.IP))}
+			}
+			slices.SortFunc(want, func(a, b index.Hit) int { return cmp.Or(cmp.Compare(a.Distance, b.Distance), cmp.Compare(a.ID, b.ID)) })
+			for h := range k {
+				if hits[h].ID != want[h].ID || math.Abs(float64(hits[h].Distance-want[h].Distance)) > 1e-4*(1+math.Abs(float64(want[h].Distance))) {
+					t.Fatalf("flags %d query %d: hit %d is %+v, want %+v", flags, i, h, hits[h], want[h])
+				}
+			}
+		}
+	}
+}
