@@ -42,6 +42,8 @@ type Store struct {
 	// background: whether commits start background work (bg).
 	background bool
 	bg         worker
+	// tempDir, for a collection made by CreateTemp, is removed by Close.
+	tempDir string
 }
 
 // ErrNotFound is returned for an id the index does not hold (or holds
@@ -398,6 +400,9 @@ func (ix *Store) Close() error {
 	cur := ix.cur
 	ix.mu.Unlock()
 	cur.release()
+	if ix.tempDir != "" {
+		return os.RemoveAll(ix.tempDir)
+	}
 	return nil
 }
 
