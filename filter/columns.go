@@ -234,7 +234,7 @@ func (e *expr) resolve(c *Columns) (*roaring.Bitmap, bool) {
 		if e.want {
 			return col.present.Clone(), true
 		}
-		return c.complement(col.present), true
+		return c.complement(col.present.Clone()), true
 	case opEq:
 		return col.equal(e.val), true
 	case opNe:
