@@ -75,7 +75,9 @@ func init() {
 				"starts with a double quote is quoted); a payload is printed as one line of JSON (quoted too if it is not JSON).\n" +
 				"-json prints JSON Lines instead: one object per query, {\"query\": 0, \"hits\": [{\"id\": \"7\", \"distance\": 0.5}, ...]}.", runSearch},
 		"eval": {"[flags] -query FILE (-gt FILE | -base FILE) INDEX...", "measure recall and speed against ground truth",
-			"INDEX...: one index, or several with -sweep", runEval},
+			"INDEX...: one index, or several with -sweep. A store (with added or deleted vectors) is searched as it is, its ids\n" +
+				"read as the rows of -base or the ground truth (as vlc add without -ids numbers them): -base gives the exact\n" +
+				"neighbours among the live rows, -gt has the rows the store does not hold dropped", runEval},
 		"info":   {"[flags] INDEX", "describe an index", "", runInfo},
 		"verify": {"INDEX", "check every checksum of an index", "", runVerify},
 		"create": {"[flags] PATH", "make an empty collection (a store) that vlc add fills",
