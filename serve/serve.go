@@ -602,9 +602,9 @@ type SearchRequest struct {
 	// VectorsF32 is a batch as base64 of little-endian float32 values,
 	// row after row: a fifth of the bytes of JSON numbers and no parsing
 	// (for clients holding arrays, such as numpy's tobytes()).
-	VectorsF32 []byte  `json:"vectors_f32,omitempty"`
-	K          *int    `json:"k,omitempty"`      // default 10
-	NProbe     *int    `json:"nprobe,omitempty"` // default 16
+	VectorsF32 []byte `json:"vectors_f32,omitempty"`
+	K          *int   `json:"k,omitempty"`      // default 10
+	NProbe     *int   `json:"nprobe,omitempty"` // default 16
 	// Where is a filter in the JSON syntax of Chroma and MongoDB
 	// (vlc.ParseFilter): {"cat": "a"}, {"n": {"$gte": 10, "$lt": 20}},
 	// {"$or": [...]}. Filter is the older form (ids, or equality of
