@@ -157,10 +157,21 @@ func (col *column) sortNumbers() {
 		col.numVals[i], col.numRows[i] = p.v, p.row
 	}
 	for lo := 0; lo+numBlock <= len(ps); lo += numBlock {
-		b := roaring.BitmapOf(col.numRows[lo : lo+numBlock]...)
+		b := sortedBitmap(col.numRows[lo : lo+numBlock])
 		b.RunOptimize()
 		col.blocks = append(col.blocks, b)
 	}
+}
+
+// sortedBitmap makes a bitmap of rows, sorting a copy first: roaring adds
+// rows in order in linear time, but out of order in quadratic time
+// within a container.
+func sortedBitmap(rows []uint32) *roaring.Bitmap {
+	sorted := slices.Clone(rows)
+	slices.Sort(sorted)
+	b := roaring.New()
+	b.AddMany(sorted)
+	return b
 }
 
 // numSpan returns the span [lo, hi) of the sorted numbers that o ($eq,
@@ -192,11 +203,11 @@ func (col *column) numBitmap(lo, hi int) *roaring.Bitmap {
 	}
 	first, last := (lo+numBlock-1)/numBlock, hi/numBlock // whole blocks
 	if last-first < 2 {
-		return roaring.BitmapOf(col.numRows[lo:hi]...)
+		return sortedBitmap(col.numRows[lo:hi])
 	}
 	b := roaring.FastOr(col.blocks[first:last]...)
-	b.AddMany(col.numRows[lo : first*numBlock])
-	b.AddMany(col.numRows[last*numBlock : hi])
+	b.Or(sortedBitmap(col.numRows[lo : first*numBlock]))
+	b.Or(sortedBitmap(col.numRows[last*numBlock : hi]))
 	return b
 }
 
@@ -346,9 +357,14 @@ func (e *expr) resolve(c *Columns) (*roaring.Bitmap, bool) {
 	case opNe:
 		return c.complement(col.equal(e.val)), true
 	case opIn, opNin:
-		bs := make([]*roaring.Bitmap, len(e.vals))
-		for i, v := range e.vals {
-			bs[i] = col.equal(v)
+		bs := make([]*roaring.Bitmap, 0, len(e.vals))
+		var key [64]byte
+		for _, v := range e.vals {
+			if v.k == kindNum {
+				bs = append(bs, col.equal(v))
+			} else if p := col.keywords[string(appendKeywordKey(key[:0], v))]; p != nil {
+				bs = append(bs, p) // FastOr leaves its operands alone
+			}
 		}
 		b := roaring.FastOr(bs...)
 		if e.op == opNin {

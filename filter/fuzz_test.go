@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"unicode/utf8"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzParse: Parse never panics, and a filter it accepts reads back from

@@ -196,7 +196,7 @@ func TestColumns(t *testing.T) {
 		{filter.Or(filter.Eq("x", 1), filter.Lt("n", 2)), []uint32{0, 1, 2, 3}, false},
 		{filter.Not(filter.Eq("x", 1)), []uint32{0, 1, 2, 3}, false},
 		{filter.Gt("n", "a"), nil, true},
-		{filter.Eq("cat", 1.0 / zero()), nil, true}, // invalid: nothing
+		{filter.Eq("cat", 1.0/zero()), nil, true}, // invalid: nothing
 	} {
 		rows, exact := tc.e.Resolve(c)
 		if exact != tc.exact || !slices.Equal(rows.ToArray(), tc.rows) && len(tc.rows)+int(rows.GetCardinality()) > 0 {

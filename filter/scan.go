@@ -24,7 +24,9 @@ type syntaxError struct {
 	msg string
 }
 
-func (e *syntaxError) Error() string { return "invalid JSON at offset " + strconv.Itoa(e.off) + ": " + e.msg }
+func (e *syntaxError) Error() string {
+	return "invalid JSON at offset " + strconv.Itoa(e.off) + ": " + e.msg
+}
 
 var errDepth = errors.New("nested too deeply")
 
