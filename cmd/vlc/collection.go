@@ -252,7 +252,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if _, err := os.Lstat(pos[1]); err == nil {
 		return fmt.Errorf("%w: %s exists: a snapshot goes to a new path", vlc.ErrDuplicate, pos[1])
 	}
-	ix, err := vlc.Open(pos[0])
+	ix, err := openWriter(pos[0])
 	if err != nil {
 		return err
 	}
@@ -273,7 +273,7 @@ func runSetPayload(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if !json.Valid([]byte(pos[2])) {
 		return fmt.Errorf("%w: the payload %q is not one JSON value", vlc.ErrPayload, pos[2])
 	}
-	ix, err := vlc.Open(pos[0])
+	ix, err := openWriter(pos[0])
 	if err != nil {
 		return err
 	}

@@ -398,7 +398,6 @@ func TestSnapshotAndDrop(t *testing.T) {
 // segment each; the next add, maintaining, merges them and, past
 // -train-at, trains.
 func TestAddMaintains(t *testing.T) {
-	t.Skip("store.Maintain is a stub on main (returns nil without merging or training)")
 	needCreate(t)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "m.vlc")
