@@ -284,12 +284,6 @@ func Remove(ctx context.Context, path string) error {
 	return err
 }
 
-// ParseFilter reads a filter in the JSON syntax of Chroma and MongoDB
-// (package filter): {"cat": "a"}, {"n": {"$gte": 10}}, {"$or": [...]}.
-func ParseFilter(data []byte) (Filter, error) {
-	return nil, fmt.Errorf("ParseFilter: %w: not yet built", errs.ErrUnavailable)
-}
-
 // options are the build options of the collection's training.
 func (s *Schema) options(logger *slog.Logger) (pipeline.Options, error) {
 	if logger == nil {

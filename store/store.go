@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/vlc-embed/vlc/filter"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/index/format"
 )
@@ -81,6 +82,12 @@ type segment struct {
 	// this very file.
 	info os.FileInfo
 	refs atomic.Int32
+
+	// cols is the payload index of the store's indexed fields, built on
+	// the first filtered search.
+	colsOnce sync.Once
+	cols     *filter.Columns
+	colsErr  error
 }
 
 func newSegment(ix *index.Index, file string) *segment {

@@ -297,6 +297,9 @@ func parse(fs *flag.FlagSet, args []string, names []string, help io.Writer) ([]s
 		args = args[1:]
 	}
 	variadic := len(names) > 0 && strings.HasSuffix(names[len(names)-1], "...")
+	if len(names) > 0 && strings.HasPrefix(names[len(names)-1], "[") && len(pos) == len(names)-1 {
+		return pos, nil // the last, "[NAME...]", is optional
+	}
 	if len(pos) < len(names) {
 		missing := slices.Clone(names[len(pos):])
 		missing[len(missing)-1] = strings.TrimSuffix(missing[len(missing)-1], "...")
