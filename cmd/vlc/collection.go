@@ -53,7 +53,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	path := pos[0]
 	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("%w: %s exists: vlc create makes a new collection (vlc drop %s removes the old one)", vlc.ErrDuplicate, path, path)
+		return fmt.Errorf("%s: %w: vlc create makes a new collection (vlc drop %s removes the old one)", path, store.ErrExists, path)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -250,7 +250,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if _, err := os.Lstat(pos[1]); err == nil {
-		return fmt.Errorf("%w: %s exists: a snapshot goes to a new path", vlc.ErrDuplicate, pos[1])
+		return fmt.Errorf("%s: %w: a snapshot goes to a new path", pos[1], store.ErrExists)
 	}
 	ix, err := openWriter(pos[0])
 	if err != nil {
