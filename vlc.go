@@ -24,6 +24,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/vlc-embed/vlc/filter"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/errs"
 	"github.com/vlc-embed/vlc/internal/fault"
@@ -237,6 +238,10 @@ func ParseFilter(data []byte) (Filter, error) { return store.ParseFilter(data) }
 
 // Remove deletes a store (or index file) and its segment folder.
 func Remove(ctx context.Context, path string) error { return store.Remove(ctx, path) }
+
+// Match is a filter over the JSON payloads, built with package filter
+// (filter.Eq, filter.In, filter.Gte, filter.And, ...) or read by filter.Parse.
+func Match(e filter.Expr) Filter { return store.Match(e) }
 
 // WithVector asks Get for the decoded vector too.
 func WithVector() GetOption { return store.WithVector() }

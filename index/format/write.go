@@ -295,3 +295,11 @@ func syncDir(dir string) error {
 	}
 	return err
 }
+
+// Stale reports whether a file that process pid wrote, last modified at
+// mod, is left over from a process that has exited: pid runs no more on
+// this machine and the file predates this process. Where process ids
+// cannot be checked (not Unix) nothing is stale.
+func Stale(pid int, mod time.Time) bool {
+	return pid > 0 && pid != os.Getpid() && !processRuns(pid) && mod.Before(processStart)
+}
