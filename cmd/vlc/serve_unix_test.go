@@ -231,7 +231,7 @@ func TestServeDataFolder(t *testing.T) {
 	}
 	cp(t, deepIndexPath(t), data) // deep.vlc
 	other := t.TempDir()
-	_, url, stderr = startServe(t, "-data", data, "docs="+cp(t, deepIndexPath(t), other))
+	_, url, stderr = startServe(t, "-data", data, "docs="+cp(t, deepIndexPath(t), other), "more="+filepath.Join(other, "deep.vlc"))
 	resp, err = http.Get(url + "/v1/indexes")
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +239,7 @@ func TestServeDataFolder(t *testing.T) {
 	var list []struct{ Name string }
 	err = json.NewDecoder(resp.Body).Decode(&list)
 	resp.Body.Close()
-	if err != nil || len(list) != 2 || list[0].Name != "deep" || list[1].Name != "docs" {
-		t.Fatalf("-data with deep.vlc and docs=PATH served %+v, %v; stderr %s", list, err, stderr)
+	if err != nil || len(list) != 3 || list[0].Name != "deep" || list[1].Name != "docs" || list[2].Name != "more" {
+		t.Fatalf("-data with deep.vlc, docs=PATH and more=PATH served %+v, %v; stderr %s", list, err, stderr)
 	}
 }
