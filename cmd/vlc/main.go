@@ -296,7 +296,7 @@ func parse(fs *flag.FlagSet, args []string, names []string, help io.Writer) ([]s
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
-	variadic := len(names) > 0 && strings.HasSuffix(names[len(names)-1], "...")
+	variadic := len(names) > 0 && strings.HasSuffix(strings.TrimSuffix(names[len(names)-1], "]"), "...")
 	if len(names) > 0 && strings.HasPrefix(names[len(names)-1], "[") && len(pos) == len(names)-1 {
 		return pos, nil // the last, "[NAME...]", is optional
 	}
