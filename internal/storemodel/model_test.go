@@ -780,10 +780,11 @@ func (s *session) fullCheck(when string) {
 }
 
 // checkRead compares a read's answer with the version the client holds:
-// the newest for a command (a new process), the one a library worker
-// last read; vlc serve refreshes on its own (-refresh), so for it any
-// version from the last one it showed to the newest, and a later answer
-// never shows an older one than an earlier answer did.
+// the newest for a command (a new process); vlc serve refreshes on its
+// own (-refresh), and a library worker's handle when its background work
+// commits, so for them any version from the last one they showed to the
+// newest, and a later answer never shows an older one than an earlier
+// answer did.
 func (s *session) checkRead(c client, ci int, req request, resp response) {
 	who := fmt.Sprintf("%s %s %s (it holds version %d of %d)", c.name(), req.Op, brief(req), s.views[ci], len(s.m.versions)-1)
 	if req.Op == "refresh" {
@@ -797,7 +798,9 @@ func (s *session) checkRead(c client, ci int, req request, resp response) {
 	switch c.(type) {
 	case *cli:
 		lo, hi = len(s.m.versions)-1, len(s.m.versions)-1
-	case *server:
+	case *server, *proc:
+		// vlc serve refreshes on its own; a library handle refreshes when
+		// its background work (a merge, a training) commits.
 		hi = len(s.m.versions) - 1
 	}
 	if resp.Err != "" && !(req.Op == "get" && resp.Kind == "notfound") {
