@@ -139,7 +139,7 @@ func (s *Store) Close() error {
 }
 
 // Index returns the vlc index (nil while the store is empty), for what
-// the store does not wrap: Delete, Compact, Retrain, Info, Get.
+// the store does not wrap: Compact, Retrain, Info, Get, Count, List.
 func (s *Store) Index() *vlc.Store {
 	s.mu.Lock()
 	defer s.mu.Unlock()
