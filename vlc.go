@@ -62,6 +62,8 @@ type (
 	ListOptions = store.ListOptions
 	Page        = store.Page
 	GetOption   = store.GetOption
+	// OpenOptions are OpenWith's: background work on or off.
+	OpenOptions = store.OpenOptions
 )
 
 // What builds an index and what it reports.
@@ -115,6 +117,7 @@ var (
 	ErrUnderflow   = pipeline.ErrUnderflow  // a vector too small for float32 distances
 	ErrZeroVector  = pipeline.ErrZeroVector // a zero vector under cosine
 	ErrModel       = store.ErrModel         // Merge's inputs were not encoded under one model
+	ErrExists      = store.ErrExists        // Create or Snapshot over a file that exists (an ErrDuplicate)
 )
 
 // Open opens the index file or store at path.
@@ -235,6 +238,9 @@ func CreateTemp(s Schema) (*Store, error) { return store.CreateTemp(s) }
 // ParseFilter reads a filter in the JSON syntax of Chroma and MongoDB:
 // {"cat": "a"}, {"n": {"$gte": 10, "$lt": 20}}, {"$or": [...]}.
 func ParseFilter(data []byte) (Filter, error) { return store.ParseFilter(data) }
+
+// OpenWith is Open with options (OpenOptions.Manual: no background work).
+func OpenWith(path string, opt OpenOptions) (*Store, error) { return store.OpenWith(path, opt) }
 
 // Remove deletes a store (or index file) and its segment folder.
 func Remove(ctx context.Context, path string) error { return store.Remove(ctx, path) }

@@ -31,20 +31,30 @@ type column struct {
 	strs     []string                   // the distinct strings, sorted
 	numVals  []float64                  // sorted
 	numRows  []uint32                   // numRows[i] holds numVals[i]
+	blocks   []*roaring.Bitmap          // blocks[i]: numRows[i*numBlock:(i+1)*numBlock]
+	// manyNums: some row holds several numbers (an array), so two
+	// comparisons may be met by different ones and their spans must not
+	// be intersected.
+	manyNums bool
 }
 
-// keywordKey is the posting key of a string, boolean or null.
-func keywordKey(v value) string {
+// numBlock is how many sorted numbers share a precomputed bitmap: a range
+// over many numbers is an Or of whole blocks plus two partial ends, not
+// thousands of single adds.
+const numBlock = 1024
+
+// appendKeywordKey appends the posting key of a string, boolean or null.
+func appendKeywordKey(b []byte, v value) []byte {
 	switch v.k {
 	case kindNull:
-		return "n"
+		return append(b, 'n')
 	case kindBool:
 		if v.b {
-			return "t"
+			return append(b, 't')
 		}
-		return "f"
+		return append(b, 'f')
 	}
-	return "s" + string(v.s)
+	return append(append(b, 's'), v.s...)
 }
 
 // NewColumns indexes fields (dotted paths) of a segment's rows in one pass
@@ -75,6 +85,7 @@ func NewColumns(rows int, payload func(row int) ([]byte, error), fields []string
 	}
 	rd := newReader(fs)
 	d := rd.getDoc()
+	var key []byte
 	for row := range rows {
 		p, err := payload(row)
 		if err != nil {
@@ -87,17 +98,23 @@ func NewColumns(rows int, payload func(row int) ([]byte, error), fields []string
 			}
 			col := cols[i]
 			col.present.Add(uint32(row))
+			nums := 0
 			for _, v := range sl.vals {
+				if v.k == kindNum {
+					if nums++; nums == 2 {
+						col.manyNums = true
+					}
+				}
 				if v.k == kindNum {
 					col.numVals = append(col.numVals, v.n)
 					col.numRows = append(col.numRows, uint32(row))
 					continue
 				}
-				key := keywordKey(v)
-				b := col.keywords[key]
+				key = appendKeywordKey(key[:0], v)
+				b := col.keywords[string(key)]
 				if b == nil {
 					b = roaring.New()
-					col.keywords[key] = b
+					col.keywords[string(key)] = b
 				}
 				b.Add(uint32(row))
 			}
@@ -115,6 +132,9 @@ func NewColumns(rows int, payload func(row int) ([]byte, error), fields []string
 		slices.Sort(col.strs)
 		col.present.RunOptimize()
 		c.nbytes += int(col.present.GetSizeInBytes()) + 12*len(col.numVals) + 16*len(col.strs)
+		for _, b := range col.blocks {
+			c.nbytes += int(b.GetSizeInBytes())
+		}
 	}
 	return c, nil
 }
@@ -136,6 +156,73 @@ func (col *column) sortNumbers() {
 	for i, p := range ps {
 		col.numVals[i], col.numRows[i] = p.v, p.row
 	}
+	for lo := 0; lo+numBlock <= len(ps); lo += numBlock {
+		b := sortedBitmap(col.numRows[lo : lo+numBlock])
+		b.RunOptimize()
+		col.blocks = append(col.blocks, b)
+	}
+}
+
+// sortedBitmap makes a bitmap of rows, sorting a copy first: roaring adds
+// rows in order in linear time, but out of order in quadratic time
+// within a container.
+func sortedBitmap(rows []uint32) *roaring.Bitmap {
+	sorted := slices.Clone(rows)
+	slices.Sort(sorted)
+	b := roaring.New()
+	b.AddMany(sorted)
+	return b
+}
+
+// numSpan returns the span [lo, hi) of the sorted numbers that o ($eq,
+// $gt, $gte, $lt, $lte) accepts against n.
+func (col *column) numSpan(o op, n float64) (lo, hi int) {
+	vals := col.numVals
+	above := func(i int) bool { return vals[i] > n }
+	lo, hi = 0, len(vals)
+	switch o {
+	case opEq:
+		lo = sort.SearchFloat64s(vals, n)
+		hi = sort.Search(len(vals), above)
+	case opGt:
+		lo = sort.Search(len(vals), above)
+	case opGte:
+		lo = sort.SearchFloat64s(vals, n)
+	case opLt:
+		hi = sort.SearchFloat64s(vals, n)
+	case opLte:
+		hi = sort.Search(len(vals), above)
+	}
+	return lo, hi
+}
+
+// numBitmap returns the rows of the sorted numbers [lo, hi).
+func (col *column) numBitmap(lo, hi int) *roaring.Bitmap {
+	if hi <= lo {
+		return roaring.New()
+	}
+	first, last := (lo+numBlock-1)/numBlock, hi/numBlock // whole blocks
+	if last-first < 2 {
+		return sortedBitmap(col.numRows[lo:hi])
+	}
+	b := roaring.FastOr(col.blocks[first:last]...)
+	b.Or(sortedBitmap(col.numRows[lo : first*numBlock]))
+	b.Or(sortedBitmap(col.numRows[last*numBlock : hi]))
+	return b
+}
+
+// numSpan reports whether e is a comparison with a number on a field c
+// indexes with at most one number a row, and the span of sorted numbers
+// it accepts.
+func (e *expr) numSpan(c *Columns) (col *column, lo, hi int, ok bool) {
+	if e.op != opEq && (e.op < opGt || e.op > opLte) || e.val.k != kindNum {
+		return nil, 0, 0, false
+	}
+	if col = c.cols[e.field]; col == nil || col.manyNums {
+		return nil, 0, 0, false
+	}
+	lo, hi = col.numSpan(e.op, e.val.n)
+	return col, lo, hi, true
 }
 
 // Has reports whether field is indexed.
@@ -188,9 +275,39 @@ func (e *expr) resolve(c *Columns) (*roaring.Bitmap, bool) {
 	case opInvalid:
 		return roaring.New(), true
 	case opAnd:
+		// Comparisons with numbers on one field intersect as spans of
+		// its sorted numbers, so {"$gte": 10, "$lt": 20} reads only the
+		// rows between.
+		type span struct {
+			col    *column
+			lo, hi int
+		}
+		var spans []span
 		var rows *roaring.Bitmap
 		exact := true
 		for _, k := range e.kids {
+			if col, lo, hi, ok := k.numSpan(c); ok {
+				i := slices.IndexFunc(spans, func(s span) bool { return s.col == col })
+				if i < 0 {
+					spans = append(spans, span{col, lo, hi})
+				} else {
+					spans[i].lo, spans[i].hi = max(spans[i].lo, lo), min(spans[i].hi, hi)
+				}
+				continue
+			}
+		}
+		for _, s := range spans {
+			b := s.col.numBitmap(s.lo, s.hi)
+			if rows == nil {
+				rows = b
+			} else {
+				rows.And(b)
+			}
+		}
+		for _, k := range e.kids {
+			if _, _, _, ok := k.numSpan(c); ok {
+				continue
+			}
 			b, x := k.resolve(c)
 			exact = exact && x
 			switch {
@@ -240,9 +357,14 @@ func (e *expr) resolve(c *Columns) (*roaring.Bitmap, bool) {
 	case opNe:
 		return c.complement(col.equal(e.val)), true
 	case opIn, opNin:
-		bs := make([]*roaring.Bitmap, len(e.vals))
-		for i, v := range e.vals {
-			bs[i] = col.equal(v)
+		bs := make([]*roaring.Bitmap, 0, len(e.vals))
+		var key [64]byte
+		for _, v := range e.vals {
+			if v.k == kindNum {
+				bs = append(bs, col.equal(v))
+			} else if p := col.keywords[string(appendKeywordKey(key[:0], v))]; p != nil {
+				bs = append(bs, p) // FastOr leaves its operands alone
+			}
 		}
 		b := roaring.FastOr(bs...)
 		if e.op == opNin {
@@ -265,11 +387,10 @@ func (c *Columns) complement(b *roaring.Bitmap) *roaring.Bitmap {
 // equal returns the rows holding v.
 func (col *column) equal(v value) *roaring.Bitmap {
 	if v.k == kindNum {
-		lo := sort.SearchFloat64s(col.numVals, v.n)
-		hi := lo + sort.Search(len(col.numVals)-lo, func(i int) bool { return col.numVals[lo+i] > v.n })
-		return roaring.BitmapOf(col.numRows[lo:hi]...)
+		return col.numBitmap(col.numSpan(opEq, v.n))
 	}
-	if b := col.keywords[keywordKey(v)]; b != nil {
+	var key [64]byte
+	if b := col.keywords[string(appendKeywordKey(key[:0], v))]; b != nil {
 		return b.Clone()
 	}
 	return roaring.New()
@@ -279,18 +400,7 @@ func (col *column) equal(v value) *roaring.Bitmap {
 // accepts against v, a number or a string.
 func (col *column) rng(o op, v value) *roaring.Bitmap {
 	if v.k == kindNum {
-		lo, hi := 0, len(col.numVals)
-		switch o {
-		case opGt:
-			lo = sort.Search(hi, func(i int) bool { return col.numVals[i] > v.n })
-		case opGte:
-			lo = sort.SearchFloat64s(col.numVals, v.n)
-		case opLt:
-			hi = sort.SearchFloat64s(col.numVals, v.n)
-		case opLte:
-			hi = sort.Search(hi, func(i int) bool { return col.numVals[i] > v.n })
-		}
-		return roaring.BitmapOf(col.numRows[lo:hi]...)
+		return col.numBitmap(col.numSpan(o, v.n))
 	}
 	s := string(v.s)
 	lo, hi := 0, len(col.strs)

@@ -173,7 +173,7 @@ func TestBuilderInvalid(t *testing.T) {
 		{filter.Eq("cat", []string{"a"}), `filter: cat: $eq: got a []string; a value is a string, a bool, nil or a number`},
 		{filter.Gt("n", true), `filter: n: $gt wants a number or a string, got true`},
 		{filter.Gte("n", nil), `filter: n: $gte wants a number or a string, got null`},
-		{filter.Eq("n", 0.0 / zero()), `filter: n: $eq: number NaN is not finite (beyond float64's range)`},
+		{filter.Eq("n", 0.0/zero()), `filter: n: $eq: number NaN is not finite (beyond float64's range)`},
 		{filter.Eq("s", "\xff"), `filter: s: $eq: string "\xff" is not valid UTF-8`},
 		{filter.Eq("", 1), `filter: an empty field name`},
 		{filter.Exists("$x", true), `filter: field "$x" starts with $`},

@@ -196,7 +196,7 @@ func TestColumns(t *testing.T) {
 		{filter.Or(filter.Eq("x", 1), filter.Lt("n", 2)), []uint32{0, 1, 2, 3}, false},
 		{filter.Not(filter.Eq("x", 1)), []uint32{0, 1, 2, 3}, false},
 		{filter.Gt("n", "a"), nil, true},
-		{filter.Eq("cat", 1.0 / zero()), nil, true}, // invalid: nothing
+		{filter.Eq("cat", 1.0/zero()), nil, true}, // invalid: nothing
 	} {
 		rows, exact := tc.e.Resolve(c)
 		if exact != tc.exact || !slices.Equal(rows.ToArray(), tc.rows) && len(tc.rows)+int(rows.GetCardinality()) > 0 {
@@ -228,5 +228,45 @@ func TestNewColumnsErrors(t *testing.T) {
 	}
 	if _, err = filter.NewColumns(-1, nil, nil); !errors.Is(err, filter.ErrFilter) {
 		t.Errorf("-1 rows: %v", err)
+	}
+}
+
+// Ranges over many numbers take whole precomputed blocks plus the two
+// ends; check them against Match over spans of every length.
+func TestResolveLongRanges(t *testing.T) {
+	const seed, rows = 7, 5000
+	r := rand.New(rand.NewPCG(seed, 1))
+	payloads := make([][]byte, rows)
+	for i := range payloads {
+		// n: one number a row; a: an array of two in every tenth row.
+		if i%10 == 0 {
+			payloads[i] = fmt.Appendf(nil, `{"n": %d, "a": [%d, %d]}`, r.IntN(1000), r.IntN(1000), r.IntN(1000))
+		} else {
+			payloads[i] = fmt.Appendf(nil, `{"n": %d, "a": %d}`, r.IntN(1000), r.IntN(1000))
+		}
+	}
+	c, err := filter.NewColumns(rows, func(row int) ([]byte, error) { return payloads[row], nil }, []string{"n", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tries := 40
+	if testing.Short() {
+		tries = 10
+	}
+	for range tries {
+		lo, hi := r.IntN(1100)-50, r.IntN(1100)-50
+		f := []string{"n", "a"}[r.IntN(2)]
+		for _, e := range []filter.Expr{
+			filter.And(filter.Gte(f, lo), filter.Lt(f, hi)),
+			filter.And(filter.Gt(f, lo), filter.Lte(f, hi), filter.Ne(f, hi-1)),
+			filter.Lt(f, hi),
+			filter.Not(filter.Gte(f, lo)),
+			filter.Eq(f, lo),
+		} {
+			got, exact := e.Resolve(c)
+			if want := matching(e, payloads); !exact || !got.Equals(want) {
+				t.Fatalf("seed %d: %s: exact %v, Resolve %d rows, Match %d", seed, e, exact, got.GetCardinality(), want.GetCardinality())
+			}
+		}
 	}
 }

@@ -18,17 +18,19 @@ import (
 // filter, so that a hostile input cannot exhaust the stack.
 const maxDepth = 512
 
-// errSyntax reports malformed JSON; the offset says where.
+// syntaxError reports malformed JSON; the offset says where.
 type syntaxError struct {
 	off int
 	msg string
 }
 
-func (e *syntaxError) Error() string { return "invalid JSON at offset " + strconv.Itoa(e.off) + ": " + e.msg }
+func (e *syntaxError) Error() string {
+	return "invalid JSON at offset " + strconv.Itoa(e.off) + ": " + e.msg
+}
 
 var errDepth = errors.New("nested too deeply")
 
-// scanner walks one JSON text. buf holds decoded strings that had escapes.
+// scanner walks one JSON text.
 type scanner struct {
 	data  []byte
 	pos   int
@@ -130,13 +132,12 @@ func (s *scanner) object(each func(key []byte) bool) bool {
 		s.depth--
 		return true
 	}
-	var keyBuf [64]byte
 	for {
 		if s.peek() != '"' {
 			s.fail("want a string key")
 			return false
 		}
-		key, ok := s.str(keyBuf[:0])
+		key, ok := s.str(nil)
 		if !ok || !s.expect(':') || !each(key) {
 			return false
 		}

@@ -30,7 +30,7 @@ type Schema struct {
 	Dim    int    `json:"dim"`
 	Metric string `json:"metric,omitempty"` // "l2" (""), "ip" or "cosine"
 	// Code, Bits and Subspaces are the code the collection trains to, as
-	// Options gives them ("" and 0: the defaults, rotated at 4 bits).
+	// Options gives them ("" and 0: Options' defaults, rotated at 8 bits).
 	Code      string `json:"code,omitempty"`
 	Bits      int    `json:"bits,omitempty"`
 	Subspaces int    `json:"subspaces,omitempty"`

@@ -22,8 +22,8 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fset := flag.NewFlagSet("create", flag.ContinueOnError)
 	dim := fset.Int("dim", 0, "dimension of the vectors the collection will hold (required)")
 	metric := fset.String("metric", "l2", "distance: l2, ip or cosine")
-	codeName := fset.String("code", "", "residual code it trains to: rotated, pq, sq8 or auto (default: rotated)")
-	bits := fset.Int("bits", 0, "bits per dimension of the residual codes: 1, 2, 4 or 8 (default 4)")
+	codeName := fset.String("code", "", "residual code it trains to: rotated, pq, sq8 or auto (empty: the default)")
+	bits := fset.Int("bits", 0, "bits per dimension of the residual codes: 1, 2, 4 or 8 (0: the default)")
 	ratio := fset.Float64("ratio", 0, "instead of -bits: the most bits whose index fits in this `fraction` of the float16 size")
 	subspaces := fset.Int("subspaces", 0, "pq only, instead of -bits: bytes of code per vector")
 	seed := fset.Uint64("seed", 1, "random seed of training")
@@ -53,7 +53,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	path := pos[0]
 	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("%w: %s exists: vlc create makes a new collection (vlc drop %s removes the old one)", vlc.ErrDuplicate, path, path)
+		return fmt.Errorf("%s: %w: vlc create makes a new collection (vlc drop %s removes the old one)", path, store.ErrExists, path)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -250,9 +250,9 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if _, err := os.Lstat(pos[1]); err == nil {
-		return fmt.Errorf("%w: %s exists: a snapshot goes to a new path", vlc.ErrDuplicate, pos[1])
+		return fmt.Errorf("%s: %w: a snapshot goes to a new path", pos[1], store.ErrExists)
 	}
-	ix, err := vlc.Open(pos[0])
+	ix, err := openWriter(pos[0])
 	if err != nil {
 		return err
 	}
@@ -273,7 +273,7 @@ func runSetPayload(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if !json.Valid([]byte(pos[2])) {
 		return fmt.Errorf("%w: the payload %q is not one JSON value", vlc.ErrPayload, pos[2])
 	}
-	ix, err := vlc.Open(pos[0])
+	ix, err := openWriter(pos[0])
 	if err != nil {
 		return err
 	}

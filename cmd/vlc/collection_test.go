@@ -72,8 +72,7 @@ func catStore(t *testing.T, dir string, n int) (string, [][]float32) {
 
 // TestCreateErrors: the create command lines refused before any file is
 // written: no -dim, -bits with -ratio, an empty -index field, a
-// -train-at below -1, a path that exists (errors.Is ErrDuplicate in the
-// message's words), a missing PATH (usage, exit 2).
+// -train-at below -1, a path that exists, a missing PATH (usage, exit 2).
 func TestCreateErrors(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "c.vlc")
@@ -91,7 +90,7 @@ func TestCreateErrors(t *testing.T) {
 		{"bits and ratio", []string{"create", p, "-dim", "8", "-bits", "4", "-ratio", "0.1"}, []string{"-bits 4 and -ratio 0.1 both given"}},
 		{"empty index field", []string{"create", p, "-dim", "8", "-index", "cat,,n"}, []string{`-index "cat,,n": field 2 is empty`}},
 		{"train-at", []string{"create", p, "-dim", "8", "-train-at", "-2"}, []string{"-train-at -2"}},
-		{"exists", []string{"create", exists, "-dim", "8"}, []string{exists + " exists", "vlc drop"}},
+		{"exists", []string{"create", exists, "-dim", "8"}, []string{exists + ": a file exists at the path", "vlc drop"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkFails(t, tc.args, tc.want) })
 	}
@@ -111,7 +110,7 @@ func TestCreateThenAdd(t *testing.T) {
 	needCreate(t)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "c.vlc")
-	_, msg := mustVLC(t, "create", p, "-dim", "8", "-metric", "cosine", "-train-at", "50")
+	_, msg := mustVLC(t, "create", p, "-dim", "8", "-metric", "cosine", "-train-at", "50", "-index", "cat")
 	if want := p + ": empty collection of dimension 8, metric cosine; trains at 50 vectors\n"; msg != want {
 		t.Errorf("create: stderr %q, want %q", msg, want)
 	}
@@ -121,14 +120,19 @@ func TestCreateThenAdd(t *testing.T) {
 	if out, _ := mustVLC(t, "list", p); out != "" {
 		t.Errorf("list of an empty collection: %q, want nothing", out)
 	}
-	checkFails(t, []string{"create", p, "-dim", "8"}, []string{p + " exists"})
+	checkFails(t, []string{"create", p, "-dim", "8"}, []string{p + ": a file exists at the path"})
 
 	rows := randomRows(20, 8, 3)
 	vecs := filepath.Join(dir, "v.fvecs")
 	if err := vecfile.WriteFvecs(vecs, rows); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := mustVLC(t, "add", p, vecs)
+	var pl []string
+	for i := range rows {
+		pl = append(pl, fmt.Sprintf(`{"cat":%q}`, string(rune('a'+i%3))))
+	}
+	payloads := writeLines(t, filepath.Join(dir, "v.jsonl"), pl)
+	out, _ := mustVLC(t, "add", p, vecs, "-payloads", payloads)
 	want := ""
 	for i := range rows {
 		want += strconv.Itoa(i) + "\n"
@@ -138,6 +142,10 @@ func TestCreateThenAdd(t *testing.T) {
 	}
 	if out, _ := mustVLC(t, "count", p); out != "20\n" {
 		t.Errorf("count after add: %q, want 20", out)
+	}
+	needParseFilter(t)
+	if out, _ := mustVLC(t, "count", p, "-filter", `{"cat": "b"}`); out != "7\n" {
+		t.Errorf("count -filter on the indexed field: %q, want 7 (rows 1, 4, ..., 19)", out)
 	}
 	out, _ = mustVLC(t, "search", p, "-query", vecs, "-k", "1")
 	for i, h := range parseStoreHits(t, out, false) {
@@ -257,8 +265,9 @@ func TestListAndGetVector(t *testing.T) {
 func TestFilters(t *testing.T) {
 	dir := t.TempDir()
 	p, rows := catStore(t, dir, 30)
-	checkFails(t, []string{"count", p, "-filter", `{"cat": `}, []string{"-filter"})
 	needParseFilter(t)
+	checkFails(t, []string{"count", p, "-filter", `{"cat": `}, []string{"-filter: ", "invalid JSON"})
+	checkFails(t, []string{"search", p, "-query", p, "-filter", `{"n": {"$foo": 1}}`}, []string{"-filter: ", "$foo"})
 	for _, tc := range []struct {
 		filter string
 		keep   func(i int) bool
@@ -363,7 +372,7 @@ func TestSetPayload(t *testing.T) {
 func TestSnapshotAndDrop(t *testing.T) {
 	dir := t.TempDir()
 	p, _ := catStore(t, dir, 30)
-	checkFails(t, []string{"snapshot", p, p}, []string{p + " exists"})
+	checkFails(t, []string{"snapshot", p, p}, []string{p + ": a file exists at the path"})
 	snap := filepath.Join(dir, "snap.vlc")
 	code, _, errs := runVLC(t, "snapshot", p, snap)
 	if strings.Contains(errs, "not yet built") {
@@ -398,7 +407,6 @@ func TestSnapshotAndDrop(t *testing.T) {
 // segment each; the next add, maintaining, merges them and, past
 // -train-at, trains.
 func TestAddMaintains(t *testing.T) {
-	t.Skip("store.Maintain is a stub on main (returns nil without merging or training)")
 	needCreate(t)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "m.vlc")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/internal/regfile"
+	"github.com/vlc-embed/vlc/store"
 )
 
 // readIDs reads one id a line (a trailing \r dropped; blank lines are
@@ -80,7 +81,7 @@ func put(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	ix, err := vlc.Open(pos[0])
+	ix, err := openWriter(pos[0])
 	if err != nil {
 		return err
 	}
@@ -204,7 +205,7 @@ func runDelete(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(ids) == 0 {
 		return fmt.Errorf("no ids to delete: give -ids FILE or ids after INDEX")
 	}
-	ix, err := vlc.Open(pos[0])
+	ix, err := openWriter(pos[0])
 	if err != nil {
 		return err
 	}
@@ -253,7 +254,7 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	ix, err := vlc.Open(pos[0])
+	ix, err := openWriter(pos[0])
 	if err != nil {
 		return err
 	}
@@ -276,7 +277,7 @@ func runRetrain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	ix, err := vlc.Open(pos[0])
+	ix, err := openWriter(pos[0])
 	if err != nil {
 		return err
 	}
@@ -287,4 +288,11 @@ func runRetrain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stderr, "%s: retrained on %d vectors: %d anchors, energy %.6g, %.3f of float16\n", pos[0], sum.N, sum.Anchors, sum.Energy, sum.SizeRatio)
 	return nil
+}
+
+// openWriter opens a store for a command that writes and exits, without
+// the background work a write would start: exit would cut it short. The
+// command runs it itself (Maintain), or leaves it to the next writer.
+func openWriter(path string) (*vlc.Store, error) {
+	return store.OpenWith(path, store.OpenOptions{Manual: true})
 }
