@@ -107,13 +107,19 @@ func (s *Server) openData() error {
 		if s.indexes[name] != nil {
 			return fmt.Errorf("serve: %s and an index given by name are both named %q", path, name)
 		}
-		ix, err := vlc.Open(path)
+		ix, err := s.open(path)
 		if err != nil {
 			return fmt.Errorf("serve: data folder: %w", err)
 		}
 		s.indexes[name] = newServed(ix, true)
 	}
 	return nil
+}
+
+// open opens a collection of the data folder: with the store's own
+// background work after writes when the server maintains, else without.
+func (s *Server) open(path string) (*vlc.Store, error) {
+	return vlc.OpenWith(path, vlc.OpenOptions{Manual: !s.maintain})
 }
 
 // Close stops the background work of every index and closes the
@@ -233,9 +239,16 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) (int, error) {
 	if req.Dim < 1 {
 		return http.StatusBadRequest, fmt.Errorf("dim %d: a collection needs the dimension of its vectors (at least 1)", req.Dim)
 	}
-	ix, err := vlc.Create(context.WithoutCancel(r.Context()), s.collectionPath(req.Name), req.schema())
+	path := s.collectionPath(req.Name)
+	ix, err := vlc.Create(context.WithoutCancel(r.Context()), path, req.schema())
 	if err != nil {
 		return 0, err
+	}
+	if !s.maintain { // opened again without the store's background work
+		ix.Close()
+		if ix, err = s.open(path); err != nil {
+			return 0, err
+		}
 	}
 	if err := s.addCollection(req.Name, ix); err != nil {
 		ix.Close()
@@ -349,7 +362,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) (int, error) {
 	if err := ix.Snapshot(context.WithoutCancel(r.Context()), path); err != nil {
 		return 0, err
 	}
-	copied, err := vlc.Open(path)
+	copied, err := s.open(path)
 	if err != nil {
 		return 0, err
 	}

@@ -155,7 +155,10 @@ type Config struct {
 	Data string
 	// Maintain runs each collection's due background work (merging small
 	// segments, training, vlc.Store.Maintain) in the background after
-	// every write to it. Without it, nothing runs that work on its own:
+	// every write to it, and opens the collections of Data with the
+	// store's own background work on. Without it those are opened
+	// vlc.OpenOptions{Manual: true} (open the indexes given to New the
+	// same way), and nothing runs that work on its own:
 	// POST /v1/indexes/{name}/maintain runs it, as do the compact and
 	// retrain endpoints and vlc compact and vlc retrain from a shell.
 	Maintain bool

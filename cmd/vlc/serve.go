@@ -27,7 +27,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on (loopback unless told otherwise; port 0 picks a free one)")
 	tokenFile := fs.String("token-file", "", "`file` holding the bearer token that writes (add, upsert, delete, payloads) and administration (create, drop, compact, retrain, snapshot, maintain) must present")
 	data := fs.String("data", "", "`folder` of collections: each NAME.vlc in it is served as NAME, and collections are created there over HTTP (POST /v1/indexes); with it, INDEX arguments are optional")
-	maintain := fs.Bool("maintain", true, "after each write to an index, run its due background work (merging small segments, training) in the background; false: only POST /v1/indexes/NAME/maintain, compact and retrain (or vlc compact, vlc retrain) run it")
+	maintain := fs.Bool("maintain", true, "after each write to an index, run its due background work (merging small segments, training) in the background; false: the indexes are opened without it (vlc.OpenOptions{Manual: true}) and only POST /v1/indexes/NAME/maintain, compact and retrain (or vlc compact, vlc retrain) run it")
 	d := serve.DefaultLimits
 	fs.Int64Var(&d.BodyBytes, "max-body", d.BodyBytes, "largest request body in `bytes`")
 	fs.IntVar(&d.K, "max-k", d.K, "most hits a query may ask for")
@@ -69,7 +69,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			ix.Close()
 		}
 	}()
-	if err := openIndexes(pos, indexes); err != nil {
+	if err := openIndexes(pos, indexes, vlc.OpenOptions{Manual: !*maintain}); err != nil {
 		return err
 	}
 	originals, closeOriginals, err := openOriginals(indexes, rerank)
@@ -124,7 +124,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // openIndexes opens the indexes named on the command line (NAME=PATH, or
 // PATH named after its file: x.vlc is x) into indexes.
-func openIndexes(args []string, indexes map[string]*vlc.Store) error {
+func openIndexes(args []string, indexes map[string]*vlc.Store, opt vlc.OpenOptions) error {
 	for _, arg := range args {
 		name, path, ok := strings.Cut(arg, "=")
 		if !ok {
@@ -133,7 +133,7 @@ func openIndexes(args []string, indexes map[string]*vlc.Store) error {
 		if _, dup := indexes[name]; dup {
 			return fmt.Errorf("two indexes named %q: name them NAME=PATH", name)
 		}
-		ix, err := vlc.Open(path)
+		ix, err := vlc.OpenWith(path, opt)
 		if err != nil {
 			return err
 		}

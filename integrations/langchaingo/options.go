@@ -3,6 +3,7 @@ package langchaingo
 import (
 	"errors"
 
+	"github.com/tmc/langchaingo/vectorstores"
 	"github.com/vlc-embed/vlc"
 )
 
@@ -37,13 +38,30 @@ func WithIDKey(key string) Option {
 	return func(s *Store) { s.idKey = key }
 }
 
+// WithUpsert makes AddDocuments replace the documents whose ids the store
+// holds (an id from WithIDKey's metadata key), the old and the new never
+// both found: vlc.Store.Upsert. Without it such an id is refused
+// (vlc.ErrDuplicateID) and nothing is added.
+func WithUpsert() Option {
+	return func(s *Store) { s.upsert = true }
+}
+
+// WithFilter is a search option taking a vlc.Filter: vlc.Match of a
+// filter.Expr, vlc.ParseFilter's, or vlc.AllowIDs. Its fields are paths
+// into the stored payload, {"content", "metadata", "namespace"}: write
+// "metadata.lang", not "lang". It is used as it is, so the namespace
+// (WithNameSpace) does not restrict it.
+func WithFilter(f vlc.Filter) vectorstores.Option {
+	return vectorstores.WithFilters(f)
+}
+
 // Errors of the store. A closed store's calls return an error wrapping
 // ErrClosed; a vector of the wrong dimension, one wrapping index.ErrDim.
 var (
 	ErrNoEmbedder                 = errors.New("langchaingo: no embedder (New's or vectorstores.WithEmbedder)")
 	ErrEmbedderWrongNumberVectors = errors.New("langchaingo: number of vectors from embedder does not match number of documents")
 	ErrInvalidScoreThreshold      = errors.New("langchaingo: score threshold must be between 0 and 1")
-	ErrInvalidFilters             = errors.New("langchaingo: filters must be a map[string]any (or map[string]string) of metadata key to value")
+	ErrInvalidFilters             = errors.New("langchaingo: filters must be a map[string]any (or map[string]string) in the JSON filter syntax over the metadata, or a vlc.Filter (WithFilter)")
 	ErrUnsupportedOptions         = errors.New("langchaingo: unsupported options")
 	ErrInvalidNumDocuments        = errors.New("langchaingo: number of documents must be at least 1")
 	ErrMetric                     = errors.New("langchaingo: the index's metric must be cosine")

@@ -27,11 +27,20 @@
 // Each document's page content and metadata are its payload, the JSON
 // object {"content": ..., "metadata": {...}, "namespace": ...}; metadata
 // values come back as encoding/json decodes them (numbers as float64).
-// vectorstores.WithFilters takes a map of metadata key to value: a
-// document matches when each key's value equals the given one (compared
-// after a JSON round trip, so 2 matches 2.0). The filter runs inside the
-// search, over the candidates before ranking, so up to numDocuments
-// matching documents come back even when most documents do not match.
+// vectorstores.WithFilters takes a map over the metadata in the JSON
+// filter syntax of Chroma and MongoDB (vlc.ParseFilter): {"lang": "en"}
+// (equal; 2 matches 2.0), {"lang": {"$in": ["en", "fr"]}}, {"year":
+// {"$gte": 2020, "$lt": 2024}}, {"$or": [{...}, {...}]}, with $eq, $ne,
+// $gt, $gte, $lt, $lte, $in, $nin, $exists, $and, $or and $not; each key
+// is a metadata key (a dotted path steps into nested metadata). WithFilter
+// takes a vlc.Filter instead, over the whole payload. The filter runs
+// inside the search, over the candidates before ranking, so up to
+// numDocuments matching documents come back even when most documents do
+// not match.
+//
+// Documents are deleted by id (DeleteDocuments). AddDocuments refuses an
+// id the store holds (vlc.ErrDuplicateID) unless the store was opened
+// WithUpsert, which makes it replace those documents in the same commit.
 package langchaingo
 
 import (
@@ -43,7 +52,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"reflect"
 	"sync"
 
 	"github.com/google/uuid"
@@ -67,6 +75,7 @@ type Store struct {
 	nprobe    int
 	namespace string
 	idKey     string
+	upsert    bool
 
 	mu     sync.Mutex // guards ix and closed; held while the first AddDocuments builds
 	ix     *vlc.Store // nil while the store is empty
@@ -130,7 +139,7 @@ func (s *Store) Close() error {
 }
 
 // Index returns the vlc index (nil while the store is empty), for what
-// the store does not wrap: Delete, Compact, Retrain, Info, Get.
+// the store does not wrap: Compact, Retrain, Info, Get, Count, List.
 func (s *Store) Index() *vlc.Store {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -210,7 +219,7 @@ func (s *Store) AddDocuments(ctx context.Context, docs []schema.Document, option
 				return nil, err
 			}
 			s.ix = ix
-			return ix.Add(ctx, vdocs)
+			return s.put(ctx, ix, vdocs)
 		}
 		ix, err := vlc.Build(ctx, s.path, vdocs, s.build)
 		if err != nil {
@@ -225,7 +234,34 @@ func (s *Store) AddDocuments(ctx context.Context, docs []schema.Document, option
 	}
 	ix := s.ix
 	s.mu.Unlock()
-	return ix.Add(ctx, vdocs)
+	return s.put(ctx, ix, vdocs)
+}
+
+// put adds docs to ix, replacing those whose ids it holds when the store
+// upserts.
+func (s *Store) put(ctx context.Context, ix *vlc.Store, docs []vlc.Document) ([]string, error) {
+	if s.upsert {
+		return ix.Upsert(ctx, docs)
+	}
+	return ix.Add(ctx, docs)
+}
+
+// DeleteDocuments deletes the documents of the given ids (those
+// AddDocuments returned) in one commit. An id the store does not hold is
+// an error wrapping vlc.ErrNotFound, and then nothing is deleted.
+func (s *Store) DeleteDocuments(ctx context.Context, ids []string) error {
+	s.mu.Lock()
+	ix, closed := s.ix, s.closed
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case len(ids) == 0:
+		return nil
+	case ix == nil:
+		return fmt.Errorf("%w: %q (the store is empty)", vlc.ErrNotFound, ids[0])
+	}
+	return ix.Delete(ctx, ids)
 }
 
 // SimilaritySearch embeds the query (EmbedQuery) and returns up to
@@ -233,8 +269,9 @@ func (s *Store) AddDocuments(ctx context.Context, docs []schema.Document, option
 // content, metadata and Score (cosine similarity). It honours
 // vectorstores.WithScoreThreshold (0 to 1: hits scoring less are dropped;
 // 0 keeps every hit, those of negative similarity too),
-// WithFilters (metadata equality, applied before ranking), WithNameSpace
-// and WithEmbedder. An empty store returns no documents.
+// WithFilters (a JSON filter over the metadata, or WithFilter's
+// vlc.Filter; applied before ranking), WithNameSpace and WithEmbedder. An
+// empty store returns no documents.
 func (s *Store) SimilaritySearch(ctx context.Context, query string, numDocuments int, options ...vectorstores.Option) ([]schema.Document, error) {
 	opts := getOptions(options)
 	if numDocuments < 1 {
@@ -243,7 +280,7 @@ func (s *Store) SimilaritySearch(ctx context.Context, query string, numDocuments
 	if opts.ScoreThreshold < 0 || opts.ScoreThreshold > 1 || math.IsNaN(float64(opts.ScoreThreshold)) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidScoreThreshold, opts.ScoreThreshold)
 	}
-	match, err := metadataFilter(opts.Filters)
+	filter, err := searchFilter(opts.Filters, s.nameSpace(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -270,14 +307,6 @@ func (s *Store) SimilaritySearch(ctx context.Context, query string, numDocuments
 	if len(q) != ix.Dim() {
 		return nil, fmt.Errorf("%w: the query embeds to %d values, the index has dimension %d", index.ErrDim, len(q), ix.Dim())
 	}
-	ns := s.nameSpace(opts)
-	filter := vlc.Where(func(_ string, raw []byte) bool {
-		var p struct {
-			Metadata  map[string]json.RawMessage `json:"metadata"`
-			Namespace string                     `json:"namespace"`
-		}
-		return json.Unmarshal(raw, &p) == nil && p.Namespace == ns && match(p.Metadata)
-	})
 	hits, err := ix.Search(ctx, q, vlc.SearchOptions{K: numDocuments, NProbe: s.nprobe, Filter: filter})
 	if err != nil {
 		return nil, err
@@ -343,48 +372,94 @@ func getOptions(options []vectorstores.Option) vectorstores.Options {
 	return opts
 }
 
-// metadataFilter turns vectorstores.WithFilters' value into a test of a
-// document's metadata (each value still JSON). Each wanted value is
-// normalised by a JSON round trip, as the stored ones were, and compared
-// with reflect.DeepEqual.
-func metadataFilter(filters any) (func(map[string]json.RawMessage) bool, error) {
-	var want map[string]any
+// searchFilter is the search's filter: a vlc.Filter (WithFilter) as it
+// is; else the namespace's documents that the metadata filter (a map in
+// the JSON filter syntax, or nil) allows.
+func searchFilter(filters any, ns string) (vlc.Filter, error) {
+	var where map[string]any
 	switch f := filters.(type) {
+	case vlc.Filter:
+		return f, nil
 	case nil:
-		return func(map[string]json.RawMessage) bool { return true }, nil
 	case map[string]any:
-		want = f
+		where = f
 	case map[string]string:
-		want = make(map[string]any, len(f))
+		where = make(map[string]any, len(f))
 		for k, v := range f {
-			want[k] = v
+			where[k] = v
 		}
 	default:
 		return nil, fmt.Errorf("%w: got %T", ErrInvalidFilters, filters)
 	}
-	norm := make(map[string]any, len(want))
-	for k, v := range want {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("%w: key %q: %v", ErrInvalidFilters, k, err)
-		}
-		var x any
-		if err := json.Unmarshal(b, &x); err != nil {
-			return nil, fmt.Errorf("%w: key %q: %v", ErrInvalidFilters, k, err)
-		}
-		norm[k] = x
+	meta, err := metadataWhere(where)
+	if err != nil {
+		return nil, err
 	}
-	return func(meta map[string]json.RawMessage) bool {
-		for k, w := range norm {
-			raw, ok := meta[k]
+	// A document of the namespace "" has no "namespace" key.
+	inNS := map[string]any{"namespace": ns}
+	if ns == "" {
+		inNS = map[string]any{"$or": []any{map[string]any{"namespace": map[string]any{"$exists": false}}, map[string]any{"namespace": ""}}}
+	}
+	text, err := json.Marshal(map[string]any{"$and": []any{meta, inNS}})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidFilters, err)
+	}
+	f, err := vlc.ParseFilter(text)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidFilters, err)
+	}
+	return f, nil
+}
+
+// metadataWhere rewrites a filter over the metadata into one over the
+// payload: each field key k becomes "metadata.k", inside $and, $or and
+// $not too; operator objects and values stay as they are.
+func metadataWhere(where map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(where))
+	for k, v := range where {
+		switch k {
+		case "$and", "$or":
+			list, ok := v.([]any)
 			if !ok {
-				return false
+				if maps, isMaps := v.([]map[string]any); isMaps {
+					for _, m := range maps {
+						list = append(list, m)
+					}
+					ok = true
+				}
 			}
-			var v any
-			if json.Unmarshal(raw, &v) != nil || !reflect.DeepEqual(v, w) {
-				return false
+			if !ok {
+				return nil, fmt.Errorf("%w: %s wants a list of filters, got %T", ErrInvalidFilters, k, v)
 			}
+			subs := make([]any, len(list))
+			for i, e := range list {
+				m, ok := e.(map[string]any)
+				if !ok {
+					return nil, fmt.Errorf("%w: %s[%d] is a %T, not a filter (a map)", ErrInvalidFilters, k, i, e)
+				}
+				sub, err := metadataWhere(m)
+				if err != nil {
+					return nil, err
+				}
+				subs[i] = sub
+			}
+			out[k] = subs
+		case "$not":
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("%w: $not wants a filter (a map), got %T", ErrInvalidFilters, v)
+			}
+			sub, err := metadataWhere(m)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = sub
+		default:
+			if len(k) > 0 && k[0] == '$' {
+				return nil, fmt.Errorf("%w: unknown operator %s at the top of a filter (want a metadata key, $and, $or or $not)", ErrInvalidFilters, k)
+			}
+			out["metadata."+k] = v
 		}
-		return true
-	}, nil
+	}
+	return out, nil
 }
