@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/errs"
 )
@@ -181,12 +180,4 @@ type sortedCache struct {
 	idsOnce sync.Once
 	ids     []idRow
 	idsErr  error
-}
-
-// liveRows returns the snapshot's live rows as a bitmap of group rows.
-func (snap *snapshot) liveRows() *roaring.Bitmap {
-	b := roaring.New()
-	b.AddRange(0, uint64(snap.group.Len()))
-	b.AndNot(snap.gone)
-	return b
 }
