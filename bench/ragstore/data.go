@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -205,6 +206,28 @@ func readRows(path string, dim int) ([][]float32, error) {
 	return rows, nil
 }
 
+// readF16 reads raw float16 rows of dim values. vecfile.Open would
+// also check the dimension by the columns' statistics, which a cache of
+// few base rows repeated can fool; this file's dimension is meta.json's.
+func readF16(path string, dim int) ([][]float32, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw)%(2*dim) != 0 {
+		return nil, fmt.Errorf("%s: %d bytes is not a whole number of %d-value float16 rows", path, len(raw), dim)
+	}
+	rows := make([][]float32, len(raw)/(2*dim))
+	for i := range rows {
+		r := make([]float32, dim)
+		for j := range r {
+			r[j] = f16.ToFloat32(binary.LittleEndian.Uint16(raw[2*(i*dim+j):]))
+		}
+		rows[i] = r
+	}
+	return rows, nil
+}
+
 // medianNN is the median distance from each of the first sample rows to
 // its nearest other row of base.
 func medianNN(base [][]float32, sample int) float64 {
@@ -367,7 +390,7 @@ func load(dir string, want meta) (*dataset, error) {
 		return nil, errStale
 	}
 	ds := &dataset{Meta: m, Truth: map[string][][]int32{}}
-	if ds.Docs, err = readRows(filepath.Join(dir, "base.f16"), m.Dim); err != nil {
+	if ds.Docs, err = readF16(filepath.Join(dir, "base.f16"), m.Dim); err != nil {
 		return nil, err
 	}
 	if ds.Queries, err = readRows(filepath.Join(dir, "query.fvecs"), m.Dim); err != nil {

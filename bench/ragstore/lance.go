@@ -43,7 +43,7 @@ func (b *bench) lance() error {
 		"--data", data, "--dim", strconv.Itoa(b.ds.Meta.Dim), "--n", strconv.Itoa(b.cfg.N),
 		"--work", filepath.Join(b.cfg.Dir, "stores", "lancedb"), "--passes", strconv.Itoa(b.cfg.Passes),
 		"--sample", strconv.Itoa(b.cfg.Sample), "--single-n", strconv.Itoa(b.cfg.LanceN),
-		"--upsert-n", strconv.Itoa(b.cfg.UpsertN), "--prefixes", strings.Join(ps, ","), "--filters", string(filterJSON))
+		"--upsert-n", strconv.Itoa(b.cfg.UpsertN), "--grown-queries", strconv.Itoa(b.cfg.LanceQ), "--prefixes", strings.Join(ps, ","), "--filters", string(filterJSON))
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "LANCE_CPU_THREADS=2", "RUST_LOG=error", "LANCEDB_LOG=error")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

@@ -44,6 +44,7 @@ type config struct {
 	Create   string
 	Lance    bool
 	LanceN   int
+	LanceQ   int
 	NPM      string
 	Cores    string
 	MD       string
@@ -68,7 +69,8 @@ func main() {
 	flag.IntVar(&c.UpsertN, "upsert-n", 1000, "documents upserted (single, then in batches of 100) and deleted on the batch store")
 	flag.StringVar(&c.Create, "create", "auto", "how a vlc collection starts: create (vlc.Create), build1 (vlc.Build from the first document), auto (create, else build1)")
 	flag.BoolVar(&c.Lance, "lance", true, "run LanceDB beside vlc (needs bench/ragstore/install.sh)")
-	flag.IntVar(&c.LanceN, "lance-single-n", 0, "LanceDB single adds measured (0: -n); the rest are added in batches of 100, not timed")
+	flag.IntVar(&c.LanceN, "lance-single-n", 10000, "LanceDB single adds measured (0: -n); the rest go in one add, not timed")
+	flag.IntVar(&c.LanceQ, "lance-grown-queries", 20, "queries LanceDB's tables answer before optimize (each scans every fragment)")
 	flag.StringVar(&c.NPM, "npm", "/tmp/ragstore-npm", "folder LanceDB is installed in (bench/ragstore/install.sh)")
 	flag.StringVar(&c.Cores, "cores", "0,1", "cores LanceDB is pinned to (taskset -c); run this command under the same")
 	flag.StringVar(&c.MD, "md", "docs/bench/ragstore.md", "tables written here at the end ('' for none)")

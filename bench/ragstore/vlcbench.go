@@ -142,7 +142,7 @@ func (b *bench) grow(mode, how string, st *vlc.Store, held, total, batch int, ad
 			if err != nil {
 				return err
 			}
-			emit("recall", row{"docs": i, "recall@10": res.recall, "lists": si.lists, "trained": si.lists > 1, "segments": si.segments})
+			emit("recall", row{"docs": i, "recall@10": round(res.recall, 4), "queries": len(b.ds.Queries), "lists": si.lists, "trained": si.lists > 1, "segments": si.segments})
 		}
 	}
 	if trainedAt < 0 {
