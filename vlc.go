@@ -24,6 +24,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/vlc-embed/vlc/filter"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/errs"
 	"github.com/vlc-embed/vlc/internal/fault"
@@ -61,6 +62,8 @@ type (
 	ListOptions = store.ListOptions
 	Page        = store.Page
 	GetOption   = store.GetOption
+	// OpenOptions are OpenWith's: background work on or off.
+	OpenOptions = store.OpenOptions
 )
 
 // What builds an index and what it reports.
@@ -114,6 +117,7 @@ var (
 	ErrUnderflow   = pipeline.ErrUnderflow  // a vector too small for float32 distances
 	ErrZeroVector  = pipeline.ErrZeroVector // a zero vector under cosine
 	ErrModel       = store.ErrModel         // Merge's inputs were not encoded under one model
+	ErrExists      = store.ErrExists        // Create or Snapshot over a file that exists (an ErrDuplicate)
 )
 
 // Open opens the index file or store at path.
@@ -235,8 +239,15 @@ func CreateTemp(s Schema) (*Store, error) { return store.CreateTemp(s) }
 // {"cat": "a"}, {"n": {"$gte": 10, "$lt": 20}}, {"$or": [...]}.
 func ParseFilter(data []byte) (Filter, error) { return store.ParseFilter(data) }
 
+// OpenWith is Open with options (OpenOptions.Manual: no background work).
+func OpenWith(path string, opt OpenOptions) (*Store, error) { return store.OpenWith(path, opt) }
+
 // Remove deletes a store (or index file) and its segment folder.
 func Remove(ctx context.Context, path string) error { return store.Remove(ctx, path) }
+
+// Match is a filter over the JSON payloads, built with package filter
+// (filter.Eq, filter.In, filter.Gte, filter.And, ...) or read by filter.Parse.
+func Match(e filter.Expr) Filter { return store.Match(e) }
 
 // WithVector asks Get for the decoded vector too.
 func WithVector() GetOption { return store.WithVector() }

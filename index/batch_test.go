@@ -114,7 +114,7 @@ func TestSearchBatchCodes(t *testing.T) {
 		metric index.Metric
 	}{
 		{quant.KindRotated, 4, index.L2}, {quant.KindRotated, 1, index.IP}, {quant.KindRotated, 8, index.Cosine},
-		{quant.KindSQ8, 8, index.L2}, {quant.KindPQ, 4, index.IP},
+		{quant.KindSQ8, 8, index.L2}, {quant.KindPQ, 4, index.IP}, {quant.KindFlat, 32, index.IP},
 	} {
 		path := filepath.Join(t.TempDir(), "i.vlc")
 		if err := os.WriteFile(path, tinyIndex(t, n, d, m, c.kind, c.bits, c.metric), 0o644); err != nil {

@@ -60,7 +60,7 @@ func TestL2DistancesNeverNegative(t *testing.T) {
 			bits int
 		}{
 			{quant.KindRotated, 1}, {quant.KindRotated, 2}, {quant.KindRotated, 4}, {quant.KindRotated, 8},
-			{quant.KindSQ8, 8}, {quant.KindPQ, 4},
+			{quant.KindSQ8, 8}, {quant.KindPQ, 4}, {quant.KindFlat, 32},
 		} {
 			name := fmt.Sprintf("%v/%v-%dbits", metric, c.kind, c.bits)
 			t.Run(name, func(t *testing.T) {

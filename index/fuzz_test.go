@@ -130,6 +130,7 @@ func FuzzIndex(f *testing.F) {
 	}{
 		{quant.KindRotated, 1, index.L2}, {quant.KindRotated, 2, index.IP}, {quant.KindRotated, 4, index.Cosine},
 		{quant.KindRotated, 8, index.IP}, {quant.KindSQ8, 8, index.L2}, {quant.KindSQ8, 8, index.Cosine},
+		{quant.KindFlat, 32, index.L2},
 	} {
 		f.Add(tinyIndex(f, 13, 5, 3, c.kind, c.bits, c.metric))
 	}

@@ -447,6 +447,7 @@ func TestPredictSize(t *testing.T) {
 		{Kind: quant.KindSQ8, Bits: 8}, {Kind: quant.KindRotated, Bits: 1}, {Kind: quant.KindRotated, Bits: 2},
 		{Kind: quant.KindRotated, Bits: 4}, {Kind: quant.KindRotated, Bits: 8},
 		{Kind: quant.KindPQ, Bits: 2}, {Kind: quant.KindPQ, Subspaces: 1}, {Kind: quant.KindPQ, Subspaces: 29},
+		{Kind: quant.KindFlat},
 	} {
 		path := filepath.Join(t.TempDir(), "x.vlc")
 		err := index.Write(path, index.Plan{Rows: base, Anchors: anchors, Assign: assign,

@@ -56,8 +56,9 @@ func (ix *Index) CanMerge() bool {
 // scalars anew), and other codes refuse. The ids are written (KEYS) when
 // opt.WithKeys or any part has them: an index without keys names its
 // rows by number, FirstID on (MergePart); payloads
-// when any part has them. meta gives the code and training statistics;
-// N, Dim and M are set. It returns the rows written.
+// when any part has them. meta gives the metric and training
+// statistics; N, Dim and M are set, and the code (Code, Bits, Subspaces,
+// Seed, FlagIPCodes) is the parts'. It returns the rows written.
 func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, opt MergeOptions) (rows int, err error) {
 	withKeys := opt.WithKeys
 	idx := make([]*Index, len(parts))
@@ -197,7 +198,11 @@ func Merge(ctx context.Context, path string, parts []MergePart, meta Meta, opt M
 			return 0, fmt.Errorf("merged ids: %w", err)
 		}
 	}
-	meta.Flags &^= FlagSegment
+	// The codes are the parts', copied: so is what reads them (a caller's
+	// META might name the flat code's 32 bits as 0, which reads the same
+	// but would keep the file from a Group with the parts).
+	meta.Code, meta.Bits, meta.Subspaces, meta.Seed = p0.meta.Code, p0.meta.Bits, p0.meta.Subspaces, p0.meta.Seed
+	meta.Flags = meta.Flags&^(FlagSegment|FlagIPCodes) | p0.meta.Flags&FlagIPCodes
 	if uint64(m) > uint64(rows) {
 		meta.Flags |= FlagSegment
 	}

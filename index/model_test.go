@@ -134,6 +134,7 @@ func TestModelRoundTrip(t *testing.T) {
 		{"pq", quant.KindPQ, 4, index.L2, 0},
 		{"pq-cosine", quant.KindPQ, 2, index.Cosine, 0},
 		{"sq8", quant.KindSQ8, 8, index.L2, 0},
+		{"flat-ip", quant.KindFlat, 32, index.IP, index.FlagIPCodes},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path, _ := writeIndex(t, c.kind, c.bits, c.metric, c.flags)

@@ -32,6 +32,11 @@ const (
 	// corrections per vector. The codebooks add 256*dim bytes to the
 	// index: it pays where n is large next to 256 (docs/QUANTIZATION.md).
 	KindPQ Kind = 4
+	// KindFlat is the residual itself, Dim float32 values (type Flat):
+	// exact, 32 bits per dimension, no list parameters. A store keeps
+	// its vectors in this code, under one anchor at the origin, until it
+	// holds enough of them to train anchors.
+	KindFlat Kind = 5
 )
 
 // Spec names a code completely: the index stores it (META) and rebuilds
@@ -41,7 +46,8 @@ type Spec struct {
 	Dim  int
 	// Bits per dimension: 1, 2, 4 or 8. For the product code it only sets
 	// the default number of subspaces, ceil(Dim*Bits/8), and may be zero
-	// when Subspaces is given.
+	// when Subspaces is given. The flat code takes 32 or 0 (meaning 32);
+	// its Spec, and so every index of it, says 32.
 	Bits int
 	// Subspaces of the product code (bytes of code per vector, 1..Dim);
 	// zero for the other codes.
@@ -58,17 +64,24 @@ type Spec struct {
 // BitsPerDim is the code's size per dimension, corrections not counted:
 // Bits, or 8*Subspaces/Dim for the product code.
 func (s Spec) BitsPerDim() float64 {
-	if s.Kind == KindPQ && s.Dim > 0 {
+	switch {
+	case s.Kind == KindPQ && s.Dim > 0:
 		return 8 * float64(s.Subspaces) / float64(s.Dim)
+	case s.Kind == KindFlat:
+		return flatBits
 	}
 	return float64(s.Bits)
 }
 
 // String describes the code as a person reads it: "rotated, 4 bits per
-// dimension", "pq, 14 subspaces (1.17 bits per dimension)".
+// dimension", "pq, 14 subspaces (1.17 bits per dimension)", "flat, 32 bits
+// per dimension".
 func (s Spec) String() string {
-	if s.Kind == KindPQ {
+	switch s.Kind {
+	case KindPQ:
 		return fmt.Sprintf("%s, %d subspaces (%.2f bits per dimension)", s.Kind, s.Subspaces, s.BitsPerDim())
+	case KindFlat:
+		return fmt.Sprintf("%s, %d bits per dimension", s.Kind, flatBits)
 	}
 	return fmt.Sprintf("%s, %d bits per dimension", s.Kind, s.Bits)
 }
@@ -150,6 +163,8 @@ func New(s Spec) (Code, error) {
 		c := NewPQ(s.Dim, s.Subspaces, s.Bits, s.Seed)
 		c.ip = s.IP
 		return c, nil
+	case s.Kind == KindFlat && (s.Bits == 0 || s.Bits == flatBits) && s.Subspaces == 0:
+		return NewFlat(s.Dim, s.IP), nil
 	case s.Kind == kindPQ1:
 		return nil, fmt.Errorf("quant: code kind 3 (the first layout of the pq code) is no longer read; compress the vectors again")
 	}
@@ -169,6 +184,8 @@ func Bits(kind Kind) []int {
 	switch kind {
 	case KindSQ8:
 		return []int{8}
+	case KindFlat:
+		return []int{flatBits}
 	}
 	return []int{8, 4, 2, 1}
 }
@@ -192,8 +209,10 @@ func ParseKind(name string) (Kind, error) {
 		return KindPQ, nil
 	case "sq8":
 		return KindSQ8, nil
+	case "flat":
+		return KindFlat, nil
 	}
-	return 0, fmt.Errorf("%w: unknown code %q (want rotated, pq or sq8)", errs.ErrArgument, name)
+	return 0, fmt.Errorf("%w: unknown code %q (want rotated, pq, sq8 or flat)", errs.ErrArgument, name)
 }
 
 func (k Kind) String() string {
@@ -204,6 +223,8 @@ func (k Kind) String() string {
 		return "rotated"
 	case KindPQ:
 		return "pq"
+	case KindFlat:
+		return "flat"
 	}
 	return fmt.Sprintf("code(%d)", uint32(k))
 }

@@ -38,26 +38,7 @@ func newMetrics(s *Server) *metrics {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "vlc_requests_in_flight", Help: "Requests holding a slot now (Limits.InFlight): bodies read, being answered.",
 	}, func() float64 { return float64(len(s.inFlight)) }))
-	for _, name := range s.names() {
-		ix := s.indexes[name]
-		gauge := func(metric, help string, value func() float64) {
-			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: metric, Help: help, ConstLabels: prometheus.Labels{"index": name},
-			}, value))
-		}
-		info := func(f func(live, deleted int, bytes int64) float64) func() float64 {
-			return func() float64 {
-				in, err := ix.Info()
-				if err != nil {
-					return -1
-				}
-				return f(in.Rows, in.Deleted, in.Bytes)
-			}
-		}
-		gauge("vlc_index_live_vectors", "Vectors an index searches and returns.", info(func(l, _ int, _ int64) float64 { return float64(l) }))
-		gauge("vlc_index_deleted_vectors", "Vectors deleted and not yet compacted away.", info(func(_, d int, _ int64) float64 { return float64(d) }))
-		gauge("vlc_index_bytes", "Bytes of an index's files.", info(func(_, _ int, b int64) float64 { return float64(b) }))
-	}
+	m.reg.MustRegister(indexCollector{s})
 	return m
 }
 
@@ -68,4 +49,37 @@ func (m *metrics) observe(endpoint, index string, code int, d time.Duration) {
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// indexCollector reports each index's size at a scrape, for the indexes
+// served then (collections come and go).
+type indexCollector struct{ s *Server }
+
+var (
+	liveDesc    = prometheus.NewDesc("vlc_index_live_vectors", "Vectors an index searches and returns.", []string{"index"}, nil)
+	deletedDesc = prometheus.NewDesc("vlc_index_deleted_vectors", "Vectors deleted and not yet compacted away.", []string{"index"}, nil)
+	bytesDesc   = prometheus.NewDesc("vlc_index_bytes", "Bytes of an index's files.", []string{"index"}, nil)
+)
+
+func (c indexCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- liveDesc
+	ch <- deletedDesc
+	ch <- bytesDesc
+}
+
+// Collect reports -1 for an index whose Info fails.
+func (c indexCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, name := range c.s.names() {
+		sv := c.s.lookup(name)
+		if sv == nil {
+			continue // dropped meanwhile
+		}
+		live, deleted, size := -1.0, -1.0, -1.0
+		if in, err := sv.ix.Info(); err == nil {
+			live, deleted, size = float64(in.Rows), float64(in.Deleted), float64(in.Bytes)
+		}
+		ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, live, name)
+		ch <- prometheus.MustNewConstMetric(deletedDesc, prometheus.GaugeValue, deleted, name)
+		ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, size, name)
+	}
 }

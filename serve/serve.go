@@ -1,13 +1,19 @@
 // Package serve answers vlc indexes over HTTP with JSON: search (one query
-// or a batch, with k, nprobe and filters), get, add and delete by id, and
-// the index's info, beside health checks, Prometheus metrics and an
-// OpenAPI description. It is the handler behind `vlc serve`; a Go program
-// can mount it in its own server.
+// or a batch, with k, nprobe, a radius and filters in the JSON syntax of
+// Chroma and MongoDB), get (with the vector on request), count and list,
+// add, upsert, delete and payload updates by id, the index's info, and
+// collections created, dropped, compacted, retrained and snapshotted in a
+// data folder, beside health checks, Prometheus metrics and an OpenAPI
+// description. It is the handler behind `vlc serve`; a Go program can
+// mount it in its own server.
 //
 // The server is meant to be small and safe by default: every request has
 // a size limit and a deadline, bad input gets a 4xx naming the problem,
-// and writes need the bearer token when one is set (reads do not: search,
-// get and metrics are open to whoever reaches the address). Memory is
+// and writes and administration need the bearer token when one is set
+// (reads do not: search, get, count, list and metrics are open to whoever
+// reaches the address). The server holds no store's write lock between
+// requests: each write takes it for its own commit, so other processes
+// (vlc add, vlc compact) write the same store meanwhile. Memory is
 // bounded whatever the number of clients: a request's body is read first,
 // its bytes held under a budget shared by all requests (Limits.BodyMemory),
 // and only then does the request take one of a bounded number of slots
@@ -20,6 +26,7 @@
 package serve
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -36,6 +43,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -106,14 +114,20 @@ func (l Limits) withDefaults() Limits {
 }
 
 // Server serves a set of open indexes by name. Its handler is safe for
-// concurrent use; the indexes stay the caller's to close.
+// concurrent use. The indexes given to New stay the caller's to close;
+// those the server opened (the collections of Config.Data) are closed by
+// Close.
 type Server struct {
-	indexes   map[string]*vlc.Store
+	mu        sync.RWMutex       // guards indexes
+	indexes   map[string]*served // by name
 	originals map[string]vlc.Originals
 	token     string
+	data      string // Config.Data
+	maintain  bool   // Config.Maintain
 	limits    Limits
 	metrics   *metrics
 	mux       *http.ServeMux
+	routes    []string // the API's patterns, as registered
 	// searching admits GOMAXPROCS searches at a time: each already uses
 	// every core for a batch, and more at once only adds scheduling
 	// (many concurrent clients on few cores).
@@ -126,16 +140,29 @@ type Server struct {
 // Config configures New.
 type Config struct {
 	// Token, when not empty, is the bearer token that writes (add,
-	// delete) must present: "Authorization: Bearer TOKEN".
+	// upsert, delete, payloads) and administration (create, drop,
+	// compact, retrain, snapshot, maintain) must present:
+	// "Authorization: Bearer TOKEN".
 	Token  string
 	Limits Limits
 	// Originals gives, by index name, the original vectors a search may
 	// re-rank with ("rerank": true); an index without them refuses it.
 	Originals map[string]vlc.Originals
+	// Data is a folder of collections: New serves each NAME.vlc in it as
+	// NAME (making the folder if it is missing), POST /v1/indexes creates
+	// collections there, and only those may be dropped. Without it the
+	// server serves the indexes given to New and creates none.
+	Data string
+	// Maintain runs each collection's due background work (merging small
+	// segments, training, vlc.Store.Maintain) in the background after
+	// every write to it. Without it, nothing runs that work on its own:
+	// POST /v1/indexes/{name}/maintain runs it, as do the compact and
+	// retrain endpoints and vlc compact and vlc retrain from a shell.
+	Maintain bool
 }
 
 // New returns a server for the indexes, by name (names are path segments:
-// letters, digits, '.', '_' and '-').
+// letters, digits, '.', '_' and '-'), and the collections in cfg.Data.
 func New(indexes map[string]*vlc.Store, cfg Config) (*Server, error) {
 	for name := range indexes {
 		if !validName(name) {
@@ -147,7 +174,17 @@ func New(indexes map[string]*vlc.Store, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("serve: originals for %q, which is not an index served", name)
 		}
 	}
-	s := &Server{indexes: indexes, originals: cfg.Originals, token: cfg.Token, limits: cfg.Limits.withDefaults(), searching: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	s := &Server{indexes: map[string]*served{}, originals: cfg.Originals, token: cfg.Token, data: cfg.Data, maintain: cfg.Maintain,
+		limits: cfg.Limits.withDefaults(), searching: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	for name, ix := range indexes {
+		s.indexes[name] = newServed(ix, false)
+	}
+	if cfg.Data != "" {
+		if err := s.openData(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	s.inFlight = make(chan struct{}, s.limits.InFlight)
 	s.bodies = semaphore.NewWeighted(s.limits.BodyMemory)
 	s.metrics = newMetrics(s)
@@ -157,11 +194,21 @@ func New(indexes map[string]*vlc.Store, cfg Config) (*Server, error) {
 	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("GET /openapi.json", s.openapi)
 	s.route(mux, "GET /v1/indexes", "indexes", s.list)
+	s.route(mux, "POST /v1/indexes", "create", s.write(s.create))
 	s.route(mux, "GET /v1/indexes/{name}", "info", s.info)
+	s.route(mux, "DELETE /v1/indexes/{name}", "drop", s.write(s.drop))
 	s.route(mux, "POST /v1/indexes/{name}/search", "search", s.search)
+	s.route(mux, "POST /v1/indexes/{name}/count", "count", s.count)
+	s.route(mux, "POST /v1/indexes/{name}/list", "list", s.listRecords)
 	s.route(mux, "GET /v1/indexes/{name}/documents/{id}", "get", s.get)
 	s.route(mux, "POST /v1/indexes/{name}/documents", "add", s.write(s.add))
+	s.route(mux, "POST /v1/indexes/{name}/upsert", "upsert", s.write(s.upsert))
+	s.route(mux, "POST /v1/indexes/{name}/payloads", "payloads", s.write(s.setPayloads))
 	s.route(mux, "POST /v1/indexes/{name}/delete", "delete", s.write(s.delete))
+	s.route(mux, "POST /v1/indexes/{name}/compact", "compact", s.write(s.compact))
+	s.route(mux, "POST /v1/indexes/{name}/retrain", "retrain", s.write(s.retrain))
+	s.route(mux, "POST /v1/indexes/{name}/snapshot", "snapshot", s.write(s.snapshot))
+	s.route(mux, "POST /v1/indexes/{name}/maintain", "maintain", s.write(s.maintainNow))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "no such endpoint: %s %s (see /openapi.json)", r.Method, r.URL.Path)
 	})
@@ -189,6 +236,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // slot taken for the work, a panic in it answered with 500, and its count
 // and latency recorded under endpoint.
 func (s *Server) route(mux *http.ServeMux, pattern, endpoint string, h func(http.ResponseWriter, *http.Request) (int, error)) {
+	s.routes = append(s.routes, pattern)
 	hasBody := strings.HasPrefix(pattern, "POST ")
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -196,7 +244,7 @@ func (s *Server) route(mux *http.ServeMux, pattern, endpoint string, h func(http
 		defer cancel()
 		r = r.WithContext(ctx)
 		name := r.PathValue("name")
-		if _, ok := s.indexes[name]; !ok {
+		if s.lookup(name) == nil {
 			name = "" // no label per unknown name a client makes up
 		}
 		if hasBody {
@@ -389,6 +437,9 @@ func statusOf(err error) int {
 		// already there (add repeats its own ids as 400, before this),
 		// or another writer's lock.
 		return http.StatusConflict
+	case errors.Is(err, vlc.ErrUnavailable):
+		// A capability this build (or this version of the store) lacks.
+		return http.StatusNotImplemented
 	}
 	return http.StatusInternalServerError
 }
@@ -406,10 +457,14 @@ func fail(w http.ResponseWriter, status int, format string, args ...any) {
 }
 
 func reply(w http.ResponseWriter, v any) (int, error) {
+	return replyStatus(w, http.StatusOK, v)
+}
+
+func replyStatus(w http.ResponseWriter, status int, v any) (int, error) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
-	return http.StatusOK, nil
+	return status, nil
 }
 
 // decode reads a JSON body into v, strictly: unknown fields and trailing
@@ -427,17 +482,40 @@ func decode(r *http.Request, v any) (int, error) {
 	return 0, nil
 }
 
+// decodeOptional is decode for a body that may be left out: an empty
+// body leaves v as it is.
+func decodeOptional(r *http.Request, v any) (int, error) {
+	if r.Body == nil {
+		return 0, nil
+	}
+	br := bufio.NewReader(r.Body)
+	if _, err := br.Peek(1); err == io.EOF {
+		return 0, nil
+	}
+	r.Body = io.NopCloser(br)
+	return decode(r, v)
+}
+
 func (s *Server) index(r *http.Request) (*vlc.Store, string, error) {
 	name := r.PathValue("name")
-	ix, ok := s.indexes[name]
-	if !ok {
+	sv := s.lookup(name)
+	if sv == nil {
 		return nil, name, &notFound{fmt.Sprintf("no index named %q (have: %s)", name, strings.Join(s.names(), ", "))}
 	}
-	return ix, name, nil
+	return sv.ix, name, nil
+}
+
+// lookup returns the index served as name, or nil.
+func (s *Server) lookup(name string) *served {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.indexes[name]
 }
 
 func (s *Server) names() []string {
-	var out []string
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.indexes))
 	for n := range s.indexes {
 		out = append(out, n)
 	}
@@ -454,7 +532,11 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // readable), else 503 naming the first that does not.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	for _, n := range s.names() {
-		if _, err := s.indexes[n].Info(); err != nil {
+		sv := s.lookup(n)
+		if sv == nil {
+			continue // dropped meanwhile
+		}
+		if _, err := sv.ix.Info(); err != nil {
 			fail(w, http.StatusServiceUnavailable, "index %q: %v", n, err)
 			return
 		}
@@ -488,7 +570,11 @@ func (s *Server) describe(name string, ix *vlc.Store) (InfoBody, error) {
 func (s *Server) list(w http.ResponseWriter, r *http.Request) (int, error) {
 	out := []InfoBody{}
 	for _, n := range s.names() {
-		b, err := s.describe(n, s.indexes[n])
+		sv := s.lookup(n)
+		if sv == nil {
+			continue // dropped meanwhile
+		}
+		b, err := s.describe(n, sv.ix)
 		if err != nil {
 			return 0, err
 		}
@@ -516,10 +602,18 @@ type SearchRequest struct {
 	// VectorsF32 is a batch as base64 of little-endian float32 values,
 	// row after row: a fifth of the bytes of JSON numbers and no parsing
 	// (for clients holding arrays, such as numpy's tobytes()).
-	VectorsF32 []byte  `json:"vectors_f32,omitempty"`
-	K          *int    `json:"k,omitempty"`      // default 10
-	NProbe     *int    `json:"nprobe,omitempty"` // default 16
-	Filter     *Filter `json:"filter,omitempty"`
+	VectorsF32 []byte `json:"vectors_f32,omitempty"`
+	K          *int   `json:"k,omitempty"`      // default 10
+	NProbe     *int   `json:"nprobe,omitempty"` // default 16
+	// Where is a filter in the JSON syntax of Chroma and MongoDB
+	// (vlc.ParseFilter): {"cat": "a"}, {"n": {"$gte": 10, "$lt": 20}},
+	// {"$or": [...]}. Filter is the older form (ids, or equality of
+	// fields); a search gives one or the other.
+	Where  json.RawMessage `json:"where,omitempty"`
+	Filter *Filter         `json:"filter,omitempty"`
+	// Radius, when set, drops the hits farther than it (at most k hits
+	// still come back).
+	Radius *float32 `json:"radius,omitempty"`
 	// Payloads asks for each hit's payload (default: true).
 	Payloads *bool `json:"payloads,omitempty"`
 	// Rerank re-scores the best RerankFactor*k candidates (default 10)
@@ -632,10 +726,11 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) (int, error) {
 	} else if req.RerankFactor != 0 {
 		return http.StatusBadRequest, errors.New(`rerank_factor without "rerank": true`)
 	}
-	if req.Filter != nil {
-		if opt.Filter, err = req.Filter.build(); err != nil {
-			return http.StatusBadRequest, err
-		}
+	if opt.Filter, err = filterOf(req.Where, req.Filter); err != nil {
+		return http.StatusBadRequest, err
+	}
+	if req.Radius != nil {
+		opt.Radius = *req.Radius
 	}
 	withPayloads := req.Payloads == nil || *req.Payloads
 	hits := len(queries) * opt.K
@@ -748,9 +843,10 @@ func canonical(v any) string {
 	return string(b)
 }
 
-// DocumentBody is a document to add, and what get returns (without the
-// vector). Payload is any JSON value, stored as its bytes; PayloadBase64
-// stores raw bytes.
+// DocumentBody is a document to add, and what get and list return (the
+// vector only when asked for: the vector as the code gives it back, not
+// the one added). Payload is any JSON value, stored as its bytes;
+// PayloadBase64 stores raw bytes.
 type DocumentBody struct {
 	ID            string          `json:"id"`
 	Vector        vector          `json:"vector,omitempty"`
@@ -763,13 +859,19 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	rec, err := ix.Get(r.PathValue("id"))
+	var opts []vlc.GetOption
+	switch v := r.URL.Query().Get("vector"); v {
+	case "", "false":
+	case "true":
+		opts = append(opts, vlc.WithVector())
+	default:
+		return http.StatusBadRequest, fmt.Errorf("vector=%q: want true or false", v)
+	}
+	rec, err := ix.Get(r.PathValue("id"), opts...)
 	if err != nil {
 		return 0, err
 	}
-	b := DocumentBody{ID: rec.ID}
-	b.Payload, b.PayloadBase64 = payloadBody(rec.Payload)
-	return reply(w, b)
+	return reply(w, documentBody(rec))
 }
 
 // AddRequest adds documents; AddResponse gives their ids in order (ids
@@ -795,6 +897,18 @@ func (s *Server) readOnly(name string) error {
 }
 
 func (s *Server) add(w http.ResponseWriter, r *http.Request) (int, error) {
+	return s.put(w, r, (*vlc.Store).Add)
+}
+
+// upsert is add, except that a document whose id the index holds
+// replaces it (in one commit).
+func (s *Server) upsert(w http.ResponseWriter, r *http.Request) (int, error) {
+	return s.put(w, r, (*vlc.Store).Upsert)
+}
+
+// put decodes an add's documents and writes them with write (Add or
+// Upsert).
+func (s *Server) put(w http.ResponseWriter, r *http.Request, write func(*vlc.Store, context.Context, []vlc.Document) ([]string, error)) (int, error) {
 	ix, name, err := s.index(r)
 	if err != nil {
 		return 0, err
@@ -819,25 +933,36 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) (int, error) {
 			return http.StatusBadRequest, fmt.Errorf("documents %d and %d have the same id %q", j, i, d.ID)
 		}
 		first[d.ID] = i
-		if d.Payload != nil && d.PayloadBase64 != nil {
-			return http.StatusBadRequest, fmt.Errorf(`document %d: give "payload" or "payload_base64", not both`, i)
+		payload, err := d.payload(i)
+		if err != nil {
+			return http.StatusBadRequest, err
 		}
 		if len(d.Vector) != ix.Dim() {
 			return http.StatusBadRequest, fmt.Errorf("document %d: vector has %d values, the index %d", i, len(d.Vector), ix.Dim())
 		}
-		docs[i] = vlc.Document{ID: d.ID, Vector: d.Vector, Payload: d.PayloadBase64}
-		if d.Payload != nil {
-			docs[i].Payload = d.Payload
-		}
+		docs[i] = vlc.Document{ID: d.ID, Vector: d.Vector, Payload: payload}
 	}
-	// The add is made and committed (synced) before the reply: an id
+	// The write is made and committed (synced) before the reply: an id
 	// acknowledged survives a crash. It is not cut short by the
 	// request's deadline once started.
-	ids, err := ix.Add(context.WithoutCancel(r.Context()), docs)
+	ids, err := write(ix, context.WithoutCancel(r.Context()), docs)
 	if err != nil {
 		return 0, err
 	}
+	s.wrote(name)
 	return reply(w, AddResponse{IDs: ids})
+}
+
+// payload is the document's payload bytes: its JSON, or its base64's
+// bytes (nil when it has neither).
+func (d DocumentBody) payload(i int) ([]byte, error) {
+	if d.Payload != nil && d.PayloadBase64 != nil {
+		return nil, fmt.Errorf(`document %d: give "payload" or "payload_base64", not both`, i)
+	}
+	if d.Payload != nil {
+		return d.Payload, nil
+	}
+	return d.PayloadBase64, nil
 }
 
 // DeleteRequest deletes documents by id. An id the index does not hold
@@ -867,6 +992,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) (int, error) {
 	if err := ix.Delete(context.WithoutCancel(r.Context()), req.IDs); err != nil {
 		return 0, err
 	}
+	s.wrote(name)
 	distinct := map[string]bool{}
 	for _, id := range req.IDs {
 		distinct[id] = true

@@ -1,8 +1,24 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/quant"
+
+	"github.com/vlc-embed/vlc/pipeline"
 
 	"github.com/vlc-embed/vlc/internal/errs"
 )
@@ -11,22 +27,22 @@ import (
 // the dimension, metric and code its vectors will have, the payload
 // fields it indexes for filters, and when it trains.
 type Schema struct {
-	Dim    int
-	Metric string // "l2" (""), "ip" or "cosine"
+	Dim    int    `json:"dim"`
+	Metric string `json:"metric,omitempty"` // "l2" (""), "ip" or "cosine"
 	// Code, Bits and Subspaces are the code the collection trains to, as
-	// Options gives them ("" and 0: the defaults, rotated at 4 bits).
-	Code      string
-	Bits      int
-	Subspaces int
+	// Options gives them ("" and 0: Options' defaults, rotated at 8 bits).
+	Code      string `json:"code,omitempty"`
+	Bits      int    `json:"bits,omitempty"`
+	Subspaces int    `json:"subspaces,omitempty"`
 	// Ratio, instead of Bits, asks for the bits that make the index
 	// about this fraction of the vectors' float16 size (Options.Ratio).
-	Ratio float64
-	Seed  uint64
+	Ratio float64 `json:"ratio,omitempty"`
+	Seed  uint64  `json:"seed,omitempty"`
 	// Indexed are the payload fields (dotted paths into the JSON object)
 	// kept in an index per segment, so that a filter on them starts from
 	// the matching rows.
-	Indexed []string
-	Policy  Policy
+	Indexed []string `json:"indexed,omitempty"`
+	Policy  Policy   `json:"policy"`
 }
 
 // Policy is when a collection's background work runs. Zero values mean
@@ -35,16 +51,16 @@ type Policy struct {
 	// TrainAt is the live vectors at which an untrained collection
 	// trains its anchors (default DefaultTrainAt). Until then it holds
 	// its vectors exactly and every search scans them all.
-	TrainAt int
+	TrainAt int `json:"train_at,omitempty"`
 	// RetrainGrowth retrains once the live vectors reach this multiple of
 	// those the anchors were trained on (default DefaultRetrainGrowth).
-	RetrainGrowth float64
+	RetrainGrowth float64 `json:"retrain_growth,omitempty"`
 	// RetrainDrift retrains once Info.Drift reaches it (default DriftWarn).
-	RetrainDrift float64
+	RetrainDrift float64 `json:"retrain_drift,omitempty"`
 	// MergeFactor is how many segments of one size tier are merged into
 	// one (default DefaultMergeFactor): the segments number about
 	// MergeFactor-1 per tenfold of the rows.
-	MergeFactor int
+	MergeFactor int `json:"merge_factor,omitempty"`
 }
 
 // Defaults of Policy.
@@ -59,40 +75,220 @@ var ErrExists = errs.New(errs.ErrDuplicate, "a file exists at the path")
 
 // Create makes an empty collection at path (which must not exist) with
 // schema s, and opens it. Until it holds Policy.TrainAt vectors it keeps
-// them exactly; then it trains, in the background.
+// them exactly (a flat code: float32 values, one list, every search
+// scans all); then it trains, in the background. Its first segment
+// holds one placeholder row, deleted, that carries the model (Info
+// counts it as deleted until a merge drops it).
 func Create(ctx context.Context, path string, s Schema) (*Store, error) {
-	return nil, fmt.Errorf("store.Create: %w: not yet built", errs.ErrUnavailable)
+	metric, err := s.check()
+	if err != nil {
+		return nil, err
+	}
+	l, err := lockStore(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer l.unlock()
+	if _, err := os.Lstat(path); err == nil {
+		return nil, fmt.Errorf("%s: %w: remove it first, or open it", path, ErrExists)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	dir := segmentDir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	name := segmentName(0)
+	first := make([]float32, s.Dim)
+	first[0] = 1
+	meta := index.Meta{Code: uint32(quant.KindFlat), Metric: metric, Seed: s.Seed}
+	err = index.WriteContext(ctx, filepath.Join(dir, name), index.Plan{
+		Rows: matrix{first}, Anchors: make([]float32, s.Dim), Assign: []int32{0}, Meta: meta, Keys: []string{placeholderID},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, err
+	}
+	sc := s
+	sc.Indexed = slices.Clone(s.Indexed)
+	man := manifest{NextSegment: 1, Schema: &sc, Segments: []segmentEntry{{File: name, Rows: 1}}}
+	gone := roaring.New()
+	gone.Add(0)
+	if err := writeManifest(path, man, []*roaring.Bitmap{gone}, roaring.New()); err != nil {
+		os.Remove(filepath.Join(dir, name))
+		return nil, err
+	}
+	return Open(path)
+}
+
+// placeholderID names the deleted row an empty collection's first
+// segment holds; being deleted, it never clashes with an id added.
+const placeholderID = "vlc:placeholder"
+
+// check validates the schema and returns its metric.
+func (s *Schema) check() (index.Metric, error) {
+	bad := func(field string, value any, reason string) error {
+		return fmt.Errorf("%w: schema %s %v: %s", errs.ErrArgument, field, value, reason)
+	}
+	if s.Dim < 1 {
+		return 0, bad("dim", s.Dim, "must be at least 1")
+	}
+	metric, err := index.ParseMetric(cmp.Or(s.Metric, "l2"))
+	if err != nil {
+		return 0, err
+	}
+	if _, err := s.options(nil); err != nil {
+		return 0, err
+	}
+	for i, f := range s.Indexed {
+		if f == "" || strings.HasPrefix(f, ".") || strings.HasSuffix(f, ".") || strings.Contains(f, "..") {
+			return 0, bad(fmt.Sprintf("indexed[%d]", i), strconv.Quote(f), "must be a field name or a dotted path")
+		}
+	}
+	p := s.Policy
+	switch {
+	case p.TrainAt < -1:
+		return 0, bad("train_at", p.TrainAt, "must be -1 (never), 0 (the default) or more")
+	case p.RetrainGrowth != -1 && (p.RetrainGrowth < 0 || p.RetrainGrowth > 0 && p.RetrainGrowth <= 1 || math.IsNaN(p.RetrainGrowth)):
+		return 0, bad("retrain_growth", p.RetrainGrowth, "must be -1 (never), 0 (the default) or above 1")
+	case p.RetrainDrift != -1 && (p.RetrainDrift < 0 || math.IsNaN(p.RetrainDrift)):
+		return 0, bad("retrain_drift", p.RetrainDrift, "must be -1 (never), 0 (the default) or more")
+	case p.MergeFactor < 0 || p.MergeFactor == 1:
+		return 0, bad("merge_factor", p.MergeFactor, "must be 0 (the default) or at least 2")
+	}
+	return metric, nil
 }
 
 // CreateTemp makes an empty collection in a new temporary folder, removed
 // by Close: a collection for the life of a process. Snapshot saves it.
 func CreateTemp(s Schema) (*Store, error) {
-	return nil, fmt.Errorf("store.CreateTemp: %w: not yet built", errs.ErrUnavailable)
+	dir, err := os.MkdirTemp("", "vlc-collection-")
+	if err != nil {
+		return nil, err
+	}
+	ix, err := Create(context.Background(), filepath.Join(dir, "collection.vlc"), s)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	ix.tempDir = dir
+	return ix, nil
 }
 
 // Snapshot writes a copy of the current version to path (which must not
 // exist): a store that opens on its own, sharing the segment files by
-// hard links where the file system allows (they are never modified).
+// hard links where the file system allows (they are never modified) and
+// copying them where it does not.
 func (ix *Store) Snapshot(ctx context.Context, path string) error {
-	return fmt.Errorf("Snapshot: %w: not yet built", errs.ErrUnavailable)
-}
-
-// Maintain runs the background work that is due (merging small
-// segments, training) now, in the caller's goroutine, and returns once
-// none is left: for a process that writes and exits (the CLI), and tests.
-func (ix *Store) Maintain(ctx context.Context) error {
+	snap, err := ix.acquire()
+	if err != nil {
+		return err
+	}
+	defer snap.release()
+	l, err := lockStore(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer l.unlock()
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%s: %w: a snapshot never replaces a file", path, ErrExists)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	dir := segmentDir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	man := snap.man
+	deleted := snap.deleted
+	origin := snap.origin
+	if snap.lone() {
+		meta := snap.segs[0].ix.Meta()
+		man = manifest{NextID: meta.N, TrainedEnergy: meta.Energy, Segments: []segmentEntry{{Rows: snap.segs[0].ix.Len(), Energy: meta.Energy}}}
+		origin = firstOrigin(snap.segs[0].ix, roaring.New())
+		if !snap.segs[0].ix.HasKeys() {
+			man.InputRows = snap.segs[0].ix.Len()
+		}
+	}
+	man.Segments = slices.Clone(man.Segments)
+	from := make([]string, len(snap.segs))
+	for i, s := range snap.segs {
+		from[i] = ix.path
+		if s.file != "" {
+			from[i] = filepath.Join(segmentDir(ix.path), s.file)
+		}
+	}
+	var made []string
+	fail := func(err error) error {
+		for _, f := range made {
+			os.Remove(f)
+		}
+		return err
+	}
+	man.NextSegment = 0
+	for i := range snap.segs {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		name := segmentName(man.NextSegment)
+		man.NextSegment++
+		dst := filepath.Join(dir, name)
+		if err := os.Link(from[i], dst); err != nil {
+			if err := copyFile(from[i], dst); err != nil {
+				return fail(err)
+			}
+		}
+		made = append(made, dst)
+		// The file linked must be the one the version maps.
+		if st, err := os.Stat(dst); err != nil || !os.SameFile(st, snap.segs[i].info) && st.Size() != snap.segs[i].ix.Size() {
+			return fail(fmt.Errorf("%s: segment %d changed while it was copied", ix.path, i))
+		}
+		man.Segments[i].File = name
+	}
+	if err := syncDir(dir); err != nil {
+		return fail(err)
+	}
+	if err := writeManifest(path, man, deleted, origin); err != nil {
+		return fail(err)
+	}
 	return nil
-}
-
-// ParseFilter reads a filter in the JSON syntax of Chroma and MongoDB
-// (package filter): {"cat": "a"}, {"n": {"$gte": 10}}, {"$or": [...]}.
-func ParseFilter(data []byte) (Filter, error) {
-	return nil, fmt.Errorf("ParseFilter: %w: not yet built", errs.ErrUnavailable)
 }
 
 // Remove deletes the store or index file at path and its segment folder,
 // taking the store's lock so that no write of another process is cut
-// short. Handles open on it keep reading the version they hold.
+// short. Handles open on it keep reading the version they hold (their
+// files stay mapped); their next write fails.
 func Remove(ctx context.Context, path string) error {
-	return fmt.Errorf("store.Remove: %w: not yet built", errs.ErrUnavailable)
+	l, err := lockStore(ctx, path)
+	if err != nil {
+		return err
+	}
+	st, err := os.Lstat(path)
+	if err != nil {
+		l.unlock()
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		l.unlock()
+		return fmt.Errorf("%s: %w", path, ErrNotRegular)
+	}
+	if err := os.Remove(path); err != nil {
+		l.unlock()
+		return err
+	}
+	err = os.RemoveAll(segmentDir(path))
+	l.unlock()
+	os.Remove(lockName(path))
+	return err
+}
+
+// options are the build options of the collection's training.
+func (s *Schema) options(logger *slog.Logger) (pipeline.Options, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	opt := pipeline.Options{Code: s.Code, Bits: s.Bits, Subspaces: s.Subspaces, Ratio: s.Ratio, Metric: s.Metric, Seed: s.Seed, Logger: logger}
+	return opt.Prepare("")
 }

@@ -42,8 +42,10 @@ var (
 
 // manifestVersion is the STOR layout; a reader refuses a newer one.
 // Version 1 named segments seg-NNNNNN.vlc and had no ORIG; a store of
-// version 1 opens, and its first write upgrades it.
-const manifestVersion = 2
+// version 1 opens, and its first write upgrades it. Version 3 adds the
+// schema of a collection created empty; a store without one is still
+// written as version 2, which older readers open.
+const manifestVersion = 3
 
 type manifest struct {
 	Version int `json:"version"`
@@ -58,6 +60,11 @@ type manifest struct {
 	// their anchors (the first segment's META energy).
 	TrainedEnergy float64        `json:"trained_energy"`
 	Segments      []segmentEntry `json:"segments"`
+	// Schema is what a collection created empty was made with (nil for
+	// a store grown from an index file); TrainedRows the live rows its
+	// anchors were last trained on, 0 while it holds them exactly.
+	Schema      *Schema `json:"schema,omitempty"`
+	TrainedRows int     `json:"trained_rows,omitempty"`
 }
 
 type segmentEntry struct {
@@ -235,7 +242,10 @@ func writeManifest(path string, m manifest, deleted []*roaring.Bitmap, origin *r
 			return err
 		}
 	}
-	m.Version = manifestVersion
+	m.Version = 2
+	if m.Schema != nil || m.TrainedRows > 0 {
+		m.Version = 3
+	}
 	st, err := json.MarshalIndent(m, "", " ")
 	if err != nil {
 		return err
@@ -267,6 +277,9 @@ func removeObsolete(path string, m *manifest) {
 		name := e.Name()
 		switch {
 		case keep[name]:
+			left++
+		case name == "pending" && e.IsDir():
+			// Background outputs not yet committed (pendingDir).
 			left++
 		case e.Type().IsRegular() && isSegmentName(name):
 			if err := os.Remove(filepath.Join(dir, name)); err != nil {

@@ -41,6 +41,11 @@ func (ix *Store) Retrain(ctx context.Context, opt pipeline.Options) (*pipeline.S
 	if spec.Kind == quant.KindPQ && spec.Bits == 0 {
 		opt.Bits, opt.Subspaces = 0, spec.Subspaces
 	}
+	if sc := snap.man.Schema; sc != nil {
+		// A collection created empty trains to its schema's code (its
+		// vectors may still be held exactly).
+		opt.Code, opt.Bits, opt.Subspaces, opt.Ratio = sc.Code, sc.Bits, sc.Subspaces, sc.Ratio
+	}
 	docs := make([]pipeline.Document, 0, snap.live)
 	for i, s := range snap.segs {
 		del := snap.deleted[i]
@@ -84,6 +89,9 @@ func (ix *Store) Retrain(ctx context.Context, opt pipeline.Options) (*pipeline.S
 	}
 	closeUnshared(v.segs) // a lone file's link, made by next, is not needed
 	v.man.TrainedEnergy = sum.Energy
+	if v.man.Schema != nil {
+		v.man.TrainedRows = seg.Len()
+	}
 	v.man.Segments = []segmentEntry{{File: name, Rows: seg.Len(), Energy: sum.Energy}}
 	v.deleted = []*roaring.Bitmap{roaring.New()}
 	v.segs = []*segment{newSegment(seg, name)}

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"github.com/vlc-embed/vlc/internal/errs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/vlc-embed/vlc/filter"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/index/format"
 )
@@ -36,6 +39,12 @@ type Store struct {
 	// and a write from the version it reads to the one it commits, so
 	// that no version is installed over a newer one.
 	rmu sync.Mutex
+
+	// background: whether commits start background work (bg).
+	background bool
+	bg         worker
+	// tempDir, for a collection made by CreateTemp, is removed by Close.
+	tempDir string
 }
 
 // ErrNotFound is returned for an id the index does not hold (or holds
@@ -73,6 +82,12 @@ type segment struct {
 	// this very file.
 	info os.FileInfo
 	refs atomic.Int32
+
+	// cols is the payload index of the store's indexed fields, built on
+	// the first filtered search.
+	colsOnce sync.Once
+	cols     *filter.Columns
+	colsErr  error
 }
 
 func newSegment(ix *index.Index, file string) *segment {
@@ -159,11 +174,29 @@ func (s *snapshot) lone() bool { return s.src == nil }
 // another process change the path meanwhile (a write that turns an index
 // into a store, a compaction), it reads the new version.
 func Open(path string) (*Store, error) {
+	return OpenWith(path, OpenOptions{})
+}
+
+// OpenOptions are how a Store is opened.
+type OpenOptions struct {
+	// Manual turns off the background work (merging small segments,
+	// training a collection created empty) that a write starts; Maintain
+	// runs it on demand.
+	Manual bool
+	// Logger receives the background training's progress (nil: none).
+	Logger *slog.Logger
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, opt OpenOptions) (*Store, error) {
 	snap, err := load(path, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{path: path, cur: snap}, nil
+	ix := &Store{path: path, cur: snap, background: !opt.Manual}
+	ix.bg.ctx, ix.bg.cancel = context.WithCancel(context.Background())
+	ix.bg.logger = opt.Logger
+	return ix, nil
 }
 
 // loadTries bounds how many versions a load reads in a row while other
@@ -362,6 +395,7 @@ func sameVersion(st, read os.FileInfo) bool {
 
 // Close releases the index once searches in flight have finished.
 func (ix *Store) Close() error {
+	ix.stopBackground()
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
 	ix.mu.Lock()
@@ -373,6 +407,9 @@ func (ix *Store) Close() error {
 	cur := ix.cur
 	ix.mu.Unlock()
 	cur.release()
+	if ix.tempDir != "" {
+		return os.RemoveAll(ix.tempDir)
+	}
 	return nil
 }
 

@@ -175,6 +175,7 @@ func (w *write) commit(v *version) error {
 	}
 	w.ix.install(snap)
 	removeObsolete(path, &v.man)
+	w.ix.kick()
 	return nil
 }
 

@@ -55,25 +55,42 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		defer stop()
 		return runSweep(ctx, pos, &sf, &sw, *gtPath, *basePath, *asJSON, stdout, stderr)
 	}
-	o, err := sf.open(pos[0])
-	if err != nil {
-		return err
+	var (
+		searcher eval.Searcher
+		q, rr    *vecfile.Matrix
+		gt       [][]int
+		ix       *index.Index // nil for a store
+		di       *index.DeviceIndex
+	)
+	if sf.backend == "cpu" {
+		se, err := openStoreEval(pos[0], &sf, *gtPath, *basePath)
+		if err != nil {
+			return err
+		}
+		if se != nil {
+			defer se.Close()
+			searcher, q, rr, gt = se.s, se.q, se.rr, se.gt
+		}
 	}
-	defer o.Close()
-	ix, q, rr := o.ix, o.q, o.rr
-
-	gt, err := groundTruth(*gtPath, *basePath, q, ix)
-	if err != nil {
-		return err
-	}
-	di, release, err := sf.onDevice(ix, stderr)
-	if err != nil {
-		return err
-	}
-	defer release()
-	var searcher eval.Searcher = ix
-	if di != nil {
-		searcher = di
+	if searcher == nil {
+		o, err := sf.open(pos[0])
+		if err != nil {
+			return err
+		}
+		defer o.Close()
+		ix, q, rr = o.ix, o.q, o.rr
+		if gt, err = groundTruth(*gtPath, *basePath, q, ix); err != nil {
+			return err
+		}
+		var release func()
+		if di, release, err = sf.onDevice(ix, stderr); err != nil {
+			return err
+		}
+		defer release()
+		searcher = ix
+		if di != nil {
+			searcher = di
+		}
 	}
 	stop, err := startProfile(*cpuProfile)
 	if err != nil {
@@ -107,6 +124,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if di != nil {
 		fmt.Fprintf(stdout, "device memory    %.1f MiB held (the index file is %.1f MiB)\n", float64(di.DeviceBytes())/(1<<20), float64(ix.Size())/(1<<20))
+	}
+	if ss, ok := searcher.(*storeSearcher); ok {
+		fmt.Fprintf(stdout, "store            %d live vectors in %d segment(s), %d deleted rows not compacted\n", ss.info.Rows, len(ss.info.Segments), ss.info.Deleted)
 	}
 	fmt.Fprintf(stdout, "bytes/vector     %.1f\n", res.BytesPerVector)
 	fmt.Fprintf(stdout, "size ratio       %.3f of float16\n", res.SizeRatio)

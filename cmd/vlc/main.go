@@ -7,9 +7,12 @@
 //	vlc eval [flags] -query FILE (-gt FILE | -base FILE) INDEX...
 //	vlc info [flags] INDEX
 //	vlc verify INDEX
-//	vlc add [flags] INDEX VECTORS
+//	vlc create [flags] PATH
+//	vlc add [flags] INDEX VECTORS, vlc upsert [flags] INDEX VECTORS
 //	vlc delete [flags] INDEX [ID...]
-//	vlc get INDEX ID
+//	vlc get [flags] INDEX ID, vlc set-payload INDEX ID PAYLOAD
+//	vlc count [flags] INDEX, vlc list [flags] INDEX
+//	vlc snapshot INDEX OUT, vlc drop INDEX
 //	vlc compact INDEX
 //	vlc retrain [flags] INDEX
 //	vlc merge [flags] -o OUT INDEX...
@@ -72,17 +75,35 @@ func init() {
 				"starts with a double quote is quoted); a payload is printed as one line of JSON (quoted too if it is not JSON).\n" +
 				"-json prints JSON Lines instead: one object per query, {\"query\": 0, \"hits\": [{\"id\": \"7\", \"distance\": 0.5}, ...]}.", runSearch},
 		"eval": {"[flags] -query FILE (-gt FILE | -base FILE) INDEX...", "measure recall and speed against ground truth",
-			"INDEX...: one index, or several with -sweep", runEval},
+			"INDEX...: one index, or several with -sweep. A store (with added or deleted vectors) is searched as it is, its ids\n" +
+				"read as the rows of -base or the ground truth (as vlc add without -ids numbers them): -base gives the exact\n" +
+				"neighbours among the live rows, -gt has the rows the store does not hold dropped", runEval},
 		"info":   {"[flags] INDEX", "describe an index", "", runInfo},
 		"verify": {"INDEX", "check every checksum of an index", "", runVerify},
-		"add": {"[flags] INDEX VECTORS", "add vectors (with ids and payloads) to an index, without training",
-			"VECTORS: a vector file of the index's dimension. Prints the ids given to the new vectors on stdout, one a line, in order", runAdd},
+		"create": {"[flags] PATH", "make an empty collection (a store) that vlc add fills",
+			"PATH: where the store goes; it must not exist. It holds its vectors exactly (every search scans them all)\n" +
+				"until it has -train-at of them, then trains its anchors, at the end of the write that reached them", runCreate},
+		"add": {"[flags] INDEX VECTORS", "add vectors (with ids and payloads) to an index",
+			"VECTORS: a vector file of the index's dimension. Prints the ids given to the new vectors on stdout, one a line, in order.\n" +
+				"After the write (the ids printed), the store's due work runs before vlc exits: small segments merged, training\n" +
+				"once the store is large enough or has outgrown its anchors; -maintain=false leaves it to the next write", runAdd},
+		"upsert": {"[flags] INDEX VECTORS", "add vectors, replacing those of ids the index holds",
+			"as vlc add, but an id the index holds live has its vector and payload replaced (atomically) where add refuses it", runUpsert},
 		"delete": {"[flags] INDEX [ID...]", "delete vectors from an index by id",
-			"the ids as arguments, or one a line in -ids FILE, or both", runDelete},
-		"get":     {"INDEX ID", "print the payload of an id", "prints ID, a tab and the payload; an id is quoted as vlc search quotes it", runGet},
-		"compact": {"INDEX", "rewrite an index without its deleted vectors", "", runCompact},
-		"retrain": {"[flags] INDEX", "train an index anew on its own vectors, in place", "", runRetrain},
-		"merge":   {"[flags] -o OUT INDEX...", "join indexes encoded under one model (compress -anchors-from) into one", "", runMerge},
+			"the ids as arguments, or one a line in -ids FILE, or both; then the store's due work runs, as after vlc add", runDelete},
+		"get": {"[flags] INDEX ID", "print the payload of an id",
+			"prints ID, a tab and the payload (with -vector, a tab and the vector); an id is quoted as vlc search quotes it", runGet},
+		"set-payload": {"INDEX ID PAYLOAD", "replace the payload of an id, keeping its vector",
+			"PAYLOAD: one JSON value", runSetPayload},
+		"count": {"[flags] INDEX", "print the number of live vectors (that a filter allows)", "", runCount},
+		"list": {"[flags] INDEX", "print live ids and payloads in id order, a page at a time",
+			"prints one line a record: ID, a tab and the payload (with -vectors, a tab and the vector), ids in byte order.\n" +
+				"When more records follow, stderr says so and gives the -after that starts the next page", runList},
+		"snapshot": {"INDEX OUT", "copy the current version of a store to a new path", "OUT: a new path; the copy shares the segment files by hard links where it can", runSnapshot},
+		"drop":     {"INDEX", "remove a store (or index file) and its segment folder", "", runDrop},
+		"compact":  {"INDEX", "rewrite an index without its deleted vectors", "", runCompact},
+		"retrain":  {"[flags] INDEX", "train an index anew on its own vectors, in place", "", runRetrain},
+		"merge":    {"[flags] -o OUT INDEX...", "join indexes encoded under one model (compress -anchors-from) into one", "", runMerge},
 		"model": {"[flags] -o MODEL INDEX", "write an index's model (anchors, code, list parameters) to a small file for compress -anchors-from",
 			"INDEX: an index file, a store (its first segment's model) or a model file", runModel},
 
@@ -275,7 +296,10 @@ func parse(fs *flag.FlagSet, args []string, names []string, help io.Writer) ([]s
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
-	variadic := len(names) > 0 && strings.HasSuffix(names[len(names)-1], "...")
+	variadic := len(names) > 0 && strings.HasSuffix(strings.TrimSuffix(names[len(names)-1], "]"), "...")
+	if len(names) > 0 && strings.HasPrefix(names[len(names)-1], "[") && len(pos) == len(names)-1 {
+		return pos, nil // the last, "[NAME...]", is optional
+	}
 	if len(pos) < len(names) {
 		missing := slices.Clone(names[len(pos):])
 		missing[len(missing)-1] = strings.TrimSuffix(missing[len(missing)-1], "...")

@@ -171,7 +171,13 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sf.register(fs, 10)
 	payload := fs.Bool("payload", false, "print each hit's payload after its distance (with -json: as \"payload\", or \"payload_base64\" when it is not JSON)")
 	asJSON := fs.Bool("json", false, "print JSON Lines: one object per query, {\"query\": Q, \"hits\": [{\"id\", \"distance\"}, ...]} (the hits as vlc serve's)")
+	filter := fs.String("filter", "", "return "+filterHelp)
+	radius := fs.Float64("radius", 0, "drop the hits farther than this `distance` (of at most -k; 0: none; under ip distances are negative inner products)")
 	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
+	if err != nil {
+		return err
+	}
+	f, err := parseFilter(*filter)
 	if err != nil {
 		return err
 	}
@@ -185,6 +191,9 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("-nprobe must be at least 1, got %d", sf.nprobe)
 	}
 	out := newHitWriter(stdout, *asJSON, *payload)
+	if sf.backend != "cpu" && (f != nil || *radius != 0) {
+		return fmt.Errorf("-filter and -radius search on the CPU: leave out -backend %s", sf.backend)
+	}
 	if sf.backend != "cpu" {
 		return searchOnDevice(ctx, pos[0], &sf, out, stderr)
 	}
@@ -205,7 +214,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("queries: %w", err)
 	}
 	defer q.Close()
-	opt := vlc.SearchOptions{K: sf.k, NProbe: sf.nprobe, RerankFactor: sf.rerankFactor}
+	opt := vlc.SearchOptions{K: sf.k, NProbe: sf.nprobe, RerankFactor: sf.rerankFactor, Filter: f, Radius: float32(*radius)}
 	if sf.rerank != "" {
 		rr, err := openLike(sf.rerank, ix.Dim())
 		if err != nil {

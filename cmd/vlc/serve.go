@@ -25,7 +25,9 @@ import (
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on (loopback unless told otherwise; port 0 picks a free one)")
-	tokenFile := fs.String("token-file", "", "`file` holding the bearer token that writes (add, delete) must present")
+	tokenFile := fs.String("token-file", "", "`file` holding the bearer token that writes (add, upsert, delete, payloads) and administration (create, drop, compact, retrain, snapshot, maintain) must present")
+	data := fs.String("data", "", "`folder` of collections: each NAME.vlc in it is served as NAME, and collections are created there over HTTP (POST /v1/indexes); with it, INDEX arguments are optional")
+	maintain := fs.Bool("maintain", true, "after each write to an index, run its due background work (merging small segments, training) in the background; false: only POST /v1/indexes/NAME/maintain, compact and retrain (or vlc compact, vlc retrain) run it")
 	d := serve.DefaultLimits
 	fs.Int64Var(&d.BodyBytes, "max-body", d.BodyBytes, "largest request body in `bytes`")
 	fs.IntVar(&d.K, "max-k", d.K, "most hits a query may ask for")
@@ -43,7 +45,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		rerank[name] = file
 		return nil
 	})
-	pos, err := parse(fs, args, []string{"INDEX..."}, stdout)
+	names := []string{"INDEX..."}
+	if hasFlag(args, "data") {
+		names = []string{"[INDEX...]"} // the collections of -data may be all it serves
+	}
+	pos, err := parse(fs, args, names, stdout)
 	if err != nil {
 		return err
 	}
@@ -71,10 +77,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	srv, err := serve.New(indexes, serve.Config{Token: token, Limits: d, Originals: originals})
+	srv, err := serve.New(indexes, serve.Config{Token: token, Limits: d, Originals: originals, Data: *data, Maintain: *maintain})
 	if err != nil {
 		return err
 	}
+	defer srv.Close() // before the indexes close: it ends background work on them
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -89,14 +96,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		WriteTimeout:      d.Timeout + 10*time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	fmt.Fprintf(stdout, "vlc serve: listening on http://%s (%d indexes)\n", ln.Addr(), len(indexes))
+	fmt.Fprintf(stdout, "vlc serve: listening on http://%s (%d indexes)\n", ln.Addr(), len(srv.Names()))
 	if f, ok := stdout.(interface{ Flush() error }); ok {
 		f.Flush()
 	}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	if *refresh > 0 {
-		defer refreshEvery(ctx, *refresh, indexes)()
+		defer refreshEvery(ctx, *refresh, srv)()
 	}
 	select {
 	case err := <-done:
@@ -177,10 +184,10 @@ func openOriginals(indexes map[string]*vlc.Store, rerank map[string]string) (_ m
 	return originals, closeAll, nil
 }
 
-// refreshEvery picks up other processes' writes to the indexes every
-// period until ctx is done or the returned stop is called; stop returns
-// once no Refresh runs, so that the indexes may close.
-func refreshEvery(ctx context.Context, period time.Duration, indexes map[string]*vlc.Store) (stop func()) {
+// refreshEvery picks up other processes' writes to the indexes served
+// every period until ctx is done or the returned stop is called; stop
+// returns once no Refresh runs, so that the indexes may close.
+func refreshEvery(ctx context.Context, period time.Duration, srv *serve.Server) (stop func()) {
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -194,10 +201,8 @@ func refreshEvery(ctx context.Context, period time.Duration, indexes map[string]
 				return
 			case <-t.C:
 			}
-			for name, ix := range indexes {
-				if err := ix.Refresh(); err != nil && rctx.Err() == nil {
-					slog.Warn("refresh failed; serving the index as it was", "index", name, "err", err)
-				}
+			if err := srv.Refresh(); err != nil && rctx.Err() == nil {
+				slog.Warn("refresh failed; serving the index as it was", "err", err)
 			}
 		}
 	}()
@@ -205,4 +210,19 @@ func refreshEvery(ctx context.Context, period time.Duration, indexes map[string]
 		cancel()
 		wg.Wait()
 	}
+}
+
+// hasFlag reports whether args set the flag name (-name, --name, with or
+// without =VALUE) before the first "--".
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
 }

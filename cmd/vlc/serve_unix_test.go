@@ -161,3 +161,85 @@ func TestServeSeesOtherWriters(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// While vlc serve serves a store it has written to, a vlc add from a
+// shell into the same store succeeds (the server holds the store's lock
+// only during each write), the server's next search after -refresh finds
+// the added vector, and the server writes again afterwards.
+func TestServeShellAddWhileServing(t *testing.T) {
+	dir := t.TempDir()
+	ix := cp(t, deepIndexPath(t), dir)
+	_, url, stderr := startServe(t, "-refresh", "100ms", "docs="+ix)
+	rows := randomRows(3, deepDim, 7)
+	add := func(id string, v []float32) {
+		t.Helper()
+		code, body, err := post(url+"/v1/indexes/docs/documents", "", map[string]any{"documents": []any{map[string]any{"id": id, "vector": v}}})
+		if err != nil || code != 200 {
+			t.Fatalf("add %s over HTTP: %d %s %v; stderr %s", id, code, body, err, stderr)
+		}
+	}
+	add("over-http-1", rows[0]) // the server's write: the index becomes a store
+	vecs := filepath.Join(dir, "shell.f16")
+	if err := vecfile.WriteF16(vecs, rows[1:2]); err != nil {
+		t.Fatal(err)
+	}
+	shell := exec.Command(builtVLC(t, nil), "add", ix, vecs, "-ids", writeLines(t, filepath.Join(dir, "ids"), []string{"from-shell"}))
+	if out, err := shell.CombinedOutput(); err != nil {
+		t.Fatalf("vlc add from a shell while vlc serve runs: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body, err := post(url+"/v1/indexes/docs/search", "", map[string]any{"vector": rows[1], "k": 1, "nprobe": 64})
+		if err != nil || code != 200 {
+			t.Fatalf("search: %d %s %v", code, body, err)
+		}
+		if strings.Contains(string(body), `"id":"from-shell"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's search did not find the shell's add within 10 s (-refresh 100ms): %s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	add("over-http-2", rows[2])
+	st, err := vlc.Open(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, id := range []string{"over-http-1", "from-shell", "over-http-2"} {
+		if _, err := st.Get(id); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+}
+
+// vlc serve -data DIR needs no INDEX argument: it serves the folder's
+// NAME.vlc files as NAME, beside the indexes named.
+func TestServeDataFolder(t *testing.T) {
+	data := t.TempDir()
+	_, url, stderr := startServe(t, "-data", data, "-maintain=false")
+	resp, err := http.Get(url + "/v1/indexes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.TrimSpace(b.String()) != "[]" {
+		t.Fatalf("an empty data folder's indexes: %d %s; stderr %s", resp.StatusCode, b.String(), stderr)
+	}
+	cp(t, deepIndexPath(t), data) // deep.vlc
+	other := t.TempDir()
+	_, url, stderr = startServe(t, "-data", data, "docs="+cp(t, deepIndexPath(t), other), "more="+filepath.Join(other, "deep.vlc"))
+	resp, err = http.Get(url + "/v1/indexes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []struct{ Name string }
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil || len(list) != 3 || list[0].Name != "deep" || list[1].Name != "docs" || list[2].Name != "more" {
+		t.Fatalf("-data with deep.vlc, docs=PATH and more=PATH served %+v, %v; stderr %s", list, err, stderr)
+	}
+}

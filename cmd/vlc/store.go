@@ -11,6 +11,7 @@ import (
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/internal/regfile"
+	"github.com/vlc-embed/vlc/store"
 )
 
 // readIDs reads one id a line (a trailing \r dropped; blank lines are
@@ -59,14 +60,28 @@ func readLines(path string) ([][]byte, error) {
 }
 
 func runAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("add", flag.ContinueOnError)
+	return put(ctx, "add", args, stdout, stderr)
+}
+
+func runUpsert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return put(ctx, "upsert", args, stdout, stderr)
+}
+
+// maintainHelp is the help of the -maintain flag of the writing commands.
+const maintainHelp = "after the write, run the store's due background work (merge small segments, train or retrain) before exiting; false leaves it to the next writer"
+
+// put is vlc add and, for name "upsert", vlc upsert, which replaces the
+// live vectors of the ids given where add refuses them.
+func put(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	idsFile := fs.String("ids", "", "ids of the new vectors, one a line (default: the next free numbers)")
 	payloads := fs.String("payloads", "", "payloads of the new vectors, a JSON Lines `file` (one JSON value a line)")
+	maintain := fs.Bool("maintain", true, maintainHelp)
 	pos, err := parse(fs, args, []string{"INDEX", "VECTORS"}, stdout)
 	if err != nil {
 		return err
 	}
-	ix, err := vlc.Open(pos[0])
+	ix, err := openWriter(pos[0])
 	if err != nil {
 		return err
 	}
@@ -110,7 +125,11 @@ func runAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			docs[i].Payload = pl[i]
 		}
 	}
-	added, err := ix.Add(ctx, docs)
+	write, verb := ix.Add, "added"
+	if name == "upsert" {
+		write, verb = ix.Upsert, "upserted"
+	}
+	added, err := write(ctx, docs)
 	if err != nil {
 		return err
 	}
@@ -123,8 +142,35 @@ func runAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "%s: added %d vectors (ids %s .. %s); %d live\n", pos[0], len(added), textID(added[0]), textID(added[len(added)-1]), ix.Len())
+	fmt.Fprintf(stderr, "%s: %s %d vectors (ids %s .. %s); %d live\n", pos[0], verb, len(added), textID(added[0]), textID(added[len(added)-1]), ix.Len())
+	if *maintain {
+		if err := runMaintain(ctx, ix, stderr); err != nil {
+			return err
+		}
+	}
 	return driftNote(ix, stderr)
+}
+
+// runMaintain runs the store's due background work after a write the
+// command has acknowledged, so that a process that writes and exits still
+// merges and trains, and says what changed. An error keeps the write:
+// the work is due again at the next write.
+func runMaintain(ctx context.Context, ix *vlc.Store, stderr io.Writer) error {
+	before, err := ix.Info()
+	if err != nil {
+		return err
+	}
+	if err := ix.Maintain(ctx); err != nil {
+		return fmt.Errorf("the write is done, but the maintenance after it failed (it runs again after the next write): %w", err)
+	}
+	after, err := ix.Info()
+	if err != nil {
+		return err
+	}
+	if len(after.Segments) != len(before.Segments) || after.Lists != before.Lists {
+		fmt.Fprintf(stderr, "%s: maintenance: %d segment(s) -> %d, %d lists -> %d\n", ix.Path(), len(before.Segments), len(after.Segments), before.Lists, after.Lists)
+	}
+	return nil
 }
 
 // driftNote warns when the rows added since training sit far from the
@@ -143,6 +189,7 @@ func driftNote(ix *vlc.Store, w io.Writer) error {
 func runDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("delete", flag.ContinueOnError)
 	idsFile := fs.String("ids", "", "ids to delete, one a line (or give them as arguments)")
+	maintain := fs.Bool("maintain", true, maintainHelp)
 	pos, err := parse(fs, args, []string{"INDEX..."}, stdout)
 	if err != nil {
 		return err
@@ -158,7 +205,7 @@ func runDelete(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(ids) == 0 {
 		return fmt.Errorf("no ids to delete: give -ids FILE or ids after INDEX")
 	}
-	ix, err := vlc.Open(pos[0])
+	ix, err := openWriter(pos[0])
 	if err != nil {
 		return err
 	}
@@ -171,11 +218,16 @@ func runDelete(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		distinct[id] = true
 	}
 	fmt.Fprintf(stderr, "%s: deleted %d ids; %d live\n", pos[0], len(distinct), ix.Len())
+	if *maintain {
+		return runMaintain(ctx, ix, stderr)
+	}
 	return nil
 }
 
 func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("get", flag.ContinueOnError)
+	vector := fs.Bool("vector", false, "print the vector too, after a tab, as a JSON array: the vector as its code gives it back, not the vector added")
+	asJSON := fs.Bool("json", false, "print one JSON object: {\"id\", \"payload\" (or \"payload_base64\"), \"vector\"}")
 	pos, err := parse(fs, args, []string{"INDEX", "ID"}, stdout)
 	if err != nil {
 		return err
@@ -185,12 +237,15 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer ix.Close()
-	rec, err := ix.Get(pos[1])
+	var opts []vlc.GetOption
+	if *vector {
+		opts = append(opts, vlc.WithVector())
+	}
+	rec, err := ix.Get(pos[1], opts...)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s\t%s\n", textID(rec.ID), textPayload(rec.Payload))
-	return nil
+	return writeRecord(stdout, rec, *asJSON)
 }
 
 func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -199,7 +254,7 @@ func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	ix, err := vlc.Open(pos[0])
+	ix, err := openWriter(pos[0])
 	if err != nil {
 		return err
 	}
@@ -222,7 +277,7 @@ func runRetrain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	ix, err := vlc.Open(pos[0])
+	ix, err := openWriter(pos[0])
 	if err != nil {
 		return err
 	}
@@ -233,4 +288,11 @@ func runRetrain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stderr, "%s: retrained on %d vectors: %d anchors, energy %.6g, %.3f of float16\n", pos[0], sum.N, sum.Anchors, sum.Energy, sum.SizeRatio)
 	return nil
+}
+
+// openWriter opens a store for a command that writes and exits, without
+// the background work a write would start: exit would cut it short. The
+// command runs it itself (Maintain), or leaves it to the next writer.
+func openWriter(path string) (*vlc.Store, error) {
+	return store.OpenWith(path, store.OpenOptions{Manual: true})
 }

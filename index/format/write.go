@@ -222,7 +222,12 @@ func RemoveStaleTemps(path string) []string {
 // writeSync encodes into f, syncs it and closes it. Writes go through in
 // chunks of at most ctxChunk bytes, ctx checked before each.
 func writeSync(ctx context.Context, f *os.File, sections []Section) error {
-	bw := bufio.NewWriterSize(ctxWriter{ctx, &writeBehind{f: f}}, 1<<20)
+	// A buffer no larger than the file: a store writes many small ones.
+	size := 4096
+	for _, s := range sections {
+		size += 64 + len(s.Data)
+	}
+	bw := bufio.NewWriterSize(ctxWriter{ctx, &writeBehind{f: f}}, min(size, 1<<20))
 	err := Encode(bw, sections)
 	if err == nil {
 		err = bw.Flush()
@@ -294,4 +299,12 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// Stale reports whether a file that process pid wrote, last modified at
+// mod, is left over from a process that has exited: pid runs no more on
+// this machine and the file predates this process. Where process ids
+// cannot be checked (not Unix) nothing is stale.
+func Stale(pid int, mod time.Time) bool {
+	return pid > 0 && pid != os.Getpid() && !processRuns(pid) && mod.Before(processStart)
 }

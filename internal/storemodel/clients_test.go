@@ -151,7 +151,7 @@ func (c *cli) file(ext string) string {
 func (c *cli) do(req request, kill time.Duration) (response, bool, error) {
 	var args []string
 	switch req.Op {
-	case "add":
+	case "add", "upsert":
 		vecs, ids, pl := c.file(".f16"), c.file(".ids"), c.file(".jsonl")
 		rows := make([][]float32, len(req.Docs))
 		var idLines, plLines []string
@@ -166,7 +166,7 @@ func (c *cli) do(req request, kill time.Duration) (response, bool, error) {
 		if err := os.WriteFile(pl, []byte(strings.Join(plLines, "\n")+"\n"), 0o644); err != nil {
 			return response{}, false, err
 		}
-		args = []string{"add", c.store, vecs, "-payloads", pl}
+		args = []string{req.Op, c.store, vecs, "-payloads", pl}
 		if req.Docs[0].ID != "" { // the driver gives ids to all or none
 			if err := os.WriteFile(ids, []byte(strings.Join(idLines, "\n")+"\n"), 0o644); err != nil {
 				return response{}, false, err
@@ -234,7 +234,7 @@ func (c *cli) answer(req request, out, errs string, runErr error) (response, boo
 		return resp, false, nil
 	}
 	switch req.Op {
-	case "add":
+	case "add", "upsert":
 		// vlc add prints the ids it gave, one a line, in row order.
 		printed := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 		if out == "" || len(printed) != len(req.Docs) {
@@ -330,7 +330,7 @@ func (s *server) do(req request, kill time.Duration) (response, bool, error) {
 	var method, path string
 	var body any
 	switch req.Op {
-	case "add":
+	case "add", "upsert":
 		type docBody struct {
 			ID      string          `json:"id,omitempty"`
 			Vector  []float32       `json:"vector"`
@@ -341,6 +341,9 @@ func (s *server) do(req request, kill time.Duration) (response, bool, error) {
 			docs = append(docs, docBody{ID: d.ID, Vector: vector(d.G), Payload: payload(d.G)})
 		}
 		method, path, body = "POST", "/documents", map[string]any{"documents": docs}
+		if req.Op == "upsert" {
+			path = "/upsert"
+		}
 	case "delete":
 		method, path, body = "POST", "/delete", map[string]any{"ids": req.IDs}
 	case "get":
@@ -417,7 +420,7 @@ func (s *server) answer(req request, status int, body []byte) (response, bool, e
 	}
 	var err error
 	switch req.Op {
-	case "add":
+	case "add", "upsert":
 		var r struct {
 			IDs []string `json:"ids"`
 		}

@@ -26,6 +26,10 @@ var (
 	flagSeed = flag.Uint64("store.seed", 0, "seed of the operations (0: 1, or the clock's with -store.ops above 1000); the kills' timing is not seeded")
 	flagOps  = flag.Int("store.ops", 150, "operations to run (at most 60 with -short)")
 	flagKill = flag.Float64("store.kill", 0.1, "chance that an operation's process is killed while it runs (some finish first)")
+	// The store starts as a collection created empty (vlc create, then
+	// vlc add of the same vectors) that trains itself in the background
+	// during the run, or as an index file compressed (vlc compress).
+	flagEmpty = flag.String("store.start", "both", "how the store starts: compress, create, or both (a sub-test each)")
 )
 
 func TestMain(m *testing.M) {
@@ -33,21 +37,46 @@ func TestMain(m *testing.M) {
 		runWorker(path)
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
 
-// buildVLC builds the vlc command into dir.
-func buildVLC(t *testing.T, dir string) string {
+// The vlc command, built once for every sub-test.
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+	noGo    bool
+)
+
+// buildVLC builds the vlc command (once) and returns its path.
+func buildVLC(t *testing.T, _ string) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to build vlc with: %v", err)
+	binOnce.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			noGo, binErr = true, err
+			return
+		}
+		if binDir, binErr = os.MkdirTemp("", "storemodel-"); binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "vlc")
+		if out, err := exec.Command(goTool, "build", "-o", binPath, "github.com/vlc-embed/vlc/cmd/vlc").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if noGo {
+		t.Skipf("no go command to build vlc with: %v", binErr)
 	}
-	bin := filepath.Join(dir, "vlc")
-	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/vlc-embed/vlc/cmd/vlc").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if binErr != nil {
+		t.Fatal(binErr)
 	}
-	return bin
+	return binPath
 }
 
 // model is what the store acknowledged: the versions of its live set
@@ -123,6 +152,14 @@ func (s *session) diverged(format string, args ...any) {
 // the store's re-ranked search, a killed write is whole or absent, ids
 // the store picks never repeat, and files vlc did not write survive.
 func TestStoreModel(t *testing.T) {
+	for _, start := range []string{"compress", "create"} {
+		if *flagEmpty == start || *flagEmpty == "both" {
+			t.Run(start, func(t *testing.T) { storeModel(t, start) })
+		}
+	}
+}
+
+func storeModel(t *testing.T, how string) {
 	ops := *flagOps
 	if testing.Short() && ops > 60 {
 		ops = 60
@@ -158,8 +195,27 @@ func TestStoreModel(t *testing.T) {
 	if err := os.WriteFile(pl, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(s.bin, "compress", base, "-dim", strconv.Itoa(dim), "-o", s.store, "-payloads", pl, "-anchors", "8", "-backend", "cpu", "-quiet").CombinedOutput(); err != nil {
-		t.Fatalf("compress: %v\n%s", err, out)
+	if how == "compress" {
+		if out, err := exec.Command(s.bin, "compress", base, "-dim", strconv.Itoa(dim), "-o", s.store, "-payloads", pl, "-anchors", "8", "-backend", "cpu", "-quiet").CombinedOutput(); err != nil {
+			t.Fatalf("compress: %v\n%s", err, out)
+		}
+	} else {
+		// Exact until 360 live vectors, then trained in the background
+		// by whichever process writes.
+		if out, err := exec.Command(s.bin, "create", s.store, "-dim", strconv.Itoa(dim), "-train-at", "360").CombinedOutput(); err != nil {
+			t.Fatalf("create: %v\n%s", err, out)
+		}
+		ids := filepath.Join(dir, "base.ids")
+		var idLines []string
+		for i := range n0 {
+			idLines = append(idLines, strconv.Itoa(i))
+		}
+		if err := os.WriteFile(ids, []byte(strings.Join(idLines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(s.bin, "add", s.store, base, "-ids", ids, "-payloads", pl).CombinedOutput(); err != nil {
+			t.Fatalf("add: %v\n%s", err, out)
+		}
 	}
 	s.m.versions = []map[string]uint64{first}
 	// A file vlc did not write, in the segment folder: it must survive.
@@ -332,7 +388,7 @@ func (s *session) step() {
 
 func isWrite(op string) bool {
 	switch op {
-	case "add", "delete", "compact", "retrain", "merge":
+	case "add", "upsert", "delete", "compact", "retrain", "merge":
 		return true
 	}
 	return false
@@ -374,6 +430,25 @@ func (s *session) pickWrite(c client, cur map[string]uint64) request {
 		x = 0 // add
 	}
 	switch {
+	case x < 12:
+		// Upsert: ids live (replaced) and new, each once.
+		n := 1 + r.IntN(6)
+		req := request{Op: "upsert"}
+		used := map[string]bool{}
+		for range n {
+			s.nextG++
+			d := doc{G: s.nextG, ID: "d" + strconv.FormatUint(s.nextG, 10)}
+			if r.IntN(2) == 0 && len(live) > 0 {
+				d.ID = live[r.IntN(len(live))]
+			}
+			if used[d.ID] {
+				d.ID = "d" + strconv.FormatUint(d.G, 10)
+			}
+			used[d.ID] = true
+			s.m.issue(d)
+			req.Docs = append(req.Docs, d)
+		}
+		return req
 	case x < 45:
 		n := 1 + r.IntN(8)
 		req := request{Op: "add"}
@@ -537,6 +612,15 @@ func (s *session) checkWrite(c client, ci int, req request, resp response) {
 			next[id] = d.G
 		}
 		s.m.commit(next)
+	case "upsert":
+		next := clone(cur)
+		for i, d := range req.Docs {
+			if resp.IDs != nil && resp.IDs[i] != d.ID {
+				s.diverged("%s upsert: document %d got id %s, asked %s", c.name(), i, resp.IDs[i], d.ID)
+			}
+			next[d.ID] = d.G
+		}
+		s.m.commit(next)
 	case "delete":
 		next := clone(cur)
 		for _, id := range req.IDs {
@@ -582,6 +666,22 @@ func (s *session) resolve(req request) {
 	cur := s.m.cur()
 	obs := s.observe()
 	switch req.Op {
+	case "upsert":
+		next := clone(cur)
+		for _, d := range req.Docs {
+			next[d.ID] = d.G
+		}
+		switch {
+		case sameLive(obs, cur):
+			s.counts["absent"]++
+			s.logf("  resolved: not applied")
+		case sameLive(obs, next):
+			s.counts["applied"]++
+			s.logf("  resolved: applied")
+			s.m.commit(next)
+		default:
+			s.diverged("a killed upsert is half there: the store %s, the model before it %s", summary(obs), summary(cur))
+		}
 	case "add":
 		if sameLive(obs, cur) {
 			s.counts["absent"]++
@@ -680,10 +780,11 @@ func (s *session) fullCheck(when string) {
 }
 
 // checkRead compares a read's answer with the version the client holds:
-// the newest for a command (a new process), the one a library worker
-// last read; vlc serve refreshes on its own (-refresh), so for it any
-// version from the last one it showed to the newest, and a later answer
-// never shows an older one than an earlier answer did.
+// the newest for a command (a new process); vlc serve refreshes on its
+// own (-refresh), and a library worker's handle when its background work
+// commits, so for them any version from the last one they showed to the
+// newest, and a later answer never shows an older one than an earlier
+// answer did.
 func (s *session) checkRead(c client, ci int, req request, resp response) {
 	who := fmt.Sprintf("%s %s %s (it holds version %d of %d)", c.name(), req.Op, brief(req), s.views[ci], len(s.m.versions)-1)
 	if req.Op == "refresh" {
@@ -697,7 +798,9 @@ func (s *session) checkRead(c client, ci int, req request, resp response) {
 	switch c.(type) {
 	case *cli:
 		lo, hi = len(s.m.versions)-1, len(s.m.versions)-1
-	case *server:
+	case *server, *proc:
+		// vlc serve refreshes on its own; a library handle refreshes when
+		// its background work (a merge, a training) commits.
 		hi = len(s.m.versions) - 1
 	}
 	if resp.Err != "" && !(req.Op == "get" && resp.Kind == "notfound") {

@@ -126,6 +126,12 @@ func libDo(ix *vlc.Store, req request) (resp response) {
 			docs[i] = vlc.Document{ID: d.ID, Vector: vector(d.G), Payload: payload(d.G)}
 		}
 		resp.IDs, err = ix.Add(ctx, docs)
+	case "upsert":
+		docs := make([]vlc.Document, len(req.Docs))
+		for i, d := range req.Docs {
+			docs[i] = vlc.Document{ID: d.ID, Vector: vector(d.G), Payload: payload(d.G)}
+		}
+		resp.IDs, err = ix.Upsert(ctx, docs)
 	case "delete":
 		err = ix.Delete(ctx, req.IDs)
 	case "compact":

@@ -79,8 +79,8 @@ def vlc_bin() -> Path:
 class Server:
     """A `vlc serve` process on 127.0.0.1, port chosen by the kernel."""
 
-    def __init__(self, binary: Path, indexes: dict, token_file: Path, log: Path, rerank: dict):
-        args = [str(binary), "serve", "-addr", "127.0.0.1:0", "-token-file", str(token_file)]
+    def __init__(self, binary: Path, indexes: dict, token_file: Path, log: Path, rerank: dict, data: Path):
+        args = [str(binary), "serve", "-addr", "127.0.0.1:0", "-token-file", str(token_file), "-data", str(data)]
         for name, path in rerank.items():  # the original vectors, for re-ranking
             args += ["-rerank", f"{name}={path}"]
         args += [f"{name}={path}" for name, path in indexes.items()]
@@ -138,7 +138,7 @@ def setUpModule():
     token_file = tmp / "token"
     token_file.write_text(TOKEN + "\n")
     SERVER = Server(binary, {"ro": tmp / "ro.vlc", "deep10k": tmp / "deep10k.vlc"}, token_file, tmp / "serve.log",
-                    rerank={"ro": DATA / "base.f16"})
+                    rerank={"ro": DATA / "base.f16"}, data=tmp / "collections")
     QUERIES = read_vecs(DATA / "query.fvecs", "f")
     GT = read_vecs(DATA / "groundtruth.ivecs", "i")
 
@@ -416,6 +416,20 @@ class WriteTest(unittest.TestCase):
             batch = self.c.search_batch("deep10k", [vs[0], vs[5]], k=10, where={"color": "blue"})
             self.assertEqual([sorted(h.id for h in r) for r in batch], [["c-0", "c-2", "c-4"]] * 2)
             self.assertEqual(batch[0][0].id, "c-0")
+            # The JSON filter's operators.
+            for where, want in [
+                ({"n": {"$in": [1, 4, 9]}}, ["c-1", "c-4"]),
+                ({"n": {"$gte": 2, "$lt": 4}}, ["c-2", "c-3"]),
+                ({"$or": [{"n": 0}, {"$and": [{"color": "red"}, {"n": {"$gt": 3}}]}]}, ["c-0", "c-5"]),
+                ({"$not": {"n": {"$lte": 4}}, "color": {"$exists": True}}, ["c-5"]),
+                # $nin and $ne hold for payloads without the field too.
+                ({"color": {"$nin": ["red"], "$exists": True}, "n": {"$ne": 2}}, ["c-0", "c-4"]),
+            ]:
+                self.assertEqual(sorted(h.id for h in self.c.search("deep10k", vs[0], k=10, where=where)), want, where)
+            self.assertEqual(self.c.count("deep10k", where={"color": "red"}), 3)
+            with self.assertRaises(BadRequest) as cm:
+                self.c.search("deep10k", vs[0], where={"n": {"$between": [1, 2]}})
+            self.assertIn("$between", cm.exception.message)
         finally:
             self.c.delete("deep10k", ids)
 
@@ -439,6 +453,105 @@ class WriteTest(unittest.TestCase):
             self.assertEqual(self.c.info("deep10k")["live"], live + 1)
         finally:
             self.c.delete("deep10k", ["dup"])
+
+
+def unit(dim: int, i: int, scale: float = 1.0):
+    """A vector of dim values: 1 at i % dim, scale at (i + 1) % dim."""
+    v = [0.0] * dim
+    v[i % dim] = 1.0
+    v[(i + 1) % dim] = scale
+    return v
+
+
+class CollectionTest(unittest.TestCase):
+    """A collection created empty in the server's data folder, written,
+    read back page by page, administered and dropped."""
+
+    def setUp(self):
+        self.c = Client(SERVER.url, token=TOKEN)
+
+    def test_lifecycle(self):
+        info = self.c.create_collection("notes", dim=8, metric="cosine", indexed=["lang"], policy={"train_at": 50})
+        self.assertEqual((info["name"], info["dim"], info["metric"], info["live"]), ("notes", 8, "cosine", 0))
+        try:
+            with self.assertRaises(Conflict):
+                self.c.create_collection("notes", dim=8)
+            docs = [(f"n{i:02d}", unit(8, i, i / 10), {"lang": ["en", "fr", "de"][i % 3], "n": i}) for i in range(30)]
+            self.assertEqual(self.c.add("notes", docs), [d[0] for d in docs])
+            self.assertEqual(self.c.count("notes"), 30)
+            self.assertEqual(self.c.count("notes", where={"lang": {"$in": ["en", "de"]}}), 20)
+            self.assertEqual(self.c.count("notes", filter_ids=["n01", "n02", "nope"]), 2)
+
+            # Upsert replaces n03 (a new vector and payload) and adds n30.
+            self.assertEqual(self.c.upsert("notes", [("n03", unit(8, 5), {"lang": "it"}), ("n30", unit(8, 6), None)]), ["n03", "n30"])
+            self.assertEqual(self.c.count("notes"), 31)
+            self.assertEqual(self.c.get("notes", "n03").payload, {"lang": "it"})
+            self.assertEqual(self.c.search("notes", unit(8, 5), k=1, where={"lang": "it"})[0].id, "n03")
+
+            # Payloads replaced and removed without a new vector.
+            self.assertEqual(self.c.set_payloads("notes", {"n04": {"lang": "en", "n": 40}, "n05": None, "n06": b"\xff"}), 3)
+            self.assertEqual(self.c.get("notes", "n04").payload, {"lang": "en", "n": 40})
+            self.assertIsNone(self.c.get("notes", "n05").payload)
+            self.assertEqual(self.c.get("notes", "n06").payload, b"\xff")
+            with self.assertRaises(NotFound) as cm:
+                self.c.set_payloads("notes", [("n07", {"x": 1}), ("nope", {"x": 1})])
+            self.assertIn("nope", cm.exception.message)
+            self.assertEqual(self.c.get("notes", "n07").payload, {"lang": "fr", "n": 7})
+
+            # Pages in id order, with vectors.
+            page = self.c.list_documents("notes", limit=10)
+            self.assertEqual([d.id for d in page.documents], [f"n{i:02d}" for i in range(10)])
+            self.assertEqual(page.next, "n09")
+            self.assertIsNone(page.documents[0].vector)
+            ids = [d.id for d in self.c.iter_documents("notes", page_size=7)]
+            self.assertEqual(ids, [f"n{i:02d}" for i in range(31)])
+            fr = list(self.c.iter_documents("notes", where={"lang": "fr"}, vectors=True))
+            self.assertEqual([d.id for d in fr], ["n01", "n07", "n10", "n13", "n16", "n19", "n22", "n25", "n28"])
+            for d in fr:
+                self.assertEqual(len(d.vector), 8)
+                self.assertEqual(d.vector, self.c.get("notes", d.id, vector=True).vector)
+            with self.assertRaises(BadRequest):
+                self.c.list_documents("notes", limit=-1)
+
+            # A radius keeps the hits within it.
+            q = unit(8, 2, 0.2)
+            hits = self.c.search("notes", q, k=10)
+            radius = hits[2].distance
+            within = self.c.search("notes", q, k=10, radius=radius)
+            self.assertEqual([h.id for h in within], [h.id for h in hits if h.distance <= radius])
+            self.assertGreaterEqual(len(within), 3)
+
+            # Administration answers the description after.
+            self.c.delete("notes", ["n00", "n01"])
+            info = self.c.compact("notes")
+            self.assertEqual((info["live"], info["deleted"]), (29, 0))
+            self.assertEqual(self.c.maintain("notes")["live"], 29)
+            self.assertEqual(self.c.retrain("notes")["live"], 29)
+            snap = self.c.snapshot("notes", "notes-copy")
+            self.assertEqual((snap["name"], snap["live"]), ("notes-copy", 29))
+            self.assertEqual(self.c.count("notes-copy", where={"lang": "it"}), 1)
+            self.c.drop_collection("notes-copy")
+            with self.assertRaises(NotFound):
+                self.c.info("notes-copy")
+        finally:
+            self.c.drop_collection("notes")
+        self.assertNotIn("notes", [i["name"] for i in self.c.indexes()])
+
+    def test_refused(self):
+        with self.assertRaises(Conflict) as cm:
+            self.c.drop_collection("ro")  # given on the command line
+        self.assertIn("does not drop it", cm.exception.message)
+        with self.assertRaises(BadRequest) as cm:
+            self.c.create_collection("a b", dim=8)
+        self.assertIn("collection name", cm.exception.message)
+        with self.assertRaises(BadRequest):
+            self.c.create_collection("nodim", dim=0)
+        with self.assertRaises(Unauthorized):
+            Client(SERVER.url).create_collection("notoken", dim=8)
+        with self.assertRaises(ValueError):
+            self.c.count("ro", where={"a": 1}, filter_ids=["1"])
+        with self.assertRaises(TypeError):
+            self.c.create_collection("x", dim=8, indexed="lang")
 
 
 class ErrorTest(unittest.TestCase):

@@ -31,6 +31,7 @@ __all__ = [
     "Client",
     "Hit",
     "Document",
+    "Page",
     "as_arrays",
     "VLCError",
     "BadRequest",
@@ -81,7 +82,9 @@ class NotFound(VLCError):
 class Conflict(VLCError):
     """409: the index's state refuses the write: an id already in the index
     (add), an index served read-only (with its original vectors, for
-    re-ranking), or one locked by another writer."""
+    re-ranking), or one locked by another writer; a collection name taken,
+    a server without a data folder (vlc serve -data DIR), or a drop of an
+    index given on the command line."""
 
 
 class PayloadTooLarge(VLCError):
@@ -122,10 +125,22 @@ class Hit:
 
 @dataclass(frozen=True)
 class Document:
-    """A stored document as `get` returns it: its id and payload (as in Hit)."""
+    """A stored document as `get` and `list_documents` return it: its id,
+    payload (as in Hit) and, when asked for, its vector as the index's
+    code gives it back (not the vector added; None otherwise)."""
 
     id: str
     payload: Any = None
+    vector: Optional[List[float]] = None
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page of `list_documents`: its documents, and `next`, the `after`
+    of the next page (None after the last)."""
+
+    documents: List[Document]
+    next: Optional[str] = None
 
 
 def _payload_of(body: Mapping[str, Any]) -> Any:
@@ -211,7 +226,9 @@ class Client:
 
     url: the server's base URL, e.g. "http://127.0.0.1:8080".
     token: the bearer token, sent with every request (the server asks for
-    it on writes: add, delete).
+    it on writes and administration: add, upsert, set_payloads, delete,
+    create_collection, drop_collection, compact, retrain, snapshot,
+    maintain).
     timeout: seconds to wait for each request.
     """
 
@@ -289,8 +306,10 @@ class Client:
         bytes, segments, drift."""
         return self._request("GET", self._index_path(index))
 
-    def _search_body(self, k, nprobe, filter_ids, where, payloads, rerank, rerank_factor) -> Dict[str, Any]:
+    def _search_body(self, k, nprobe, filter_ids, where, payloads, rerank, rerank_factor, radius=None) -> Dict[str, Any]:
         body: Dict[str, Any] = {}
+        if radius is not None:
+            body["radius"] = float(radius)
         if k is not None:
             body["k"] = int(k)
         if nprobe is not None:
@@ -308,7 +327,7 @@ class Client:
             # asking: the server would take it as no filter at all).
             body["filter"] = {"ids": [str(i) for i in filter_ids]}
         elif where is not None:
-            body["filter"] = {"where": dict(where)}
+            body["where"] = _where(where)
         if not payloads:
             body["payloads"] = False
         return body
@@ -324,19 +343,25 @@ class Client:
         payloads: bool = True,
         rerank: bool = False,
         rerank_factor: Optional[int] = None,
+        radius: Optional[float] = None,
     ) -> List[Hit]:
         """The nearest documents of one vector, nearest first.
 
         k: hits (server default 10); nprobe: lists scanned (default 16);
         filter_ids: only these ids (an empty list: no hits); where: only
-        documents whose payload is a JSON object holding each key with an
-        equal value; payloads: return each hit's payload; rerank: re-score
+        documents whose payload the filter allows, in the JSON syntax of
+        Chroma and MongoDB: {"lang": "fr"}, {"lang": {"$in": ["en", "fr"]}},
+        {"year": {"$gte": 2020, "$lt": 2024}}, {"$or": [...]}, with $eq,
+        $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists, $and, $or, $not
+        (a bad filter raises BadRequest naming the problem); radius: drop
+        the hits farther than this distance (at most k still come back);
+        payloads: return each hit's payload; rerank: re-score
         the best rerank_factor * k candidates (server default factor 10)
         exactly against the index's original vectors and return the best
         k of those, with exact distances (the server must hold them:
         `vlc serve -rerank NAME=FILE`; an index served without them
         raises BadRequest)."""
-        body = self._search_body(k, nprobe, filter_ids, where, payloads, rerank, rerank_factor)
+        body = self._search_body(k, nprobe, filter_ids, where, payloads, rerank, rerank_factor, radius)
         body["vector"] = _vector(vector)
         if body.get("filter") == {"ids": []}:
             return []
@@ -354,11 +379,12 @@ class Client:
         payloads: bool = True,
         rerank: bool = False,
         rerank_factor: Optional[int] = None,
+        radius: Optional[float] = None,
     ) -> List[List[Hit]]:
         """The nearest documents of each vector (a 2-D numpy array or a
         list of vectors): one list of hits per vector, in order. The
         options are search's."""
-        body = self._search_body(k, nprobe, filter_ids, where, payloads, rerank, rerank_factor)
+        body = self._search_body(k, nprobe, filter_ids, where, payloads, rerank, rerank_factor, radius)
         if _is_float_array(vectors):
             # A numpy batch goes as base64 float32 bytes ("vectors_f32"):
             # no numbers to print here or parse there.
@@ -384,9 +410,53 @@ class Client:
         results = resp.get("results") or []
         return [[_hit(h) for h in row or []] for row in results]
 
-    def get(self, index: str, id: str) -> Document:
-        """A document's id and payload (NotFound when the index has no such id)."""
-        return _document(self._request("GET", self._index_path(index, "documents", str(id))))
+    def get(self, index: str, id: str, vector: bool = False) -> Document:
+        """A document's id and payload, and its vector when vector is True
+        (NotFound when the index has no such id)."""
+        path = self._index_path(index, "documents", str(id))
+        if vector:
+            path += "?vector=true"
+        return _document(self._request("GET", path))
+
+    def count(self, index: str, where: Optional[Mapping[str, Any]] = None, filter_ids: Optional[Iterable[str]] = None) -> int:
+        """The number of documents, or of those a filter allows (where, in
+        search's JSON syntax, or filter_ids; not both)."""
+        return self._request("POST", self._index_path(index, "count"), _filter_body(where, filter_ids))["count"]
+
+    def list_documents(
+        self,
+        index: str,
+        after: Optional[str] = None,
+        limit: Optional[int] = None,
+        where: Optional[Mapping[str, Any]] = None,
+        filter_ids: Optional[Iterable[str]] = None,
+        vectors: bool = False,
+    ) -> Page:
+        """A page of documents in byte order of their ids: those after the
+        id `after` (None: from the first), at most `limit` (server default
+        100, at most its batch limit), those a filter allows, with their
+        vectors when `vectors` is True. Page.next is the `after` of the
+        next page, None after the last."""
+        body = _filter_body(where, filter_ids)
+        if after:
+            body["after"] = str(after)
+        if limit is not None:
+            body["limit"] = int(limit)
+        if vectors:
+            body["vectors"] = True
+        resp = self._request("POST", self._index_path(index, "list"), body)
+        return Page(documents=[_document(d) for d in resp.get("documents") or []], next=resp.get("next") or None)
+
+    def iter_documents(self, index: str, where: Optional[Mapping[str, Any]] = None, vectors: bool = False, page_size: Optional[int] = None):
+        """Every document a filter allows (all without one), page after page
+        (list_documents), in byte order of their ids."""
+        after = None
+        while True:
+            page = self.list_documents(index, after=after, limit=page_size, where=where, vectors=vectors)
+            yield from page.documents
+            if page.next is None:
+                return
+            after = page.next
 
     # -- writes (need the token when the server has one) --
 
@@ -416,8 +486,116 @@ class Client:
         return resp["deleted"] if "deleted" in resp else resp["requested"]  # "requested": older servers
 
 
+    def upsert(self, index: str, documents: Iterable[DocumentLike]) -> List[str]:
+        """add, except that a document whose id the index holds replaces it
+        (the old and the new one are never both, or neither, found)."""
+        docs = [_document_body(d, i) for i, d in enumerate(documents)]
+        if not docs:
+            return []
+        return self._request("POST", self._index_path(index, "upsert"), {"documents": docs})["ids"]
+
+    def set_payloads(self, index: str, payloads: Union[Mapping[str, Any], Iterable[Tuple[str, Any]]]) -> int:
+        """Replace the payloads of documents by id, without encoding their
+        vectors again: a dict of id to payload, or (id, payload) pairs; a
+        payload of None removes it, bytes are stored as they are. Returns
+        the number updated. An id the index does not hold raises NotFound
+        naming it, and then nothing changes."""
+        items = payloads.items() if isinstance(payloads, Mapping) else payloads
+        docs = []
+        for i, (id_, payload) in enumerate(items):
+            if id_ is None or id_ == "":
+                raise ValueError(f"payload {i}: no id")
+            d: Dict[str, Any] = {"id": str(id_)}
+            if isinstance(payload, (bytes, bytearray, memoryview)):
+                d["payload_base64"] = base64.b64encode(bytes(payload)).decode("ascii")
+            elif payload is not None:
+                d["payload"] = payload
+            docs.append(d)
+        if not docs:
+            return 0
+        return self._request("POST", self._index_path(index, "payloads"), {"documents": docs})["updated"]
+
+    # -- collections and administration (need the token) --
+
+    def create_collection(
+        self,
+        name: str,
+        dim: int,
+        metric: Optional[str] = None,
+        code: Optional[str] = None,
+        bits: Optional[int] = None,
+        subspaces: Optional[int] = None,
+        ratio: Optional[float] = None,
+        seed: Optional[int] = None,
+        indexed: Optional[Iterable[str]] = None,
+        policy: Optional[Mapping[str, Any]] = None,
+    ) -> Dict[str, Any]:
+        """Create an empty collection in the server's data folder (vlc serve
+        -data DIR) and return its description. metric: "l2" (default),
+        "ip" or "cosine"; code, bits, subspaces or ratio: the code it
+        trains to; indexed: payload fields (dotted paths) kept in an index
+        for filters; policy: {"train_at", "retrain_growth", "retrain_drift",
+        "merge_factor"} (0: the default, -1: never). A name taken, or a
+        server without a data folder, raises Conflict."""
+        body: Dict[str, Any] = {"name": str(name), "dim": int(dim)}
+        for key, value in (("metric", metric), ("code", code), ("bits", bits), ("subspaces", subspaces),
+                           ("ratio", ratio), ("seed", seed)):
+            if value is not None:
+                body[key] = value
+        if indexed is not None:
+            if isinstance(indexed, str):
+                raise TypeError("indexed: want a list of field names, got one string")
+            body["indexed"] = [str(f) for f in indexed]
+        if policy is not None:
+            body["policy"] = dict(policy)
+        return self._request("POST", "/v1/indexes", body)
+
+    def drop_collection(self, name: str) -> None:
+        """Drop a collection of the data folder: the server stops serving it
+        and removes its files. An index given on the command line raises
+        Conflict."""
+        self._request("DELETE", self._index_path(name))
+
+    def compact(self, index: str) -> Dict[str, Any]:
+        """Drop deleted rows and merge segments; returns the description after."""
+        return self._request("POST", self._index_path(index, "compact"))
+
+    def retrain(self, index: str) -> Dict[str, Any]:
+        """Train new anchors from the live vectors; returns the description after."""
+        return self._request("POST", self._index_path(index, "retrain"))
+
+    def maintain(self, index: str) -> Dict[str, Any]:
+        """Run the background work that is due now (merges, training): for a
+        server run with -maintain=false. Returns the description after."""
+        return self._request("POST", self._index_path(index, "maintain"))
+
+    def snapshot(self, index: str, name: str) -> Dict[str, Any]:
+        """Copy the index's current version into a new collection `name` of
+        the data folder, which the server then serves; returns its
+        description."""
+        return self._request("POST", self._index_path(index, "snapshot"), {"name": str(name)})
+
+
+def _where(where: Mapping[str, Any]) -> Dict[str, Any]:
+    if not isinstance(where, Mapping):
+        raise TypeError(f"where: want a dict (a JSON filter), got {type(where).__name__}")
+    return dict(where)
+
+
+def _filter_body(where: Optional[Mapping[str, Any]], filter_ids: Optional[Iterable[str]]) -> Dict[str, Any]:
+    if where is not None and filter_ids is not None:
+        raise ValueError("give filter_ids or where, not both")
+    if where is not None:
+        return {"where": _where(where)}
+    if filter_ids is not None:
+        if isinstance(filter_ids, str):
+            raise TypeError("filter_ids: want a list of ids, got one string")
+        return {"filter": {"ids": [str(i) for i in filter_ids]}}
+    return {}
+
+
 def _document(body: Mapping[str, Any]) -> Document:
-    return Document(id=body["id"], payload=_payload_of(body))
+    return Document(id=body["id"], payload=_payload_of(body), vector=body.get("vector"))
 
 
 def _document_body(d: DocumentLike, i: int) -> Dict[str, Any]:

@@ -1,0 +1,98 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/store"
+)
+
+// TestTieredMerges: a store taking one document at a time keeps few
+// segments (background merges fold them), every id added stays readable
+// with its payload, rows deleted while a merge runs stay deleted, and
+// search answers as the compacted store does.
+func TestTieredMerges(t *testing.T) {
+	ctx := context.Background()
+	adds := 300
+	if testing.Short() {
+		adds = 120
+	}
+	docs := deepDocs(t, "../testdata/deep10k/base.f16", 0, 1000+adds)
+	path := filepath.Join(t.TempDir(), "s.vlc")
+	ix, err := vlc.Build(ctx, path, docs[:1000], vlc.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	ix, err = store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	var deleted []string
+	for i, d := range docs[1000:] {
+		d.Payload = fmt.Appendf(nil, `{"i":%d}`, i)
+		if _, err := ix.Add(ctx, []vlc.Document{d}); err != nil {
+			t.Fatal(err)
+		}
+		if i%7 == 3 { // delete an earlier one, often while a merge runs
+			id := docs[1000+i-2].ID
+			if err := ix.Delete(ctx, []string{id}); err != nil {
+				t.Fatal(err)
+			}
+			deleted = append(deleted, id)
+		}
+	}
+	if err := ix.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, err := ix.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d segments after %d single adds", len(info.Segments), adds)
+	// At most MergeFactor-1 segments per tier.
+	if n := len(info.Segments); n > 2*store.DefaultMergeFactor {
+		t.Errorf("%d segments after %d single adds; want at most %d", n, adds, 2*store.DefaultMergeFactor)
+	}
+	if want := len(docs) - len(deleted); info.Rows != want {
+		t.Errorf("%d live rows, want %d", info.Rows, want)
+	}
+	for i, d := range docs[1000:] {
+		rec, err := ix.Get(d.ID)
+		if slices.Contains(deleted, d.ID) {
+			if err == nil {
+				t.Fatalf("deleted id %s is back after merging", d.ID)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("id %s: %v", d.ID, err)
+		}
+		if want := fmt.Sprintf(`{"i":%d}`, i); string(rec.Payload) != want {
+			t.Fatalf("id %s: payload %s, want %s", d.ID, rec.Payload, want)
+		}
+	}
+	// Search over the merged segments equals search after a compaction.
+	q := docs[1050].Vector
+	before, err := ix.Search(ctx, q, vlc.SearchOptions{K: 10, NProbe: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := ix.Search(ctx, q, vlc.SearchOptions{K: 10, NProbe: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range before {
+		if before[i].ID != after[i].ID {
+			t.Fatalf("hit %d: %s before compaction, %s after", i, before[i].ID, after[i].ID)
+		}
+	}
+}
