@@ -443,7 +443,11 @@ func writeAtomic(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644) // CreateTemp's 0600 is for secrets; these are results
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/quant"
 	"github.com/vlc-embed/vlc/serve"
 )
 
@@ -63,14 +64,19 @@ type sampleInfo struct {
 	disk     int64
 	lists    int
 	rows     int
+	code     string // the first segment's code: "flat" until trained
 }
+
+// trained reports whether the collection has trained its anchors: its
+// first segment holds codes, not flat vectors, in more than one list.
+func (si sampleInfo) trained() bool { return si.code != quant.KindFlat.String() }
 
 func (b *bench) info(st *vlc.Store) (sampleInfo, error) {
 	in, err := st.Info()
 	if err != nil {
 		return sampleInfo{}, err
 	}
-	return sampleInfo{segments: len(in.Segments), bytes: in.Bytes, disk: diskBytes(filepath.Dir(st.Path())), lists: in.Lists, rows: in.Rows}, nil
+	return sampleInfo{segments: len(in.Segments), bytes: in.Bytes, disk: diskBytes(filepath.Dir(st.Path())), lists: in.Lists, rows: in.Rows, code: quant.Kind(in.Meta.Code).String()}, nil
 }
 
 // diskBytes is the size of the files under dir (the store, its segments
@@ -110,10 +116,10 @@ func (b *bench) grow(mode, how string, st *vlc.Store, held, total, batch int, ad
 		if err != nil {
 			return err
 		}
-		emit("sample", row{"adds": adds, "segments": si.segments, "bytes": si.bytes, "disk_bytes": si.disk, "lists": si.lists, "rows": si.rows, "add_seconds": secs(spent)})
-		if si.lists > 1 && trainedAt < 0 {
+		emit("sample", row{"adds": adds, "segments": si.segments, "bytes": si.bytes, "disk_bytes": si.disk, "lists": si.lists, "code": si.code, "rows": si.rows, "add_seconds": secs(spent)})
+		if si.trained() && trainedAt < 0 {
 			trainedAt = adds
-			emit("train", row{"trained_by": adds, "lists": si.lists, "note": fmt.Sprintf("first sample (every %d adds) whose first segment has more than one list", b.cfg.Sample)})
+			emit("train", row{"trained_by": adds, "lists": si.lists, "code": si.code, "note": fmt.Sprintf("first sample (every %d adds) whose first segment is trained (code not flat)", b.cfg.Sample)})
 		}
 		return nil
 	}
@@ -142,11 +148,11 @@ func (b *bench) grow(mode, how string, st *vlc.Store, held, total, batch int, ad
 			if err != nil {
 				return err
 			}
-			emit("recall", row{"docs": i, "recall@10": round(res.recall, 4), "queries": len(b.ds.Queries), "lists": si.lists, "trained": si.lists > 1, "segments": si.segments})
+			emit("recall", row{"docs": i, "recall@10": round(res.recall, 4), "queries": len(b.ds.Queries), "lists": si.lists, "code": si.code, "trained": si.trained(), "segments": si.segments})
 		}
 	}
 	if trainedAt < 0 {
-		emit("train", row{"trained_by": nil, "note": fmt.Sprintf("no sample up to %d adds had a first segment of more than one list", total)})
+		emit("train", row{"trained_by": nil, "note": fmt.Sprintf("no sample up to %d adds had a trained first segment (code not flat)", total)})
 	}
 	n := total - held
 	emit("write", row{"op": "add", "unit": unitName(batch, mode), "count": n, "seconds": secs(spent), "per_s": round(float64(n)/spent.Seconds(), 1)})
@@ -246,7 +252,7 @@ func (b *bench) measureSearch(mode, how, state string, st *vlc.Store, withFilter
 		return err
 	}
 	b.emit(row{"kind": "size", "system": system, "mode": mode, "start": how, "state": state, "segments": si.segments, "bytes": si.bytes, "disk_bytes": si.disk,
-		"rows": si.rows, "lists": si.lists, "bytes_per_vector": round(float64(si.bytes)/float64(max(si.rows, 1)), 1)})
+		"rows": si.rows, "lists": si.lists, "code": si.code, "bytes_per_vector": round(float64(si.bytes)/float64(max(si.rows, 1)), 1)})
 	res, err := b.searchLib(st, nil, prefixKey(b.ds.Meta.N), b.cfg.Passes)
 	if err != nil {
 		return err
@@ -467,7 +473,7 @@ func (b *bench) overHTTP() error {
 		return err
 	}
 	b.emit(row{"kind": "size", "system": system, "mode": mode, "start": how, "state": "grown", "segments": si.segments, "bytes": si.bytes, "disk_bytes": si.disk,
-		"rows": si.rows, "lists": si.lists, "bytes_per_vector": round(float64(si.bytes)/float64(max(si.rows, 1)), 1)})
+		"rows": si.rows, "lists": si.lists, "code": si.code, "bytes_per_vector": round(float64(si.bytes)/float64(max(si.rows, 1)), 1)})
 	b.emitSearch(mode, how, "grown", "none", 1, "", res)
 	return nil
 }
