@@ -69,7 +69,7 @@ func main() {
 	flag.IntVar(&c.UpsertN, "upsert-n", 1000, "documents upserted (single, then in batches of 100) and deleted on the batch store")
 	flag.StringVar(&c.Create, "create", "auto", "how a vlc collection starts: create (vlc.Create), build1 (vlc.Build from the first document), auto (create, else build1)")
 	flag.BoolVar(&c.Lance, "lance", true, "run LanceDB beside vlc (needs bench/ragstore/install.sh)")
-	flag.IntVar(&c.LanceN, "lance-single-n", 10000, "LanceDB single adds measured (0: -n); the rest go in one add, not timed")
+	flag.IntVar(&c.LanceN, "lance-single-n", 5000, "LanceDB single adds measured (0: -n); the rest go in one add, not timed (each add keeps a version: 5,000 took 1 GB of disk)")
 	flag.IntVar(&c.LanceQ, "lance-grown-queries", 20, "queries LanceDB's tables answer before optimize (each scans every fragment)")
 	flag.StringVar(&c.NPM, "npm", "/tmp/ragstore-npm", "folder LanceDB is installed in (bench/ragstore/install.sh)")
 	flag.StringVar(&c.Cores, "cores", "0,1", "cores LanceDB is pinned to (taskset -c); run this command under the same")

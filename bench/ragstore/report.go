@@ -133,7 +133,8 @@ func report(c config, rows []row) error {
 		w("| %s | %s | %s | %s | %s | %s | %s |\n", r.str("system"), r.series()[len(r.str("system"))+1:], r.str("op"), r.str("unit"), r.cell("count"), r.cell("seconds"), r.cell("per_s"))
 	}
 
-	w("\n## Size and unfiltered search, as grown and after compaction\n\n")
+	w("\n## Size and unfiltered search: as grown, after Maintain, after compaction\n\n")
+	w("Grown: at once after the last add (background work may be under way). Maintained (vlc): after Maintain, which runs the merges and training due and returns when none is left. Compacted: after Compact (vlc) or optimize with old versions removed (LanceDB).\n\n")
 	w("Search: one query at a time, one client thread, k=10, default options; p50/p99 over %d passes of the queries after a warm-up pass; recall@10 against the exact top-10 of all documents. vlc's bytes are Info.Bytes (its segments), LanceDB's its stats().totalBytes; disk bytes are every file under the store's folder. LanceDB's segments are its fragments.\n\n", c.Passes)
 	w("| system | mode | state | index | segments | bytes | disk bytes | bytes/vector | queries | p50 ms | p99 ms | recall@10 |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	sizes := kind(rows, "size")
@@ -157,20 +158,20 @@ func report(c config, rows []row) error {
 		}
 		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", z.str("system"), z.series()[len(z.str("system"))+1:], z.str("state"), label, z.cell("segments"), z.cell("bytes"), z.cell("disk_bytes"), z.cell("bytes_per_vector"), s.cell("queries"), s.cell("p50_ms"), s.cell("p99_ms"), s.cell("recall@10"))
 	}
-	w("\nGrown over compacted (the issue asks for at most 1.15x in size and 1.5x in p50 and p99):\n\n| system | mode | index | bytes | p50 | p99 |\n|---|---|---|---:|---:|---:|\n")
+	w("\nOver the same store compacted (the issue asks for at most 1.15x in size and 1.5x in p50 and p99):\n\n| system | mode | index | state | bytes | p50 | p99 |\n|---|---|---|---|---:|---:|---:|\n")
 	for _, g := range sizes {
-		if g.str("state") != "grown" {
+		if g.str("state") == "compacted" {
 			continue
 		}
 		for _, cz := range sizes {
 			if cz.str("state") != "compacted" || cz.str("system") != g.str("system") || cz.str("mode") != g.str("mode") || cz.str("index") != g.str("index") {
 				continue
 			}
-			gs, cs := find(g.str("system"), g.str("mode"), "grown", g.str("index"), "none"), find(cz.str("system"), cz.str("mode"), "compacted", cz.str("index"), "none")
+			gs, cs := find(g.str("system"), g.str("mode"), g.str("state"), g.str("index"), "none"), find(cz.str("system"), cz.str("mode"), "compacted", cz.str("index"), "none")
 			if gs == nil || cs == nil {
 				continue
 			}
-			w("| %s | %s | %s | %s | %s | %s |\n", g.str("system"), g.series()[len(g.str("system"))+1:], g.str("index"),
+			w("| %s | %s | %s | %s | %s | %s | %s |\n", g.str("system"), g.series()[len(g.str("system"))+1:], g.str("index"), g.str("state"),
 				ratio(mustNum(g, "bytes"), mustNum(cz, "bytes")), ratio(mustNum(gs, "p50_ms"), mustNum(cs, "p50_ms")), ratio(mustNum(gs, "p99_ms"), mustNum(cs, "p99_ms")))
 		}
 	}

@@ -311,7 +311,8 @@ func (b *bench) filter(f filterSpec) (vlc.Filter, string, error) {
 }
 
 // library measures a collection grown through the library, batch
-// documents a call: the adds, its size and search grown and compacted,
+// documents a call: the adds, its size and search as grown (at once
+// after the last add), after Maintain and after Compact,
 // recall as it grows, filters, and (for batches) upserts and deletes.
 func (b *bench) library(mode string, batch int) error {
 	st, how, held, err := b.open(mode)
@@ -335,7 +336,18 @@ func (b *bench) library(mode string, batch int) error {
 			return err
 		}
 	}
+	// what the background work reaches when let finish: Maintain runs
+	// what is due (merges, training) and returns when none is left
 	t := time.Now()
+	if err := st.Maintain(b.ctx); err != nil {
+		b.skip(system, mode+" maintain", err)
+	} else {
+		b.emit(row{"kind": "write", "system": system, "mode": mode, "start": how, "op": "maintain", "unit": "store", "count": 1, "seconds": secs(time.Since(t))})
+		if err := b.measureSearch(mode, how, "maintained", st, true); err != nil {
+			return err
+		}
+	}
+	t = time.Now()
 	if err := st.Compact(b.ctx); err != nil {
 		b.skip(system, mode+" compact", err)
 		return nil
