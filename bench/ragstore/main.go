@@ -129,7 +129,7 @@ func run(c config, summarize string) error {
 	defer results.Close()
 	b := &bench{cfg: c, ctx: context.Background(), out: io.MultiWriter(os.Stdout, results)}
 
-	b.emit(row{"kind": "run", "command": c.Command, "machine": machine(), "gomaxprocs": runtime.GOMAXPROCS(0), "go": runtime.Version(), "started": time.Now().UTC().Format(time.RFC3339)})
+	b.emit(row{"kind": "run", "command": c.Command, "machine": machine(), "gomaxprocs": runtime.GOMAXPROCS(0), "go": runtime.Version(), "started": time.Now().UTC().Format(time.RFC3339), "load": loadavg()})
 	t0 := time.Now()
 	want := meta{Version: metaVersion, N: c.N, Dim: 96, Base: abs(c.Base), Query: abs(c.Query), Seed: c.Seed, Noise: c.Noise, Queries: c.Queries, Prefixes: prefixes(c.N)}
 	ds, cached, err := loadOrMake(filepath.Join(c.Dir, fmt.Sprintf("data-n%d", c.N)), want, b.logf)
@@ -159,7 +159,7 @@ func run(c config, summarize string) error {
 			return fmt.Errorf("lancedb: %w", err)
 		}
 	}
-	b.emit(row{"kind": "done", "seconds": secs(time.Since(t0))})
+	b.emit(row{"kind": "done", "seconds": secs(time.Since(t0)), "load": loadavg()})
 	if err := results.Close(); err != nil {
 		return err
 	}
@@ -250,6 +250,17 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%d cores (%s)%s, %s/%s", runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH)
+}
+
+// loadavg is the 1, 5 and 15 minute load averages: other work on the
+// machine's cores during a run shows in its timings.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 func abs(p string) string {
