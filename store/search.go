@@ -205,7 +205,7 @@ func (snap *snapshot) options(opt SearchOptions) (index.SearchOptions, error) {
 		}
 		io.Filter = f
 	case !snap.gone.IsEmpty():
-		io.Filter = notIn{snap.gone}
+		io.Filter = snap.liveFilter()
 	}
 	return io, nil
 }
@@ -286,10 +286,36 @@ func (snap *snapshot) hits(q []float32, raw []index.Hit, opt SearchOptions) (_ [
 	return out[:min(len(out), opt.K)], nil
 }
 
-// notIn allows the rows a bitmap does not hold: the live rows.
-type notIn struct{ gone *roaring.Bitmap }
+// bitset is a dense set of group rows: the filters' Allows, asked of
+// every row a search scans, costs a shift and a mask, not a lookup in a
+// roaring bitmap's containers.
+type bitset []uint64
 
-func (f notIn) Allows(row int) bool { return !f.gone.Contains(uint32(row)) }
+func newBitset(b *roaring.Bitmap, n int) bitset {
+	s := make(bitset, (n+63)/64)
+	it := b.Iterator()
+	for it.HasNext() {
+		if r := it.Next(); int(r) < n {
+			s[r>>6] |= 1 << (r & 63)
+		}
+	}
+	return s
+}
+
+func (s bitset) has(row int) bool {
+	return row >= 0 && row>>6 < len(s) && s[row>>6]&(1<<(row&63)) != 0
+}
+
+// notIn allows the rows a bitset does not hold: the live rows.
+type notIn struct{ gone bitset }
+
+func (f notIn) Allows(row int) bool { return !f.gone.has(row) }
+
+// liveFilter allows the live rows, built once per snapshot.
+func (snap *snapshot) liveFilter() index.Filter {
+	snap.goneOnce.Do(func() { snap.goneBits = newBitset(snap.gone, snap.group.Len()) })
+	return notIn{snap.goneBits}
+}
 
 // A Filter restricts a search to some vectors: AllowIDs or Where.
 type Filter interface {
@@ -326,17 +352,23 @@ func (f *idFilter) resolve(snap *snapshot) (index.Filter, error) {
 		}
 	}
 	b.RunOptimize()
-	f.snap, f.set = snap, rowSet{b, int(b.GetCardinality())}
+	f.snap, f.set = snap, newRowSet(b, snap.group.Len())
 	return f.set, nil
 }
 
-// rowSet is an index.RowSet over a bitmap of group rows.
+// rowSet is an index.RowSet over a bitmap of group rows (and the same
+// rows as a bitset, for Allows).
 type rowSet struct {
-	b *roaring.Bitmap
-	n int
+	b    *roaring.Bitmap
+	n    int
+	bits bitset
 }
 
-func (s rowSet) Allows(row int) bool { return s.b.Contains(uint32(row)) }
+func newRowSet(b *roaring.Bitmap, rows int) rowSet {
+	return rowSet{b, int(b.GetCardinality()), newBitset(b, rows)}
+}
+
+func (s rowSet) Allows(row int) bool { return s.bits.has(row) }
 func (s rowSet) Count() int          { return s.n }
 func (s rowSet) Each(yield func(int) bool) {
 	it := s.b.Iterator()

@@ -123,6 +123,9 @@ type snapshot struct {
 	gone *roaring.Bitmap
 	live int
 	sortedCache
+	// goneBits is gone as a bitset, for the searches' filters.
+	goneOnce sync.Once
+	goneBits bitset
 }
 
 func (s *snapshot) release() {

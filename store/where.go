@@ -78,7 +78,7 @@ func (x *exprFilter) resolve(snap *snapshot) (index.Filter, error) {
 	n := int(cand.GetCardinality())
 	switch est := x.estimate(snap, cand, n); {
 	case exact:
-		f = rowSet{cand, n}
+		f = newRowSet(cand, snap.group.Len())
 	case est <= snap.group.Len()/checkUpFront:
 		keep := roaring.New()
 		it := cand.Iterator()
@@ -87,7 +87,7 @@ func (x *exprFilter) resolve(snap *snapshot) (index.Filter, error) {
 				keep.Add(row)
 			}
 		}
-		f = rowSet{keep, int(keep.GetCardinality())}
+		f = newRowSet(keep, snap.group.Len())
 	default:
 		f = candidates{snap, x, cand, est}
 	}
