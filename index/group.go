@@ -38,10 +38,12 @@ type RowSet interface {
 }
 
 // scoreAllBelow is the share of rows (1/scoreAllBelow of them, and at
-// least scoreAllMin) up to which a RowSet's rows are scored one by one:
-// scoring one costs about as much as fast-scanning a hundred.
+// least scoreAllMin) up to which a RowSet's rows are scored one by one
+// rather than filtered while the widened probe scans its lists: at
+// 100,000 rows of 96 dimensions (bench/ragstore, 2-core VM) a 1 % set
+// took 0.14 ms scored one by one against 0.53 ms probed.
 const (
-	scoreAllBelow = 128
+	scoreAllBelow = 32
 	scoreAllMin   = 256
 )
 
