@@ -182,11 +182,15 @@ func CreateTemp(s Schema) (*Store, error) {
 // hard links where the file system allows (they are never modified) and
 // copying them where it does not.
 func (ix *Store) Snapshot(ctx context.Context, path string) error {
-	snap, err := ix.acquire()
+	// The store's lock, held while the files are linked, keeps a
+	// compaction or merge from removing them meanwhile; the snapshot is
+	// of the newest version.
+	w, err := ix.beginWrite(ctx)
 	if err != nil {
 		return err
 	}
-	defer snap.release()
+	defer w.end()
+	snap := w.snap
 	l, err := lockStore(ctx, path)
 	if err != nil {
 		return err
@@ -235,15 +239,17 @@ func (ix *Store) Snapshot(ctx context.Context, path string) error {
 		name := segmentName(man.NextSegment)
 		man.NextSegment++
 		dst := filepath.Join(dir, name)
-		if err := os.Link(from[i], dst); err != nil {
+		linked := os.Link(from[i], dst) == nil
+		if !linked {
 			if err := copyFile(from[i], dst); err != nil {
 				return fail(err)
 			}
 		}
 		made = append(made, dst)
-		// The file linked must be the one the version maps.
-		if st, err := os.Stat(dst); err != nil || !os.SameFile(st, snap.segs[i].info) && st.Size() != snap.segs[i].ix.Size() {
-			return fail(fmt.Errorf("%s: segment %d changed while it was copied", ix.path, i))
+		// The file linked (or copied) must be the one the version maps.
+		st, err := os.Stat(dst)
+		if err != nil || linked && !os.SameFile(st, snap.segs[i].info) || !linked && st.Size() != snap.segs[i].ix.Size() {
+			return fail(fmt.Errorf("%s: segment %d (%s) is not the file the version read (written over by a program that does not take the lock?)", ix.path, i, from[i]))
 		}
 		man.Segments[i].File = name
 	}
@@ -279,8 +285,7 @@ func Remove(ctx context.Context, path string) error {
 		return err
 	}
 	err = os.RemoveAll(segmentDir(path))
-	l.unlock()
-	os.Remove(lockName(path))
+	l.remove() // unlinked while held: a waiter locks a new file
 	return err
 }
 

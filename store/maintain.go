@@ -111,13 +111,23 @@ func (ix *Store) Maintain(ctx context.Context) error {
 	return ix.maintain(ctx)
 }
 
-// maintain runs due jobs one after another until none is due.
+// maintain runs due jobs one after another until none is due, or until
+// jobs were superseded (another process moved their rows) three times in
+// a row: the next write looks again.
 func (ix *Store) maintain(ctx context.Context) error {
+	superseded := 0
 	for range 1000 {
 		did, err := ix.runJob(ctx)
+		if errors.Is(err, errSuperseded) {
+			if superseded++; superseded == 3 {
+				return nil
+			}
+			continue
+		}
 		if err != nil || !did {
 			return err
 		}
+		superseded = 0
 	}
 	return nil
 }
@@ -161,7 +171,7 @@ func (ix *Store) runJob(ctx context.Context) (bool, error) {
 	err = ix.commitJob(ctx, j)
 	if errors.Is(err, errSuperseded) {
 		os.Remove(j.pending)
-		return true, nil // the next plan looks at the newest version
+		return true, err // the next plan looks at the newest version
 	}
 	if err != nil {
 		os.Remove(j.pending)
@@ -231,22 +241,33 @@ func (snap *snapshot) mergeRun(p Policy) []int {
 		return snap.vacuumRun(p)
 	}
 	f := max(p.MergeFactor, 2)
+	if !snap.segs[0].ix.CanMerge() {
+		// pq and sq8: segments fitted apart cannot be joined (their list
+		// parameters differ); each is only rewritten without its deleted rows.
+		return snap.vacuumRun(p)
+	}
 	tier := make([]int, n)
 	top := 0
 	for i, s := range snap.segs {
 		tier[i] = int(math.Floor(math.Log(float64(max(s.ix.Len(), 1))) / math.Log(float64(f))))
 		top = max(top, tier[i])
 	}
+	// A run of adjacent segments of tier at most t merges once it holds
+	// MergeFactor of tier exactly t (the smaller ones between are swept
+	// in): a large segment is never rewritten for a few small ones.
 	for t := 0; t <= top; t++ {
-		start := -1
+		start, count := -1, 0
 		for i := 0; i <= n; i++ {
 			if i < n && tier[i] <= t {
 				if start < 0 {
-					start = i
+					start, count = i, 0
+				}
+				if tier[i] == t {
+					count++
 				}
 				continue
 			}
-			if start >= 0 && i-start >= f {
+			if start >= 0 && count >= f {
 				return span(start, i)
 			}
 			start = -1
@@ -346,7 +367,8 @@ func removeStalePending(path string) {
 		return
 	}
 	for _, e := range ents {
-		pidText, _, ok := strings.Cut(e.Name(), "-")
+		// PID-RANDOM.vlc, or a temporary file of its write (.PID-...).
+		pidText, _, ok := strings.Cut(strings.TrimPrefix(e.Name(), "."), "-")
 		pid, err := strconv.Atoi(pidText)
 		if !ok || err != nil {
 			continue
@@ -467,14 +489,29 @@ func (ix *Store) commitJob(ctx context.Context, j *job) error {
 		at[s.file] = i
 	}
 	inputs := map[int]int{} // newest's segment -> input k
+	outDel := roaring.New()
 	for k, i := range j.inputs {
 		n, ok := at[j.from.segs[i].file]
-		if !ok {
+		switch {
+		case ok:
+			inputs[n] = k
+		case newest.man.Version >= 3 && newest.man.Layout == j.from.man.Layout:
+			// (A version 2 manifest may come from an older vlc, which
+			// does not count the layout.)
+			// No change has moved rows since the job began: the segment
+			// left because a write deleted all its rows (dropEmpty).
+			for _, r := range j.newRow[k] {
+				if r >= 0 {
+					outDel.Add(uint32(r))
+				}
+			}
+		default:
 			return errSuperseded
 		}
-		inputs[n] = k
 	}
-	outDel := roaring.New()
+	if len(inputs) == 0 {
+		return errSuperseded
+	}
 	for n, k := range inputs {
 		gone := roaring.AndNot(newest.deleted[n], j.from.deleted[j.inputs[k]])
 		it := gone.Iterator()
@@ -504,13 +541,15 @@ func (ix *Store) commitJob(ctx context.Context, j *job) error {
 	}
 	outSeg := newSegment(out, name)
 	entry := segmentEntry{File: name, Rows: out.Len(), Energy: j.energy}
+	for n := range inputs {
+		entry.Added = entry.Added || v.man.Segments[n].Added
+	}
 	var segs []*segment
 	var entries []segmentEntry
 	var deleted []*roaring.Bitmap
 	placed := false
 	for n := range newest.segs {
 		if _, in := inputs[n]; in {
-			entry.Added = entry.Added || v.man.Segments[n].Added
 			if !placed && j.kind == "merge" {
 				segs, entries, deleted = append(segs, outSeg), append(entries, entry), append(deleted, outDel)
 				placed = true
@@ -549,6 +588,7 @@ func (ix *Store) commitJob(ctx context.Context, j *job) error {
 		v.man.TrainedEnergy, v.man.TrainedRows = j.energy, j.rows
 	}
 	v.segs, v.man.Segments, v.deleted = segs, entries, deleted
+	v.man.Layout++
 	v.dropEmpty()
 	return w.commit(v)
 }

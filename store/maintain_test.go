@@ -96,3 +96,54 @@ func TestTieredMerges(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeLeavesLargeSegment: small segments merge among themselves;
+// the large first segment is not rewritten for them (a run must hold
+// MergeFactor segments of its own tier).
+func TestMergeLeavesLargeSegment(t *testing.T) {
+	ctx := context.Background()
+	docs := deepDocs(t, "../testdata/deep10k/base.f16", 0, 1020)
+	path := filepath.Join(t.TempDir(), "s.vlc")
+	ix, err := vlc.Build(ctx, path, docs[:1000], vlc.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	ix, err = store.OpenWith(path, store.OpenOptions{Manual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	first := ""
+	for i, d := range docs[1000:] {
+		if _, err := ix.Add(ctx, []vlc.Document{d}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Maintain(ctx); err != nil {
+			t.Fatal(err)
+		}
+		info, _ := ix.Info()
+		if first == "" {
+			first = info.Segments[0].File
+		}
+		if info.Segments[0].File != first {
+			t.Fatalf("after %d single adds the 1,000-row segment was rewritten", i+1)
+		}
+		// The segments' fixed bytes (anchors) keep their number within
+		// MergeFactor at this size.
+		if want := store.DefaultMergeFactor; len(info.Segments) > want {
+			t.Fatalf("after %d single adds: %d segments, want at most %d", i+1, len(info.Segments), want)
+		}
+	}
+	if err := ix.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := vlc.Create(ctx, filepath.Join(t.TempDir(), "c.vlc"), vlc.Schema{Dim: 96})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Compact(ctx); err != nil {
+		t.Fatalf("Compact of an empty collection: %v", err)
+	}
+}

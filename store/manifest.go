@@ -65,6 +65,11 @@ type manifest struct {
 	// anchors were last trained on, 0 while it holds them exactly.
 	Schema      *Schema `json:"schema,omitempty"`
 	TrainedRows int     `json:"trained_rows,omitempty"`
+	// Layout counts the changes that moved rows between segments
+	// (compactions, retrainings, background merges and trainings): a
+	// background job whose input segment left while it stayed the same
+	// knows the segment's rows were all deleted.
+	Layout uint64 `json:"layout,omitempty"`
 }
 
 type segmentEntry struct {
@@ -221,7 +226,7 @@ func readBitmap(data []byte) (b *roaring.Bitmap, err error) {
 func writeManifest(path string, m manifest, deleted []*roaring.Bitmap, origin *roaring.Bitmap) error {
 	var dels []byte
 	for i := range m.Segments {
-		b := deleted[i]
+		b := deleted[i].Clone() // the caller's may be a version's, read by searches
 		m.Segments[i].Deleted = int(b.GetCardinality())
 		m.Segments[i].DelOff, m.Segments[i].DelLen = int64(len(dels)), 0
 		if !b.IsEmpty() {
@@ -236,6 +241,7 @@ func writeManifest(path string, m manifest, deleted []*roaring.Bitmap, origin *r
 	}
 	var orig []byte
 	if !origin.IsEmpty() {
+		origin = origin.Clone()
 		origin.RunOptimize()
 		var err error
 		if orig, err = origin.ToBytes(); err != nil {
@@ -243,7 +249,7 @@ func writeManifest(path string, m manifest, deleted []*roaring.Bitmap, origin *r
 		}
 	}
 	m.Version = 2
-	if m.Schema != nil || m.TrainedRows > 0 {
+	if m.Schema != nil || m.TrainedRows > 0 || m.Layout > 0 {
 		m.Version = 3
 	}
 	st, err := json.MarshalIndent(m, "", " ")

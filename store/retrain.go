@@ -95,6 +95,7 @@ func (ix *Store) Retrain(ctx context.Context, opt pipeline.Options) (*pipeline.S
 	v.man.Segments = []segmentEntry{{File: name, Rows: seg.Len(), Energy: sum.Energy}}
 	v.deleted = []*roaring.Bitmap{roaring.New()}
 	v.segs = []*segment{newSegment(seg, name)}
+	v.man.Layout++
 	if err := w.commit(v); err != nil {
 		return nil, err
 	}

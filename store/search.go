@@ -188,6 +188,9 @@ func within(hits []Hit, radius float32) []Hit {
 // deletions, and K widened for re-ranking.
 func (snap *snapshot) options(opt SearchOptions) (index.SearchOptions, error) {
 	io := index.SearchOptions{K: opt.K, NProbe: opt.NProbe}
+	if opt.Radius != opt.Radius {
+		return io, fmt.Errorf("%w: radius NaN", index.ErrArgument)
+	}
 	if opt.K < 1 || opt.NProbe < 1 || opt.RerankFactor < 1 {
 		return io, fmt.Errorf("%w: K %d, NProbe %d, RerankFactor %d: each must be at least 1 (0: the default)", index.ErrArgument, opt.K, opt.NProbe, opt.RerankFactor)
 	}
@@ -364,12 +367,23 @@ type rowSet struct {
 	bits bitset
 }
 
+// newRowSet makes the bitset only for a set dense enough to be probed
+// (a sparse one is scored row by row, and Allows is rarely asked).
 func newRowSet(b *roaring.Bitmap, rows int) rowSet {
-	return rowSet{b, int(b.GetCardinality()), newBitset(b, rows)}
+	s := rowSet{b: b, n: int(b.GetCardinality())}
+	if s.n >= rows/256 {
+		s.bits = newBitset(b, rows)
+	}
+	return s
 }
 
-func (s rowSet) Allows(row int) bool { return s.bits.has(row) }
-func (s rowSet) Count() int          { return s.n }
+func (s rowSet) Allows(row int) bool {
+	if s.bits == nil {
+		return s.b.Contains(uint32(row))
+	}
+	return s.bits.has(row)
+}
+func (s rowSet) Count() int { return s.n }
 func (s rowSet) Each(yield func(int) bool) {
 	it := s.b.Iterator()
 	for it.HasNext() {

@@ -76,7 +76,11 @@ func (x *exprFilter) resolve(snap *snapshot) (index.Filter, error) {
 	cand.AndNot(snap.gone)
 	var f index.Filter
 	n := int(cand.GetCardinality())
-	switch est := x.estimate(snap, cand, n); {
+	est := n
+	if !exact {
+		est = x.estimate(snap, cand, n)
+	}
+	switch {
 	case exact:
 		f = newRowSet(cand, snap.group.Len())
 	case est <= snap.group.Len()/checkUpFront:
@@ -166,12 +170,11 @@ func (snap *snapshot) indexedFields() []string {
 // segment file never changes, and a store's indexed fields neither).
 func (s *segment) columns(fields []string) (*filter.Columns, error) {
 	s.colsOnce.Do(func() {
-		n := s.ix.Len()
-		if len(fields) == 0 || !s.ix.HasPayloads() {
-			s.cols, s.colsErr = filter.NewColumns(n, func(int) ([]byte, error) { return nil, nil }, nil)
-			return
+		payload := s.ix.Payload
+		if !s.ix.HasPayloads() { // no field holds anything: the index says so exactly
+			payload = func(int) ([]byte, error) { return nil, nil }
 		}
-		s.cols, s.colsErr = filter.NewColumns(n, s.ix.Payload, fields)
+		s.cols, s.colsErr = filter.NewColumns(s.ix.Len(), payload, fields)
 	})
 	return s.cols, s.colsErr
 }

@@ -400,25 +400,36 @@ func (ix *Store) SetPayloads(ctx context.Context, recs []Record) error {
 		parts = append(parts, index.MergePart{Index: v.segs[i].ix, Keep: func(r int) bool { _, ok := changed[r]; return ok }, Payloads: changed})
 		energy += v.segs[i].ix.Meta().Energy * float64(len(changed))
 	}
-	meta := parts[0].Index.Meta()
-	meta.Flags |= index.FlagSegment
-	meta.Energy = energy / float64(len(rows))
-	name, file := w.newSegmentFile(v)
-	n, err := index.Merge(ctx, file, parts, meta, index.MergeOptions{WithKeys: true})
-	if err != nil {
-		closeUnshared(v.segs)
-		return err
+	// One new segment of every changed row; for the pq and sq8 codes,
+	// whose segments' list parameters differ, one per segment changed.
+	groups := [][]index.MergePart{parts}
+	if !parts[0].Index.CanMerge() {
+		groups = groups[:0]
+		for _, p := range parts {
+			groups = append(groups, []index.MergePart{p})
+		}
 	}
-	seg, err := index.Open(file, index.Options{})
-	if err != nil {
-		closeUnshared(v.segs)
-		return err
+	for _, g := range groups {
+		meta := g[0].Index.Meta()
+		meta.Flags |= index.FlagSegment
+		meta.Energy = energy / float64(len(rows))
+		name, file := w.newSegmentFile(v)
+		n, err := index.Merge(ctx, file, g, meta, index.MergeOptions{WithKeys: true})
+		if err != nil {
+			closeUnshared(v.segs)
+			return err
+		}
+		seg, err := index.Open(file, index.Options{})
+		if err != nil {
+			closeUnshared(v.segs)
+			return err
+		}
+		v.segs = append(v.segs, newSegment(seg, name))
+		v.man.Segments = append(v.man.Segments, segmentEntry{File: name, Rows: n, Added: true, Energy: meta.Energy})
+		v.deleted = append(v.deleted, roaring.New())
 	}
 	// The rows keep their vectors: their place in the origin stays.
 	v.deleteRows(snap, rows, nil)
-	v.segs = append(v.segs, newSegment(seg, name))
-	v.man.Segments = append(v.man.Segments, segmentEntry{File: name, Rows: n, Added: true, Energy: meta.Energy})
-	v.deleted = append(v.deleted, roaring.New())
 	v.dropEmpty()
 	return w.commit(v)
 }
@@ -488,6 +499,9 @@ func (ix *Store) Compact(ctx context.Context) error {
 		return nil
 	}
 	if snap.live == 0 {
+		if snap.man.Schema != nil {
+			return nil // a collection that holds nothing yet: nothing to compact
+		}
 		return fmt.Errorf("%s: %w: every vector is deleted; compacting would leave an empty index", ix.path, index.ErrArgument)
 	}
 	v, err := w.next()
@@ -517,6 +531,7 @@ func (ix *Store) Compact(ctx context.Context) error {
 		v.man.Segments = []segmentEntry{{File: name, Rows: rows, Energy: v.man.TrainedEnergy}}
 		v.deleted = []*roaring.Bitmap{roaring.New()}
 		v.segs = []*segment{newSegment(seg, name)}
+		v.man.Layout++
 		return w.commit(v)
 	}
 	var keptSegs []*segment
@@ -546,6 +561,7 @@ func (ix *Store) Compact(ctx context.Context) error {
 		keptSegs, keptEntries, keptDeleted = append(keptSegs, newSegment(seg, name)), append(keptEntries, e), append(keptDeleted, roaring.New())
 	}
 	v.man.Segments, v.deleted, v.segs = keptEntries, keptDeleted, keptSegs
+	v.man.Layout++
 	return w.commit(v)
 }
 
