@@ -48,7 +48,6 @@ type worker struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	err     error // the last job's failure, nil once one succeeds
 
 	jobs   sync.Mutex // held while a job runs (background or Maintain)
 	logger *slog.Logger
@@ -77,10 +76,7 @@ func (ix *Store) kick() {
 			err := ix.maintain(b.ctx)
 			b.mu.Lock()
 			if err != nil && b.ctx.Err() == nil {
-				b.err = err
 				slog.Warn("vlc: a store's background work failed; it is tried again after the next write", "store", ix.path, "error", err)
-			} else if err == nil {
-				b.err = nil
 			}
 			if !b.again || b.ctx.Err() != nil {
 				b.running = false
