@@ -48,6 +48,19 @@ type Resident interface {
 	Close() error
 }
 
+// MaskedResident is a Resident that can leave entries out of a search on
+// the device itself (a store's deleted rows, a filter's allowed rows),
+// so that a search asks for only the k it needs. Where a backend lacks
+// it, the index asks for more candidates and drops the masked ones on
+// the host.
+type MaskedResident interface {
+	Resident
+	// SearchMasked is Search over the entries whose bit is set in allow
+	// (entry e is bit e%64 of allow[e/64]; len(allow) >= (N+63)/64),
+	// one mask for every query of the batch.
+	SearchMasked(ctx context.Context, queries []float32, nq, nprobe, keep int, allow []uint64, entries []int32, dists []float32) error
+}
+
 // MaxKeep is the most candidates a device search keeps per query (K,
 // times RerankFactor when re-ranking): its final selection sorts them in
 // one block's shared memory.
