@@ -74,6 +74,11 @@ type Options struct {
 	// taken at least this long, so that the speed of a few fast queries
 	// is not the noise of starting a pass on all cores.
 	MinTime time.Duration
+	// Warmup passes over the queries run before the timed ones, untimed:
+	// the first pass pays once for what a service pays once (faulting in
+	// the query file, a device's batch buffers, caches), as the peers'
+	// scripts warm up before they time.
+	Warmup int
 	// Latency adds a pass that searches the queries one at a time on one
 	// goroutine and times each (Result.LatencyP50, LatencyP99): what one
 	// request sees, where QPS is what all cores serve.
@@ -97,6 +102,11 @@ func Measure(ctx context.Context, ix Searcher, queries index.Rows, gt [][]int, o
 	}
 	so := opt.Search
 	so.K = max(so.K, 10)
+	for range opt.Warmup {
+		if _, err := batches(ctx, ix, queries, so, opt.Batch); err != nil {
+			return Result{}, err
+		}
+	}
 	start := time.Now()
 	hits, err := batches(ctx, ix, queries, so, opt.Batch)
 	if err != nil {

@@ -22,6 +22,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (with -sweep: an array, one object per row, each with an index key too when several indexes are given)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the searches to `file` (go tool pprof; with -sweep, of the whole sweep)")
 	batch := fs.Int("batch", 0, "search the queries in batches of this many, one after another (0: all in one batch)")
+	warmup := fs.Int("warmup", 1, "untimed passes over the queries before the timed one (the first pass pays for faulting in the files and a GPU's buffers)")
+	minTime := fs.Duration("min-time", 0, "repeat the timed passes until they take at least this long (say 2s: steadier figures for fast searches)")
 	lat := fs.Bool("latency", false, "also time each query alone, one at a time on one goroutine, and print the median and 99th percentile (not with -sweep)")
 	var sw sweepFlags
 	sw.register(fs)
@@ -31,6 +33,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if err := sw.check(fs); err != nil {
 		return err
+	}
+	if *warmup < 0 || *minTime < 0 {
+		return usageError{fmt.Errorf("-warmup %d, -min-time %v: want zero or more", *warmup, *minTime)}
 	}
 	if !sw.on() && len(pos) > 1 {
 		return usageError{fmt.Errorf("want 1 argument(s) (INDEX), got %d: %s (several indexes need -sweep)", len(pos), strings.Join(pos, " "))}
@@ -96,7 +101,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	res, err := eval.Measure(ctx, searcher, q, gt, eval.Options{Search: sf.options(rr, sf.k), Latency: *lat, Batch: *batch})
+	res, err := eval.Measure(ctx, searcher, q, gt, eval.Options{Search: sf.options(rr, sf.k), Latency: *lat, Batch: *batch, Warmup: *warmup, MinTime: *minTime})
 	stop()
 	if err != nil {
 		return err
