@@ -64,14 +64,14 @@ var _ device.Device = (*Device)(nil)
 // array of pointers to the values. It lives on the heap for the Device's
 // life (the Go heap does not move), and only the worker touches it.
 type launchArgs struct {
-	vals [24]uint64
-	ptrs [24]uintptr
+	vals [32]uint64
+	ptrs [32]uintptr
 	// A launch whose first two parameters are tensor maps: mptrs point at
 	// the maps (copied into maps, 64-byte aligned as CUtensorMap is), then
 	// at vals.
 	maps    [2*16 + 8]uint64
 	mapBase int // index in maps of the first 64-byte aligned word
-	mptrs   [26]uintptr
+	mptrs   [34]uintptr
 }
 
 // Open starts the CUDA backend on device 0. Without a driver the error
@@ -536,6 +536,9 @@ func (d *Device) launch(name string, gx, gy, block, smem int, args ...uint64) er
 
 // launchOn is launch on stream (0: the default stream).
 func (d *Device) launchOn(stream uintptr, name string, gx, gy, block, smem int, args ...uint64) error {
+	if len(args) > len(d.la.vals) {
+		return fmt.Errorf("cuda: %s: %d parameters, a launch takes at most %d", name, len(args), len(d.la.vals))
+	}
 	copy(d.la.vals[:], args)
 	return d.drv.call(name, d.drv.cuLaunchKernel, d.fn[name], uintptr(gx), uintptr(gy), 1, uintptr(block), 1, 1,
 		uintptr(smem), stream, uintptr(unsafe.Pointer(&d.la.ptrs[0])), 0)

@@ -23,8 +23,18 @@
 //                             one's first candidate, and the total
 //   cnt, cursor m     int32   queries probing each list; where its pairs go
 //   order  nq x nprobe int32  the (query, rank) pairs, q*nprobe + r, by list
-//   cand   nq x cap  uint2    (distance bits, entry) of every scored entry
+//   tiles  <= nq*nprobe/QT + m  int2  the tensor-core scan's tiles: (list,
+//                             first pair in order), ntiles their count
+//   frag   the levels again in the tensor-core scan's fragment layout (see
+//          vlc_s_frag), for an index that scan can take
+//   cand   nq x cap  float    the distance of every scored entry, in the
+//                             order of the query's probed lists (coff)
 //   outE, outD nq x keep      the keep best, nearest first
+//   allow  (n+63)/64 u64      optional: entry e is searched when bit e%64 of
+//                             allow[e/64] is set; a masked entry scores +Inf
+//                             and comes back as entry -1
+
+#include <cuda_fp16.h>
 
 #define FULL 0xffffffffu
 #define SBLOCK 256      // threads of every search kernel but dots
@@ -74,21 +84,48 @@ __device__ int scan_block(int v, int* total) {
     return before + x - v;
 }
 
+// block_min_max sets *lo and *hi to the least lo and the greatest hi of
+// the block's threads; every thread must call it.
+__device__ void block_min_max(unsigned lo, unsigned hi, unsigned* blo, unsigned* bhi) {
+    __shared__ unsigned s_min[SBLOCK / 32], s_max[SBLOCK / 32];
+    for (int o = 16; o; o >>= 1) {
+        lo = min(lo, __shfl_xor_sync(FULL, lo, o));
+        hi = max(hi, __shfl_xor_sync(FULL, hi, o));
+    }
+    if ((threadIdx.x & 31) == 0) s_min[threadIdx.x >> 5] = lo, s_max[threadIdx.x >> 5] = hi;
+    __syncthreads();
+    *blo = s_min[0], *bhi = s_max[0];
+    for (int w = 1; w < SBLOCK / 32; w++) *blo = min(*blo, s_min[w]), *bhi = max(*bhi, s_max[w]);
+    __syncthreads();
+}
+
 // select_key finds the want-th smallest (1-based) of the n keys key(i):
-// a radix select, 8 bits a pass from the top. It returns that key and
+// a radix select, 8 bits a pass, over the keys less the least of them
+// from the top bit in which they differ (the keys of one query's
+// distances share their top bits: starting there spreads the first pass
+// over the bins instead of piling it on one). It returns that key and
 // sets *ties to how many keys equal to it are among the want smallest.
 template <typename Key>
-__device__ unsigned select_key(Key key, int n, int want, int* ties) {
+__device__ unsigned select_key(Key key, int n, int want, int* ties, unsigned lo = ~0u, unsigned hi = 0, bool bounds = false) {
     __shared__ unsigned hist[256];
     __shared__ unsigned s_prefix;
     __shared__ int s_want;
+    if (!bounds)  // the caller may pass each thread's least and greatest key
+        for (int i = threadIdx.x; i < n; i += SBLOCK) {
+            unsigned k = key(i);
+            lo = min(lo, k);
+            hi = max(hi, k);
+        }
+    unsigned base, top;
+    block_min_max(lo, hi, &base, &top);
+    int bits = 32 - __clz(top - base);  // the keys less base fit in bits bits
     unsigned prefix = 0, mask = 0;
     if (threadIdx.x == 0) s_want = want;
-    for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int shift = max(bits - 8, 0); shift >= 0; shift -= 8) {
         hist[threadIdx.x] = 0;
         __syncthreads();
         for (int i = threadIdx.x; i < n; i += SBLOCK) {
-            unsigned k = key(i);
+            unsigned k = key(i) - base;
             if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255], 1u);
         }
         __syncthreads();
@@ -102,10 +139,11 @@ __device__ unsigned select_key(Key key, int n, int want, int* ties) {
         __syncthreads();
         prefix = s_prefix;
         mask |= 255u << shift;
+        if (shift > 0 && shift < 8) shift = 8;  // the last pass takes the lowest bits
     }
     *ties = s_want;
     __syncthreads();
-    return prefix;
+    return prefix + base;
 }
 
 // take_smallest calls out(at, i), at = 0 .. min(want, n)-1 in no set
@@ -114,13 +152,13 @@ __device__ unsigned select_key(Key key, int n, int want, int* ties) {
 // to the lowest indexes), and returns how many.
 #define TIES 256
 template <typename Key, typename Tie, typename Out>
-__device__ int take_smallest(Key key, Tie tie, int n, int want, Out out) {
+__device__ int take_smallest(Key key, Tie tie, int n, int want, Out out, unsigned lo = ~0u, unsigned hi = 0, bool bounds = false) {
     if (want >= n) {
         for (int i = threadIdx.x; i < n; i += SBLOCK) out(i, i);
         return n;
     }
     int ties;
-    unsigned t = select_key(key, n, want, &ties);
+    unsigned t = select_key(key, n, want, &ties, lo, hi, bounds);
     __shared__ int s_less, s_eq, s_tie[TIES];
     if (threadIdx.x == 0) s_less = s_eq = 0;
     __syncthreads();
@@ -163,7 +201,8 @@ __device__ int take_smallest(Key key, Tie tie, int n, int want, Out out) {
 // rotation's steps in quant.Rotation's order (each output of a butterfly
 // is the same float32 sum as on the host).
 extern "C" __global__ void vlc_s_rotate(const float* __restrict__ q, const float* __restrict__ signs, int d, int p, float pscale,
-                                        float* __restrict__ rq, float* __restrict__ qq) {
+                                        float* __restrict__ rq, float* __restrict__ qq, __half* __restrict__ rqh, __half* __restrict__ rql,
+                                        float* __restrict__ qinv, int dp) {
     extern __shared__ float x[];
     const float* src = q + (size_t)blockIdx.x * d;
     float s = 0;
@@ -201,7 +240,33 @@ extern "C" __global__ void vlc_s_rotate(const float* __restrict__ q, const float
         }
     }
     float* dst = rq + (size_t)blockIdx.x * d;
-    for (int j = threadIdx.x; j < d; j += SBLOCK) dst[j] = x[j];
+    float mx = 0.f;
+    for (int j = threadIdx.x; j < d; j += SBLOCK) {
+        dst[j] = x[j];
+        mx = fmaxf(mx, fabsf(x[j]));
+    }
+    if (!rqh) return;
+    // For vlc_s_dots_mma: P q scaled by a power of two (its largest
+    // magnitude below 2^14) as two float16 halves, zero from d to dp.
+    for (int o = 16; o; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, o));
+    __shared__ float s_mx[SBLOCK / 32];
+    if ((threadIdx.x & 31) == 0) s_mx[threadIdx.x >> 5] = mx;
+    __syncthreads();
+    mx = s_mx[0];
+    for (int w = 1; w < SBLOCK / 32; w++) mx = fmaxf(mx, s_mx[w]);
+    int ex = 0;
+    frexpf(mx, &ex);
+    int sh = min(max(14 - ex, -100), 100);
+    float sc = ldexpf(1.f, sh);
+    if (threadIdx.x == 0) qinv[blockIdx.x] = ldexpf(1.f, -sh);
+    __half* h = rqh + (size_t)blockIdx.x * dp;
+    __half* l = rql + (size_t)blockIdx.x * dp;
+    for (int j = threadIdx.x; j < dp; j += SBLOCK) {
+        float v = j < d ? x[j] * sc : 0.f;
+        __half hv = __float2half_rn(v);
+        h[j] = hv;
+        l[j] = __float2half_rn(v - __half2float(hv));
+    }
 }
 
 // vlc_s_dots: dots (nq x m) = rq (nq x d) . rotA (m x d)^T, float32, a
@@ -346,6 +411,12 @@ __device__ __forceinline__ void levels(unsigned x, float* f) {
 }
 
 #define GQ 8
+#define INF __int_as_float(0x7f800000)
+
+// allowed is 1 when entry e may be returned (allow null: every entry).
+__device__ __forceinline__ unsigned allowed(const unsigned long long* __restrict__ allow, int e) {
+    return allow ? (unsigned)(__ldg(allow + (e >> 6)) >> (e & 63)) & 1u : 1u;
+}
 
 // score writes the estimates of entries lo..hi-1 for the gq queries whose
 // residuals are in qp (pad values each) and constants in the s_ arrays.
@@ -356,7 +427,7 @@ template <int B, int LANES>
 __device__ __forceinline__ void score(const unsigned* __restrict__ words, const unsigned* __restrict__ scal, float sa, float sb, int lo,
                                       int hi, int W, int pad, int gq, const float* qp, const float* s_qsum, const float* s_sq,
                                       const float* s_mul, const float* s_bias, const int* s_dot, const long long* s_out,
-                                      uint2* __restrict__ cand) {
+                                      float* __restrict__ cand, const unsigned long long* __restrict__ allow) {
     const int P = 32 / B, per = SBLOCK / LANES;
     int sub = threadIdx.x % LANES;
     for (int base = (lo & ~31) + blockIdx.y * per; base < hi; base += per * gridDim.y) {
@@ -397,13 +468,14 @@ __device__ __forceinline__ void score(const unsigned* __restrict__ words, const 
         unsigned sc = __ldg(scal + e);
         float beta = __fmul_rn(h2f((unsigned short)(sc >> 16)), sb);
         float norm = __fmul_rn(h2f((unsigned short)(sc & 0xffff)), sa);
+        bool masked = allowed(allow, e) == 0;
 #pragma unroll
         for (int k = 0; k < GQ; k++) {
             if (k < gq) {
                 float qu = __fsub_rn(t[k], s_qsum[k]);
                 float score = s_dot[k] ? __fmul_rn(beta, qu) : __fsub_rn(__fadd_rn(s_sq[k], norm), __fmul_rn(__fmul_rn(2.f, beta), qu));
-                float dist = __fadd_rn(__fmul_rn(s_mul[k], score), s_bias[k]);
-                cand[s_out[k] + e] = make_uint2(__float_as_uint(dist), (unsigned)e);
+                float dist = masked ? INF : __fadd_rn(__fmul_rn(s_mul[k], score), s_bias[k]);
+                cand[s_out[k] + e] = dist;
             }
         }
     }
@@ -423,8 +495,8 @@ __device__ void scan(const float* __restrict__ rq, const float* __restrict__ qqs
                      const float* __restrict__ rotA, const float* __restrict__ norms, const unsigned long long* __restrict__ offs,
                      const float* __restrict__ scale, const float* __restrict__ sqrtS, const unsigned* __restrict__ words,
                      const unsigned* __restrict__ scal, int d, int m, int W, int metricIP, int ipCodes, int nprobe,
-                     const int* __restrict__ probe, const int* __restrict__ coff, int cap, uint2* __restrict__ cand,
-                     const int* __restrict__ order, int npairs, int g, int lanes) {
+                     const int* __restrict__ probe, const int* __restrict__ coff, int cap, float* __restrict__ cand,
+                     const int* __restrict__ order, int npairs, int g, int lanes, const unsigned long long* __restrict__ allow) {
     extern __shared__ float qp[];  // GQ x pad: each query's q', zero past d
     __shared__ float s_qsum[GQ], s_sq[GQ], s_mul[GQ], s_bias[GQ];
     __shared__ int s_dot[GQ];
@@ -492,9 +564,9 @@ __device__ void scan(const float* __restrict__ rq, const float* __restrict__ qqs
         }
         __syncthreads();
         if (lanes == 4)
-            score<B, 4>(words, scal, scale[a], sqrtS[a], lo, hi, W, pad, gq, qp, s_qsum, s_sq, s_mul, s_bias, s_dot, s_out, cand);
+            score<B, 4>(words, scal, scale[a], sqrtS[a], lo, hi, W, pad, gq, qp, s_qsum, s_sq, s_mul, s_bias, s_dot, s_out, cand, allow);
         else
-            score<B, 1>(words, scal, scale[a], sqrtS[a], lo, hi, W, pad, gq, qp, s_qsum, s_sq, s_mul, s_bias, s_dot, s_out, cand);
+            score<B, 1>(words, scal, scale[a], sqrtS[a], lo, hi, W, pad, gq, qp, s_qsum, s_sq, s_mul, s_bias, s_dot, s_out, cand, allow);
         __syncthreads();
         p = end;
     }
@@ -506,27 +578,471 @@ __device__ void scan(const float* __restrict__ rq, const float* __restrict__ qqs
         const float *__restrict__ norms, const unsigned long long *__restrict__ offs, const float *__restrict__ scale,           \
         const float *__restrict__ sqrtS, const unsigned *__restrict__ words, const unsigned *__restrict__ scal, int d, int m, int W, \
         int metricIP, int ipCodes, int nprobe, const int *__restrict__ probe, const int *__restrict__ coff, int cap,             \
-        uint2 *__restrict__ cand, const int *__restrict__ order, int npairs, int g, int lanes
+        float *__restrict__ cand, const int *__restrict__ order, int npairs, int g, int lanes, const unsigned long long *__restrict__ allow
 #define SCAN_PASS \
-    rq, qqs, dots, rotA, norms, offs, scale, sqrtS, words, scal, d, m, W, metricIP, ipCodes, nprobe, probe, coff, cap, cand, order, npairs, g, lanes
+    rq, qqs, dots, rotA, norms, offs, scale, sqrtS, words, scal, d, m, W, metricIP, ipCodes, nprobe, probe, coff, cap, cand, order, npairs, g, lanes, allow
 extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_scan1(SCAN_ARGS) { scan<1>(SCAN_PASS); }
 extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_scan2(SCAN_ARGS) { scan<2>(SCAN_PASS); }
 extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_scan4(SCAN_ARGS) { scan<4>(SCAN_PASS); }
 extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_scan8(SCAN_ARGS) { scan<8>(SCAN_PASS); }
 
+// The tensor-core scan, for batches large enough to give a list several
+// queries: a block takes up to QT of the pairs that probe one list (a
+// tile) and scores all of them against each of the list's entries with
+// mma.sync (f16 inputs, f32 sums), so that a list's codes are read once
+// per QT queries and every product runs on the tensor cores. A query's
+// residual q' is scaled by a power of two (exact) and split into two
+// float16 halves, hi + lo, which carry about 22 bits of it; the levels,
+// centred on L/2, are exact in float16. So sum_j q'_j (l_j - L/2), the qu
+// of device.IndexData, is the float32 sum of two products, within a few
+// units of the float32 rounding of the FMA scan (in another order).
+
+#define QT 32  // queries a tile: two m16 tiles
+
+// vlc_s_tiles: one block, after vlc_s_starts and before vlc_s_order: the
+// tiles of each list with pairs, QT pairs a tile: tiles[t] = (list, first
+// pair's position in order), and their count.
+extern "C" __global__ void vlc_s_tiles(const int* __restrict__ cnt, const int* __restrict__ cursor, int m, int2* __restrict__ tiles,
+                                       int* __restrict__ ntiles) {
+    int run = 0;
+    for (int base = 0; base < m; base += SBLOCK) {
+        int a = base + threadIdx.x, c = a < m ? (cnt[a] + QT - 1) / QT : 0, total;
+        int at = scan_block(c, &total);
+        if (a < m) {
+            int s = cursor[a];
+            for (int j = 0; j < c; j++) tiles[run + at + j] = make_int2(a, s + j * QT);
+        }
+        run += total;
+    }
+    if (threadIdx.x == 0) *ntiles = run;
+}
+
+__device__ __forceinline__ void mma16816(float* c, const unsigned* a, const unsigned* b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ void ldsm4(unsigned* r, const __half* p) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+
+// vlc_s_dots_mma: dots = rq . rotA^T on the tensor cores, for batches
+// past a few queries: each operand as two float16 halves (hi + lo, each
+// scaled by a power of two: qinv a query's, ainv the anchors'), and the
+// product as hi.hi + hi.lo + lo.hi in float32 sums, which carries about
+// 22 bits of each value: within a few float32 roundings of vlc_s_dots.
+// A block takes 64 queries x 128 anchors, 32 dimensions a stage through
+// shared memory; a warp, 32 x 32.
+#define DQ 64
+#define DA 128
+#define DK2 32
+extern "C" __global__ void __launch_bounds__(256) vlc_s_dots_mma(const __half* __restrict__ qh, const __half* __restrict__ ql,
+                                                                 const float* __restrict__ qinv, const __half* __restrict__ ah,
+                                                                 const __half* __restrict__ al, float ainv, int nq, int m, int dp,
+                                                                 float* __restrict__ dots) {
+    __shared__ __align__(16) __half sqh[DQ][DK2 + 8], sql[DQ][DK2 + 8], sah[DA][DK2 + 8], sal[DA][DK2 + 8];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wq = warp >> 2, wa = warp & 3;
+    int q0 = blockIdx.y * DQ, a0 = blockIdx.x * DA;
+    float acc[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int v = 0; v < 4; v++) acc[i][j][v] = 0.f;
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    for (int k0 = 0; k0 < dp; k0 += DK2) {
+        {
+            int r = threadIdx.x >> 2, c8 = (threadIdx.x & 3) * 8;
+            bool in = q0 + r < nq;
+            size_t at = (size_t)(q0 + r) * dp + k0 + c8;
+            *reinterpret_cast<uint4*>(&sqh[r][c8]) = in ? *reinterpret_cast<const uint4*>(qh + at) : zero;
+            *reinterpret_cast<uint4*>(&sql[r][c8]) = in ? *reinterpret_cast<const uint4*>(ql + at) : zero;
+        }
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            int idx = threadIdx.x + 256 * u, r = idx >> 2, c8 = (idx & 3) * 8;
+            bool in = a0 + r < m;
+            size_t at = (size_t)(a0 + r) * dp + k0 + c8;
+            *reinterpret_cast<uint4*>(&sah[r][c8]) = in ? __ldg(reinterpret_cast<const uint4*>(ah + at)) : zero;
+            *reinterpret_cast<uint4*>(&sal[r][c8]) = in ? __ldg(reinterpret_cast<const uint4*>(al + at)) : zero;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < DK2; kk += 16) {
+            unsigned fh[2][4], fl[2][4], bh[4][2], bl[4][2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                int row = wq * 32 + i * 16 + (lane & 15), col = kk + (lane >> 4) * 8;
+                ldsm4(fh[i], &sqh[row][col]);
+                ldsm4(fl[i], &sql[row][col]);
+            }
+#pragma unroll
+            for (int jj = 0; jj < 4; jj += 2) {
+                // matrices: (anchors nb.., k kk), (nb.., kk+8), (nb+8.., kk), (nb+8.., kk+8)
+                int row = wa * 32 + jj * 8 + (lane & 7) + ((lane >> 4) << 3), col = kk + ((lane >> 3) & 1) * 8;
+                unsigned r[4];
+                ldsm4(r, &sah[row][col]);
+                bh[jj][0] = r[0], bh[jj][1] = r[1], bh[jj + 1][0] = r[2], bh[jj + 1][1] = r[3];
+                ldsm4(r, &sal[row][col]);
+                bl[jj][0] = r[0], bl[jj][1] = r[1], bl[jj + 1][0] = r[2], bl[jj + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    mma16816(acc[i][j], fh[i], bh[j]);
+                    mma16816(acc[i][j], fh[i], bl[j]);
+                    mma16816(acc[i][j], fl[i], bh[j]);
+                }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int v = 0; v < 4; v++) {
+                int qi = q0 + wq * 32 + i * 16 + (lane >> 2) + (v >> 1) * 8, aj = a0 + wa * 32 + j * 8 + (lane & 3) * 2 + (v & 1);
+                if (qi < nq && aj < m) dots[(size_t)qi * m + aj] = acc[i][j][v] * qinv[qi] * ainv;
+            }
+}
+
+// The B operand: for k-step s, lane (rr, c) of a warp needs, for each
+// of its tile's four n8 blocks n, the levels of dimensions 16s+2c,
+// 16s+2c+1 (b0) and 16s+2c+8, 16s+2c+9 (b1) of entry 8n+rr, as float16
+// pairs: eight pairs of levels, 2B bits each. The fragment layout (frag,
+// made on the device from the words at upload by vlc_s_frag) holds them
+// in that order, RW = max(1, B/2) words a lane, so that a warp reads a
+// k-step's operand in one coalesced load of 32 x RW words:
+//   frag word i of lane L, k-step s, tile t at ((t*S + s)*32 + L)*RW + i,
+// S the k-steps a tile (kp/16, a multiple of KC), pair p = 2n + (0 for
+// b0, 1 for b1) at bits 2Bp.. of the lane's words (zero past W words).
+#define KC 4  // k-steps a chunk: the scan loads the next chunk's operand while it multiplies this one's
+
+template <int B>
+struct Frag {
+    static const int RW = B >= 2 ? B / 2 : 1;
+};
+
+// vlc_s_fragB: block t writes tile t's fragments from its words.
+template <int B>
+__device__ void frag(const unsigned* __restrict__ words, int W, int S, unsigned* __restrict__ out) {
+    const int P = 32 / B, RW = Frag<B>::RW;
+    const unsigned mask = (1u << B) - 1;
+    const unsigned* wt = words + (size_t)blockIdx.x * W * 32;
+    for (int i = threadIdx.x; i < S * 32; i += SBLOCK) {
+        int st = i >> 5, lane = i & 31, rr = lane >> 2, c = lane & 3;
+        unsigned rec[RW];
+#pragma unroll
+        for (int k = 0; k < RW; k++) rec[k] = 0u;
+#pragma unroll
+        for (int n = 0; n < 4; n++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int j = 16 * st + 2 * c + 8 * h, w = j / P;
+                unsigned x = w < W ? wt[w * 32 + 8 * n + rr] : 0u;
+                unsigned v = (x >> ((j % P) * B)) & ((mask << B) | mask);  // levels j and j+1
+                int bit = 2 * B * (2 * n + h);
+                rec[bit / 32] |= v << (bit % 32);
+            }
+        unsigned* o = out + ((size_t)blockIdx.x * S * 32 + i) * RW;
+#pragma unroll
+        for (int k = 0; k < RW; k++) o[k] = rec[k];
+    }
+}
+extern "C" __global__ void vlc_s_frag1(const unsigned* __restrict__ w, int W, int S, unsigned* __restrict__ o) { frag<1>(w, W, S, o); }
+extern "C" __global__ void vlc_s_frag2(const unsigned* __restrict__ w, int W, int S, unsigned* __restrict__ o) { frag<2>(w, W, S, o); }
+extern "C" __global__ void vlc_s_frag4(const unsigned* __restrict__ w, int W, int S, unsigned* __restrict__ o) { frag<4>(w, W, S, o); }
+extern "C" __global__ void vlc_s_frag8(const unsigned* __restrict__ w, int W, int S, unsigned* __restrict__ o) { frag<8>(w, W, S, o); }
+
+// load_rec loads a lane's RW words of one k-step.
+template <int B>
+__device__ __forceinline__ void load_rec(unsigned* r, const unsigned* __restrict__ p) {
+    const int RW = Frag<B>::RW;
+    if (RW == 4) {
+        uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+        r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
+    } else if (RW == 2) {
+        uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+        r[0] = v.x, r[1] = v.y;
+    } else {
+        r[0] = __ldg(p);
+    }
+}
+
+// pair_half2 is pair p of a lane's record as the float16 pair
+// 2(l - L/2): 1024 + 2l made exact from the bits, less 1024 + L. (The
+// factor 2 is undone with the query's scale.)
+template <int B>
+__device__ __forceinline__ unsigned pair_half2(const unsigned* r, int p) {
+    const int bit = 2 * B * p;
+    const unsigned mask = (1u << B) - 1;
+    unsigned v = r[bit / 32] >> (bit % 32);
+    unsigned h = ((v & mask) << 1) | (((v >> B) & mask) << 17) | 0x64006400u;
+    __half2 f = __hsub2(*reinterpret_cast<__half2*>(&h), __floats2half2_rn(1024.f + mask, 1024.f + mask));
+    return *reinterpret_cast<unsigned*>(&f);
+}
+
+// vlc_s_mmaB: block t takes tile t (blocks past ntiles return). kp is the
+// residuals' length in float16, 16 S (S the fragments' k-steps); shared
+// memory holds QT rows of hi and of lo, kp + 8 values each (the 8 keep
+// ldmatrix's rows off one bank).
+template <int B>
+__device__ void mma_scan(const float* __restrict__ rq, const float* __restrict__ qqs, const float* __restrict__ dots,
+                         const float* __restrict__ rotA, const float* __restrict__ norms, const unsigned long long* __restrict__ offs,
+                         const float* __restrict__ scale, const float* __restrict__ sqrtS, const unsigned* __restrict__ frag,
+                         const unsigned* __restrict__ scal, int d, int m, int W, int metricIP, int ipCodes, int nprobe,
+                         const int* __restrict__ coff, int cap, float* __restrict__ cand, const int* __restrict__ order,
+                         const int* __restrict__ cursor, const int2* __restrict__ tiles, const int* __restrict__ ntiles, int kp,
+                         const unsigned long long* __restrict__ allow) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ float s_sq[QT], s_mul[QT], s_bias[QT], s_inv[QT];
+    __shared__ int s_dot[QT];
+    __shared__ long long s_out[QT];
+    if ((int)blockIdx.x >= *ntiles) return;
+    const int stride = kp + 8;
+    __half* ahi = reinterpret_cast<__half*>(smem);
+    __half* alo = ahi + QT * stride;
+    int2 tile = tiles[blockIdx.x];
+    int a = tile.x, p0 = tile.y, nt = min(QT, cursor[a] - p0);
+    int lo = (int)offs[a], hi = (int)offs[a + 1];
+    if (lo == hi) return;
+    float na = norms[a];
+    if (threadIdx.x < QT) {
+        int k = threadIdx.x, dot = 0;
+        float mul = 1.f, bias = 0.f;
+        long long out = 0;
+        if (k < nt) {
+            int pair = order[p0 + k], q = pair / nprobe, r = pair % nprobe;
+            float qq = qqs[q], qa = dots[(size_t)q * m + a];
+            if (ipCodes && __fadd_rn(__fsub_rn(qq, __fmul_rn(2.f, qa)), na) < qq) {
+                mul = 0.5f;
+                bias = -__fadd_rn(qq, na) / 2.f;
+            } else if (metricIP) {
+                dot = 1;
+                mul = -1.f;
+                bias = -qa;
+            }
+            out = (long long)q * cap + coff[(size_t)q * (nprobe + 1) + r] - lo;
+        }
+        s_dot[k] = dot;
+        s_mul[k] = mul;
+        s_bias[k] = bias;
+        s_out[k] = out;
+    }
+    __syncthreads();
+    const float* anc = rotA + (size_t)a * d;
+    const int warps = SBLOCK / 32;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    // Warp by warp, each query's q', |q'|^2 and halves, in one pass: the
+    // scale comes from a bound on |q'| (every |v| is at most |q'|), known
+    // before the pass from qq, qa and |a|^2 (their float32 rounding
+    // covered by the margin), so the loads all go out at once.
+    for (int k = warp; k < QT; k += warps) {
+        __half* hrow = ahi + k * stride;
+        __half* lrow = alo + k * stride;
+        if (k >= nt) {
+            for (int j = 2 * lane; j < kp; j += 64) {
+                *reinterpret_cast<unsigned*>(hrow + j) = 0u;
+                *reinterpret_cast<unsigned*>(lrow + j) = 0u;
+            }
+            continue;
+        }
+        int q = order[p0 + k] / nprobe;
+        const float* src = rq + (size_t)q * d;
+        int dot = s_dot[k];
+        float qq = qqs[q], bound = qq;
+        if (!dot) bound = fmaxf(__fadd_rn(__fsub_rn(qq, __fmul_rn(2.f, dots[(size_t)q * m + a])), na), 0.f) + 1e-4f * (qq + na);
+        int ex = 0;
+        frexpf(sqrtf(bound) * 1.001f, &ex);     // |v| <= |q'| < 2^ex
+        int sh = min(max(14 - ex, -100), 100);  // so |v| * 2^sh < 2^14
+        float sc = ldexpf(1.f, sh);             // (the levels come doubled: s_inv halves too)
+        float sq = 0.f;
+        if ((d & 3) == 0) {  // float4 loads: rows start 16-byte aligned
+            const float4* s4 = reinterpret_cast<const float4*>(src);
+            const float4* a4 = reinterpret_cast<const float4*>(anc);
+#pragma unroll 4
+            for (int j4 = lane; j4 < kp / 4; j4 += 32) {
+                float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+                if (4 * j4 < d) {
+                    v = s4[j4];
+                    if (!dot) {
+                        float4 w = a4[j4];
+                        v = make_float4(__fsub_rn(v.x, w.x), __fsub_rn(v.y, w.y), __fsub_rn(v.z, w.z), __fsub_rn(v.w, w.w));
+                    }
+                }
+                sq = fmaf(v.x, v.x, sq);
+                sq = fmaf(v.y, v.y, sq);
+                sq = fmaf(v.z, v.z, sq);
+                sq = fmaf(v.w, v.w, sq);
+                __half2 h01 = __floats2half2_rn(v.x * sc, v.y * sc), h23 = __floats2half2_rn(v.z * sc, v.w * sc);
+                __half2 l01 = __floats2half2_rn(__fsub_rn(v.x * sc, __low2float(h01)), __fsub_rn(v.y * sc, __high2float(h01)));
+                __half2 l23 = __floats2half2_rn(__fsub_rn(v.z * sc, __low2float(h23)), __fsub_rn(v.w * sc, __high2float(h23)));
+                *reinterpret_cast<uint2*>(hrow + 4 * j4) = make_uint2(*reinterpret_cast<unsigned*>(&h01), *reinterpret_cast<unsigned*>(&h23));
+                *reinterpret_cast<uint2*>(lrow + 4 * j4) = make_uint2(*reinterpret_cast<unsigned*>(&l01), *reinterpret_cast<unsigned*>(&l23));
+            }
+        } else {
+            for (int j = lane; j < kp; j += 32) {
+                float v = j < d ? (dot ? src[j] : __fsub_rn(src[j], anc[j])) : 0.f;
+                sq = fmaf(v, v, sq);
+                float x = v * sc;
+                __half h = __float2half_rn(x);
+                hrow[j] = h;
+                lrow[j] = __float2half_rn(x - __half2float(h));
+            }
+        }
+        for (int o = 16; o; o >>= 1) sq += __shfl_xor_sync(FULL, sq, o);
+        if (lane == 0) {
+            s_sq[k] = sq;
+            s_inv[k] = ldexpf(1.f, -sh - 1);
+        }
+    }
+    __syncthreads();
+    const int c = lane & 3, rr = lane >> 2;
+    const bool two = nt > 16;  // the second m16 tile holds queries
+    float sa = scale[a], sb = sqrtS[a];
+    for (int t = (lo >> 5) + warp; t < (hi + 31) >> 5; t += warps) {
+        float acc[2][4][4];
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+#pragma unroll
+                for (int v = 0; v < 4; v++) acc[i][n][v] = 0.f;
+        const int RW = Frag<B>::RW, S = kp / 16;
+        const unsigned* ft = frag + ((size_t)t * S * 32 + lane) * RW;
+        unsigned cur[KC][RW], nxt[KC][RW];  // this chunk's operands, and the next one's in flight
+#pragma unroll
+        for (int u = 0; u < KC; u++) load_rec<B>(cur[u], ft + u * 32 * RW);
+        for (int s0 = 0; s0 < S; s0 += KC) {
+            if (s0 + KC < S) {
+#pragma unroll
+                for (int u = 0; u < KC; u++) load_rec<B>(nxt[u], ft + (s0 + KC + u) * 32 * RW);
+            }
+#pragma unroll
+            for (int u = 0; u < KC; u++) {
+                unsigned ah[2][4], al[2][4];
+                const int arow = (lane & 15) * stride + 16 * (s0 + u) + (lane >> 4) * 8;
+                ldsm4(ah[0], ahi + arow);
+                ldsm4(al[0], alo + arow);
+                if (two) {
+                    ldsm4(ah[1], ahi + 16 * stride + arow);
+                    ldsm4(al[1], alo + 16 * stride + arow);
+                }
+#pragma unroll
+                for (int n = 0; n < 4; n++) {
+                    unsigned b[2] = {pair_half2<B>(cur[u], 2 * n), pair_half2<B>(cur[u], 2 * n + 1)};
+                    mma16816(acc[0][n], ah[0], b);
+                    mma16816(acc[0][n], al[0], b);
+                    if (two) {
+                        mma16816(acc[1][n], ah[1], b);
+                        mma16816(acc[1][n], al[1], b);
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < KC; u++)
+#pragma unroll
+                for (int i = 0; i < RW; i++) cur[u][i] = nxt[u][i];
+        }
+#pragma unroll
+        for (int n = 0; n < 4; n++) {
+#pragma unroll
+            for (int col = 0; col < 2; col++) {
+                int e = t * 32 + 8 * n + 2 * c + col;
+                if (e < lo || e >= hi) continue;
+                unsigned sc = __ldg(scal + e);
+                float beta = __fmul_rn(h2f((unsigned short)(sc >> 16)), sb);
+                float norm = __fmul_rn(h2f((unsigned short)(sc & 0xffff)), sa);
+                bool masked = allowed(allow, e) == 0;
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        int k = 16 * i + rr + 8 * h;
+                        if (k >= nt) continue;
+                        float qu = __fmul_rn(acc[i][n][2 * h + col], s_inv[k]);
+                        float score = s_dot[k] ? __fmul_rn(beta, qu) : __fsub_rn(__fadd_rn(s_sq[k], norm), __fmul_rn(__fmul_rn(2.f, beta), qu));
+                        float dist = masked ? INF : __fadd_rn(__fmul_rn(s_mul[k], score), s_bias[k]);
+                        cand[s_out[k] + e] = dist;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#define MMA_ARGS                                                                                                                  \
+    const float *__restrict__ rq, const float *__restrict__ qqs, const float *__restrict__ dots, const float *__restrict__ rotA, \
+        const float *__restrict__ norms, const unsigned long long *__restrict__ offs, const float *__restrict__ scale,           \
+        const float *__restrict__ sqrtS, const unsigned *__restrict__ frag, const unsigned *__restrict__ scal, int d, int m, int W, \
+        int metricIP, int ipCodes, int nprobe, const int *__restrict__ coff, int cap, float *__restrict__ cand,                  \
+        const int *__restrict__ order, const int *__restrict__ cursor, const int2 *__restrict__ tiles, const int *__restrict__ ntiles, \
+        int kp, const unsigned long long *__restrict__ allow
+#define MMA_PASS \
+    rq, qqs, dots, rotA, norms, offs, scale, sqrtS, frag, scal, d, m, W, metricIP, ipCodes, nprobe, coff, cap, cand, order, cursor, tiles, ntiles, kp, allow
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_mma1(MMA_ARGS) { mma_scan<1>(MMA_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_mma2(MMA_ARGS) { mma_scan<2>(MMA_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_mma4(MMA_ARGS) { mma_scan<4>(MMA_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_mma8(MMA_ARGS) { mma_scan<8>(MMA_PASS); }
+
 // vlc_s_topk: one block per query: the keep candidates of least (distance,
-// entry), sorted, padded with entry -1 and +Inf.
-extern "C" __global__ void vlc_s_topk(const uint2* __restrict__ cand, int cap, const int* __restrict__ coff, int nprobe, int keep,
+// entry), sorted, padded with entry -1 and +Inf. Candidate i of a query
+// is entry offs[a] + i - coff[r] of the list a = probe[r] whose slots
+// hold it. When cached is at least the query's candidates, their keys are
+// read into shared memory once (cached of them fit) and the select's
+// passes read them there.
+extern "C" __global__ void vlc_s_topk(const float* __restrict__ cand, int cap, const int* __restrict__ coff, const int* __restrict__ probe,
+                                      const unsigned long long* __restrict__ offs, int nprobe, int keep, int cached,
                                       int* __restrict__ outE, float* __restrict__ outD) {  // outD may follow outE: one copy back
     __shared__ unsigned long long sel[MAX_KEEP];
-    const uint2* c = cand + (size_t)blockIdx.x * cap;
-    int n = coff[(size_t)blockIdx.x * (nprobe + 1) + nprobe];
+    extern __shared__ unsigned keys[];
+    const float* c = cand + (size_t)blockIdx.x * cap;
+    const int* co = coff + (size_t)blockIdx.x * (nprobe + 1);
+    const int* pr = probe + (size_t)blockIdx.x * nprobe;
+    int n = co[nprobe];
     int size = 1;
     while (size < min(keep, n)) size <<= 1;
     for (int i = threadIdx.x; i < size; i += SBLOCK) sel[i] = ~0ull;
-    __syncthreads();
-    auto key = [&](int i) { return okey(__uint_as_float(c[i].x)); };
-    take_smallest(key, [&](int i) { return c[i].y; }, n, keep, [&](int at, int i) { sel[at] = ((unsigned long long)okey(__uint_as_float(c[i].x)) << 32) | c[i].y; });
+    auto entry = [&](int i) {  // the last rank whose slots start at or before i
+        int lo = 0, hi = nprobe - 1;
+        while (lo < hi) {
+            int mid = (lo + hi + 1) >> 1;
+            if (co[mid] <= i) lo = mid;
+            else hi = mid - 1;
+        }
+        return (unsigned)(offs[pr[lo]] + (unsigned)(i - co[lo]));
+    };
+    auto tie = [&](int i) { return entry(i); };
+    if (n <= cached) {
+        // Read with 16-byte loads (cap is a multiple of 4), several in
+        // flight, the least and greatest key on the way.
+        unsigned lo = ~0u, hi = 0;
+        const float4* c4 = reinterpret_cast<const float4*>(c);
+#pragma unroll 8
+        for (int i = threadIdx.x; i < (n + 3) / 4; i += SBLOCK) {
+            float4 v = c4[i];
+            unsigned k[4] = {okey(v.x), okey(v.y), okey(v.z), okey(v.w)};
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (4 * i + u < n) {
+                    keys[4 * i + u] = k[u];
+                    lo = min(lo, k[u]);
+                    hi = max(hi, k[u]);
+                }
+        }
+        __syncthreads();
+        auto key = [&](int i) { return keys[i]; };
+        take_smallest(key, tie, n, keep, [&](int at, int i) { sel[at] = ((unsigned long long)keys[i] << 32) | entry(i); }, lo, hi, true);
+    } else {
+        __syncthreads();
+        auto key = [&](int i) { return okey(c[i]); };
+        take_smallest(key, tie, n, keep, [&](int at, int i) { sel[at] = ((unsigned long long)okey(c[i]) << 32) | entry(i); });
+    }
     __syncthreads();
     for (int k = 2; k <= size; k <<= 1) {
         for (int j = k >> 1; j > 0; j >>= 1) {
@@ -546,9 +1062,10 @@ extern "C" __global__ void vlc_s_topk(const uint2* __restrict__ cand, int cap, c
     int* oe = outE + (size_t)blockIdx.x * keep;
     float* od = outD + (size_t)blockIdx.x * keep;
     for (int i = threadIdx.x; i < keep; i += SBLOCK) {
-        if (i < min(keep, n)) {
+        float dist = ofloat((unsigned)(sel[i] >> 32));
+        if (i < min(keep, n) && dist != INF) {  // +Inf: a masked entry
             oe[i] = (int)(unsigned)sel[i];
-            od[i] = ofloat((unsigned)(sel[i] >> 32));
+            od[i] = dist;
         } else {
             oe[i] = -1;
             od[i] = __int_as_float(0x7f800000);

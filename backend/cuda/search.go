@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
 )
 
@@ -24,12 +26,14 @@ import (
 var searchPTX []byte
 
 // searchSteps name a pass's steps, for VLC_CUDA_SEARCH_TIMES: the memset
-// of the list counts, then the kernels in launch order (vlc_s_scan: the
-// one for the code's bits).
-var searchSteps = []string{"memset", "vlc_s_rotate", "vlc_s_dots", "vlc_s_probe", "vlc_s_starts", "vlc_s_order", "vlc_s_scan", "vlc_s_topk"}
+// of the list counts, then the kernels in launch order (scan: vlc_s_scanB
+// or vlc_s_mmaB for the code's bits).
+var searchSteps = []string{"memset", "vlc_s_rotate", "vlc_s_dots", "vlc_s_probe", "vlc_s_starts", "vlc_s_tiles", "vlc_s_order", "scan", "vlc_s_topk"}
 
 const (
 	scanGroup   = 8                   // GQ: the most queries a scan block scores together
+	mmaTile     = 32                  // QT: the queries of a tensor-core scan block
+	mmaChunk    = 4                   // KC: the k-steps of 16 dimensions the scan loads ahead
 	fewQueries  = 8                   // up to this many, the dots go a warp per anchor (vlc_s_dots_few)
 	searchBlock = 256                 // SBLOCK
 	dotsTile    = 128                 // DT
@@ -38,6 +42,7 @@ const (
 	batchShare  = 2                   // a batch may take 1/batchShare of free memory
 	searchMaxD  = (maxSmem - 256) / 4 // a query held in shared memory as float32 (rotate's static memory aside)
 	scanStatic  = 1024                // room left for the scan's static shared memory
+	topkStatic  = 40 << 10            // vlc_s_topk's static shared memory (36.1 KiB), rounded up
 )
 
 var _ device.Searcher = (*Device)(nil)
@@ -73,14 +78,25 @@ func (d *Device) loadSearch() error {
 		d.fn[name] = f
 	}
 	for b := 1; b <= 8; b *= 2 {
-		if err := d.drv.call("cuFuncSetAttribute", d.drv.cuFuncSetAttribute, d.fn[fmt.Sprintf("vlc_s_scan%d", b)], cuFuncMaxDynSmem, uintptr(d.scanSmem())); err != nil {
-			d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, mod)
-			return err
+		for _, k := range []string{"vlc_s_scan%d", "vlc_s_mma%d"} {
+			if err := d.drv.call("cuFuncSetAttribute", d.drv.cuFuncSetAttribute, d.fn[fmt.Sprintf(k, b)], cuFuncMaxDynSmem, uintptr(d.scanSmem())); err != nil {
+				d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, mod)
+				return err
+			}
 		}
+	}
+	if err := d.drv.call("cuFuncSetAttribute", d.drv.cuFuncSetAttribute, d.fn["vlc_s_topk"], cuFuncMaxDynSmem, uintptr(d.topkSmem())); err != nil {
+		d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, mod)
+		return err
 	}
 	d.smod = mod
 	return nil
 }
+
+// topkSmem is the dynamic shared memory vlc_s_topk may use for its
+// cache of a query's candidate keys: the opt-in limit less its static
+// arrays (the 32 KiB of selected keys, the select's histogram and ties).
+func (d *Device) topkSmem() int { return max(0, d.smemOptin-topkStatic) }
 
 // scanSmem is the dynamic shared memory the scan kernels may use: the
 // device's opt-in limit (which counts static memory too) less room for
@@ -92,27 +108,44 @@ type resident struct {
 	d     *Device
 	data  *device.IndexData
 	scan  string // the scan kernel for the code's bits
+	mma   string // the tensor-core scan for them, "" when its tile does not fit shared memory
 	pad   int    // levels a query residual is padded to: Words * 32/Bits
-	lists []uint64
+	kp    int    // pad rounded up to 16, the tensor-core scan's residual length
+	force string // VLC_CUDA_SEARCH_SCAN: "fma" or "mma" forces that scan (tests)
+	// dotsKind is VLC_CUDA_SEARCH_DOTS: "fma" keeps batches on the
+	// float32 vlc_s_dots (tests); else past fewQueries they take
+	// vlc_s_dots_mma.
+	dotsKind string
+	lists    []uint64
 	// The index: rotated anchors, |a|^2, list offsets, s and sqrt(s),
 	// level words, scalars, rotation signs.
-	rotA, norms, offs, scale, sqrtS, words, scal, signs uint64
-	fixed                                               int64 // their bytes
+	rotA, norms, offs, scale, sqrtS, words, scal, signs, frag uint64
+	// The rotated anchors as two float16 halves (dp values a row, zero
+	// past Dim), scaled by 1/ainv, for vlc_s_dots_mma.
+	ah, al uint64
+	dp     int
+	ainv   float32
+	fixed  int64 // their bytes
 
 	// The batch buffers, for up to batch queries of cap candidates,
 	// nprobe lists and keep results.
-	batch, cap, nprobe, keep                                    int
-	q, rq, qq, dots, probe, coff, cnt, cursor, order, cand, out uint64
-	batchBytes                                                  int64
-	caps                                                        map[int]int    // nprobe -> MaxCandidates
-	sizes                                                       map[[3]int]int // (cap, nprobe, keep) -> batchSize
+	batch, cap, nprobe, keep                                                   int
+	q, rq, qq, dots, probe, coff, cnt, cursor, order, tiles, ntiles, cand, out uint64
+	rqh, rql, qinv                                                             uint64 // the queries' halves and scales, for vlc_s_dots_mma
+	batchBytes                                                                 int64
+	// allow is the mask of the last masked search (allowWords words).
+	allow      uint64
+	allowWords int
+	caps       map[int]int    // nprobe -> MaxCandidates
+	sizes      map[[3]int]int // (cap, nprobe, keep) -> batchSize
 
 	// With VLC_CUDA_SEARCH_TIMES set, each step's time (events around
 	// the launches), summed over the passes and printed on Close.
 	timing bool
-	ev     [9]uintptr
-	times  [8]float64
+	ev     [10]uintptr // len(searchSteps)+1
+	times  [9]float64  // len(searchSteps)
 	passes int
+	copies [2]time.Duration // the host's wall time copying queries up and results down
 
 	mu     sync.Mutex
 	closed bool
@@ -127,7 +160,14 @@ func (dev *Device) UploadIndex(data *device.IndexData) (device.Resident, error) 
 		return nil, fmt.Errorf("%w: cuda: dimension %d: the scan holds %d queries' residuals in shared memory, at most %d values each on %s", device.ErrNoSearch, data.Dim, scanGroup, dev.scanSmem()/4/scanGroup, dev.info.Name)
 	}
 	r := &resident{d: dev, data: data, scan: fmt.Sprintf("vlc_s_scan%d", data.Bits), pad: data.Words * 32 / data.Bits, caps: map[int]int{}, sizes: map[[3]int]int{},
-		timing: os.Getenv("VLC_CUDA_SEARCH_TIMES") != ""}
+		timing: os.Getenv("VLC_CUDA_SEARCH_TIMES") != "", force: os.Getenv("VLC_CUDA_SEARCH_SCAN"), dotsKind: os.Getenv("VLC_CUDA_SEARCH_DOTS")}
+	if r.force != "" && r.force != "fma" && r.force != "mma" {
+		return nil, fmt.Errorf("cuda: VLC_CUDA_SEARCH_SCAN=%q: want fma or mma", r.force)
+	}
+	r.kp = (r.pad + 16*mmaChunk - 1) / (16 * mmaChunk) * (16 * mmaChunk)
+	if r.mmaSmem() <= dev.scanSmem() {
+		r.mma = fmt.Sprintf("vlc_s_mma%d", data.Bits)
+	}
 	err := dev.run(func() error {
 		if err := dev.loadSearch(); err != nil {
 			return err
@@ -178,6 +218,9 @@ func (r *resident) upload() error {
 			return err
 		}
 	}
+	if err := r.upAnchorHalves(put); err != nil {
+		return err
+	}
 	tiles := x.Tiles()
 	tileWords := x.Words * device.Tile
 	var err error
@@ -213,21 +256,69 @@ func (r *resident) upload() error {
 		}
 	}
 	r.lists = x.Offsets
+	if r.mma != "" && tiles > 0 {
+		// The tensor-core scan's copy of the levels, in its fragment
+		// layout: RW words a lane, 32 lanes a k-step, kp/16 k-steps a tile.
+		rw := max(1, x.Bits/2)
+		bytes := int64(tiles) * int64(r.kp/16) * 32 * int64(rw) * 4
+		if r.frag, err = d.alloc(bytes); err != nil {
+			return err
+		}
+		r.fixed += bytes
+		if err := d.launch(fmt.Sprintf("vlc_s_frag%d", x.Bits), tiles, 1, searchBlock, 0, r.words, i32(x.Words), i32(r.kp/16), r.frag); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// upAnchorHalves uploads the rotated anchors as vlc_s_dots_mma takes
+// them: scaled by a power of two that brings the largest magnitude below
+// 2^14, split into float16 hi and lo = float16(v - hi), dp values a row.
+func (r *resident) upAnchorHalves(put func(*uint64, unsafe.Pointer, int64) error) error {
+	x := r.data
+	r.dp = (x.Dim + 31) &^ 31
+	var big float32
+	for _, v := range x.RotAnchors {
+		big = max(big, v, -v)
+	}
+	_, e := math.Frexp(float64(big))
+	sh := min(max(14-e, -100), 100)
+	sc := float32(math.Ldexp(1, sh))
+	r.ainv = float32(math.Ldexp(1, -sh))
+	hi := make([]uint16, x.Lists*r.dp)
+	lo := make([]uint16, x.Lists*r.dp)
+	par.For(x.Lists, 64, func(a0, a1 int) {
+		for a := a0; a < a1; a++ {
+			for j, v := range x.RotAnchors[a*x.Dim : (a+1)*x.Dim] {
+				h := f16.FromFloat32(v * sc)
+				hi[a*r.dp+j] = h
+				lo[a*r.dp+j] = f16.FromFloat32(v*sc - f16.ToFloat32(h))
+			}
+		}
+	})
+	if err := put(&r.ah, unsafe.Pointer(&hi[0]), int64(len(hi))*2); err != nil {
+		return err
+	}
+	return put(&r.al, unsafe.Pointer(&lo[0]), int64(len(lo))*2)
 }
 
 // free releases every buffer (on the worker).
 func (r *resident) free() {
 	r.freeBatch()
-	for _, p := range []*uint64{&r.rotA, &r.norms, &r.offs, &r.scale, &r.sqrtS, &r.words, &r.scal, &r.signs} {
+	for _, p := range []*uint64{&r.rotA, &r.norms, &r.offs, &r.scale, &r.sqrtS, &r.words, &r.scal, &r.signs, &r.allow, &r.frag, &r.ah, &r.al} {
 		r.d.free(*p)
 		*p = 0
 	}
-	r.fixed = 0
+	r.fixed, r.allowWords = 0, 0
 }
 
+// mmaSmem is the dynamic shared memory of the tensor-core scan: QT rows
+// of the residuals' two float16 halves, kp + 8 values a row.
+func (r *resident) mmaSmem() int { return 2 * mmaTile * (r.kp + 8) * 2 }
+
 func (r *resident) freeBatch() {
-	for _, p := range []*uint64{&r.q, &r.rq, &r.qq, &r.dots, &r.probe, &r.coff, &r.cnt, &r.cursor, &r.order, &r.cand, &r.out} {
+	for _, p := range []*uint64{&r.q, &r.rq, &r.qq, &r.dots, &r.probe, &r.coff, &r.cnt, &r.cursor, &r.order, &r.tiles, &r.ntiles, &r.cand, &r.out, &r.rqh, &r.rql, &r.qinv} {
 		r.d.free(*p)
 		*p = 0
 	}
@@ -254,7 +345,8 @@ func (r *resident) Close() error {
 		for i, name := range searchSteps {
 			fmt.Fprintf(&b, ", %s %.3f ms", strings.TrimPrefix(name, "vlc_s_"), r.times[i])
 		}
-		fmt.Fprintf(os.Stderr, "cuda search, %d passes%s\n", r.passes, b.String())
+		fmt.Fprintf(os.Stderr, "cuda search, %d passes%s; copies (host wall time): up %.3f ms, down %.3f ms\n", r.passes, b.String(),
+			r.copies[0].Seconds()*1e3, r.copies[1].Seconds()*1e3)
 	}
 	return r.d.run(func() error {
 		for _, e := range r.ev {
@@ -270,7 +362,7 @@ func (r *resident) Close() error {
 // perQuery is the device memory one query of a batch takes.
 func (r *resident) perQuery(cap, nprobe, keep int) int64 {
 	x := r.data
-	return int64(8*x.Dim+4+4*x.Lists+8*nprobe+4*(nprobe+1)) + 8*int64(cap) + 8*int64(keep)
+	return int64(8*x.Dim+4+4*x.Lists+8*nprobe+4*(nprobe+1)+8*nprobe/mmaTile+8+4*r.dp+4) + 4*int64(cap) + 8*int64(keep)
 }
 
 // ensure makes the batch buffers hold batch queries of cap candidates
@@ -294,7 +386,12 @@ func (r *resident) ensure(batch, cap, nprobe, keep int) error {
 		{&r.cnt, int64(x.Lists) * 4},
 		{&r.cursor, int64(x.Lists) * 4},
 		{&r.order, int64(batch) * int64(nprobe) * 4},
-		{&r.cand, int64(batch) * int64(max(cap, 1)) * 8},
+		{&r.tiles, (int64(batch)*int64(nprobe)/mmaTile + int64(x.Lists) + 1) * 8},
+		{&r.ntiles, 4},
+		{&r.rqh, int64(batch) * int64(r.dp) * 2},
+		{&r.rql, int64(batch) * int64(r.dp) * 2},
+		{&r.qinv, int64(batch) * 4},
+		{&r.cand, int64(batch) * int64(max(cap, 1)) * 4},
 		{&r.out, int64(batch) * int64(keep) * 8},
 	} {
 		var err error
@@ -335,6 +432,26 @@ func (r *resident) batchSize(cap, nprobe, keep int) (int, error) {
 
 // Search runs the search for nq prepared queries (device.Resident).
 func (r *resident) Search(ctx context.Context, queries []float32, nq, nprobe, keep int, entries []int32, dists []float32) error {
+	return r.search(ctx, queries, nq, nprobe, keep, nil, entries, dists)
+}
+
+// SearchMasked is Search over the entries allow permits
+// (device.MaskedResident): the mask is copied to the device with the
+// batch, and a masked entry scores +Inf, which the selection returns as
+// entry -1.
+func (r *resident) SearchMasked(ctx context.Context, queries []float32, nq, nprobe, keep int, allow []uint64, entries []int32, dists []float32) error {
+	if len(allow) < (r.data.N+63)/64 {
+		return fmt.Errorf("%w: cuda search: a mask of %d words for %d entries", device.ErrArgument, len(allow), r.data.N)
+	}
+	if allow == nil { // an index of no entries
+		allow = []uint64{0}
+	}
+	return r.search(ctx, queries, nq, nprobe, keep, allow, entries, dists)
+}
+
+var _ device.MaskedResident = (*resident)(nil)
+
+func (r *resident) search(ctx context.Context, queries []float32, nq, nprobe, keep int, allow []uint64, entries []int32, dists []float32) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -346,7 +463,7 @@ func (r *resident) Search(ctx context.Context, queries []float32, nq, nprobe, ke
 	}
 	cap, ok := r.caps[nprobe]
 	if !ok {
-		cap = x.MaxCandidates(nprobe)
+		cap = (x.MaxCandidates(nprobe) + 3) &^ 3 // a multiple of 4: the top-k reads a query's slots 16 bytes at a time
 		r.caps[nprobe] = cap
 	}
 	key := [3]int{cap, nprobe, keep}
@@ -359,6 +476,11 @@ func (r *resident) Search(ctx context.Context, queries []float32, nq, nprobe, ke
 		r.sizes[key] = batch
 	}
 	batch = min(batch, nq, math.MaxInt32/nprobe) // pair numbers are int32 in the kernels
+	if allow != nil {
+		if err := r.d.run(func() error { return r.upAllow(allow[:(x.N+63)/64]) }); err != nil {
+			return err
+		}
+	}
 	for lo := 0; lo < nq; lo += batch {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -368,7 +490,7 @@ func (r *resident) Search(ctx context.Context, queries []float32, nq, nprobe, ke
 			if err := r.ensure(batch, cap, nprobe, keep); err != nil {
 				return err
 			}
-			return r.pass(queries[lo*x.Dim:hi*x.Dim], hi-lo, nprobe, keep, cap, entries[lo*keep:hi*keep], dists[lo*keep:hi*keep])
+			return r.pass(queries[lo*x.Dim:hi*x.Dim], hi-lo, nprobe, keep, cap, allow != nil, entries[lo*keep:hi*keep], dists[lo*keep:hi*keep])
 		})
 		if err != nil {
 			return err
@@ -377,21 +499,55 @@ func (r *resident) Search(ctx context.Context, queries []float32, nq, nprobe, ke
 	return nil
 }
 
+// upAllow copies a search's mask to the device (on the worker).
+func (r *resident) upAllow(allow []uint64) error {
+	if len(allow) == 0 {
+		allow = []uint64{0}
+	}
+	if len(allow) > r.allowWords {
+		r.d.free(r.allow)
+		r.fixed -= 8 * int64(r.allowWords)
+		r.allow, r.allowWords = 0, 0
+		p, err := r.d.alloc(8 * int64(len(allow)))
+		if err != nil {
+			return err
+		}
+		r.allow, r.allowWords = p, len(allow)
+		r.fixed += 8 * int64(len(allow))
+	}
+	return r.d.htod(r.allow, unsafe.Pointer(&allow[0]), 8*int64(len(allow)))
+}
+
 // pass searches nq queries (at most r.batch) on the worker.
-func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, entries []int32, dists []float32) error {
+func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, masked bool, entries []int32, dists []float32) error {
 	d, x := r.d, r.data
 	qb := int64(len(queries)) * 4
+	t0 := time.Now()
 	if err := r.upQueries(queries, qb); err != nil {
 		return err
 	}
+	r.copies[0] += time.Since(t0)
 	ip := b32(x.IP)
 	npairs := nq * nprobe
+	var allow uint64
+	if masked {
+		allow = r.allow
+	}
 	// Queries per scan block: 1 while that leaves too few blocks to fill
 	// the GPU (small batches, single queries; the pairs are then scanned
 	// as they come), else scanGroup, the pairs ordered by list first so
-	// that a block finds several queries of one list.
+	// that a block finds several queries of one list. Batches that give
+	// a list several queries take the tensor-core scan (QT pairs of a
+	// list a block) where its tile fits shared memory.
 	g := min(scanGroup, max(1, npairs/(8*d.info.SMs)))
-	ordered := g > 1
+	useMMA := r.mma != "" && g == scanGroup
+	switch r.force {
+	case "fma":
+		useMMA = false
+	case "mma":
+		useMMA = r.mma != ""
+	}
+	ordered := g > 1 || useMMA
 	lanes, split := 1, 1
 	if npairs < 4*d.info.SMs {
 		// A few pairs: each entry's words split between 4 threads, and
@@ -403,18 +559,30 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, entries []
 		cnt, order = r.cnt, r.order
 	}
 	dots := step{"vlc_s_dots", (x.Lists + dotsTile - 1) / dotsTile, (nq + dotsTile - 1) / dotsTile, 0, []uint64{r.rq, r.rotA, i32(nq), i32(x.Lists), i32(x.Dim), r.dots}}
+	var rqh, rql uint64 // the rotated queries' halves: written by vlc_s_rotate for vlc_s_dots_mma
+	if nq > fewQueries && r.dotsKind != "fma" {
+		rqh, rql = r.rqh, r.rql
+		dots = step{"vlc_s_dots_mma", (x.Lists + 127) / 128, (nq + 63) / 64, 0, []uint64{r.rqh, r.rql, r.qinv, r.ah, r.al, f32(r.ainv), i32(nq), i32(x.Lists), i32(r.dp), r.dots}}
+	}
 	if nq <= fewQueries {
 		dots = step{"vlc_s_dots_few", (x.Lists + searchBlock/32 - 1) / (searchBlock / 32), 1, 0, []uint64{r.rq, r.rotA, i32(nq), i32(x.Lists), i32(x.Dim), r.dots}}
 	}
+	scan := step{r.scan, (npairs + g - 1) / g, split, 4 * scanGroup * r.pad, []uint64{r.rq, r.qq, r.dots, r.rotA, r.norms, r.offs, r.scale, r.sqrtS, r.words, r.scal,
+		i32(x.Dim), i32(x.Lists), i32(x.Words), ip, b32(x.IPCodes), i32(nprobe), r.probe, r.coff, i32(cap), r.cand, order, i32(npairs), i32(g), i32(lanes), allow}}
+	if useMMA {
+		scan = step{r.mma, npairs/mmaTile + x.Lists, 1, r.mmaSmem(), []uint64{r.rq, r.qq, r.dots, r.rotA, r.norms, r.offs, r.scale, r.sqrtS, r.frag, r.scal,
+			i32(x.Dim), i32(x.Lists), i32(x.Words), ip, b32(x.IPCodes), i32(nprobe), r.coff, i32(cap), r.cand, r.order, r.cursor, r.tiles, r.ntiles, i32(r.kp), allow}}
+	}
+	cached := min(cap, d.topkSmem()/4) // candidates a query's top-k reads into shared memory
 	steps := []step{
-		{"vlc_s_rotate", nq, 1, 4 * x.Dim, []uint64{r.q, r.signs, i32(x.Dim), i32(x.RotP), f32(x.RotScale), r.rq, r.qq}},
+		{"vlc_s_rotate", nq, 1, 4 * x.Dim, []uint64{r.q, r.signs, i32(x.Dim), i32(x.RotP), f32(x.RotScale), r.rq, r.qq, rqh, rql, r.qinv, i32(r.dp)}},
 		dots,
 		{"vlc_s_probe", nq, 1, 0, []uint64{r.dots, r.norms, r.offs, i32(x.Lists), ip, i32(nprobe), r.probe, r.coff, cnt}},
 		{"vlc_s_starts", 1, 1, 0, []uint64{r.cnt, i32(x.Lists), r.cursor}},
+		{"vlc_s_tiles", 1, 1, 0, []uint64{r.cnt, r.cursor, i32(x.Lists), r.tiles, r.ntiles}},
 		{"vlc_s_order", nq, 1, 0, []uint64{r.probe, i32(nprobe), r.cursor, r.order}},
-		{r.scan, (npairs + g - 1) / g, split, 4 * scanGroup * r.pad, []uint64{r.rq, r.qq, r.dots, r.rotA, r.norms, r.offs, r.scale, r.sqrtS, r.words, r.scal,
-			i32(x.Dim), i32(x.Lists), i32(x.Words), ip, b32(x.IPCodes), i32(nprobe), r.probe, r.coff, i32(cap), r.cand, order, i32(npairs), i32(g), i32(lanes)}},
-		{"vlc_s_topk", nq, 1, 0, []uint64{r.cand, i32(cap), r.coff, i32(nprobe), i32(keep), r.out, r.out + uint64(nq*keep*4)}},
+		scan,
+		{"vlc_s_topk", nq, 1, 4 * cached, []uint64{r.cand, i32(cap), r.coff, r.probe, r.offs, i32(nprobe), i32(keep), i32(cached), r.out, r.out + uint64(nq*keep*4)}},
 	}
 	if err := r.record(0); err != nil {
 		return err
@@ -425,13 +593,13 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, entries []
 		}
 	}
 	for i, s := range steps {
-		if !ordered && (s.name == "vlc_s_starts" || s.name == "vlc_s_order") {
+		if (!ordered && (s.name == "vlc_s_starts" || s.name == "vlc_s_order")) || (!useMMA && s.name == "vlc_s_tiles") {
 			if err := r.record(i + 1); err != nil {
 				return err
 			}
 			continue
 		}
-		if s.smem > maxSmem && (s.name != r.scan || s.smem > d.scanSmem()) {
+		if s.smem > maxSmem && ((s.name != r.scan && s.name != r.mma && s.name != "vlc_s_topk") || s.smem > max(d.scanSmem(), d.topkSmem())) {
 			return fmt.Errorf("cuda: %s needs %d bytes of shared memory", s.name, s.smem)
 		}
 		if err := r.record(i + 1); err != nil {
@@ -444,9 +612,11 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, entries []
 	if err := r.record(len(steps) + 1); err != nil {
 		return err
 	}
+	t0 = time.Now()
 	if err := r.down(nq*keep, entries, dists); err != nil {
 		return err
 	}
+	r.copies[1] += time.Since(t0) // with the wait for the kernels
 	if r.timing {
 		r.passes++
 		for i := range r.times {

@@ -5,11 +5,15 @@ package cuda
 import (
 	"context"
 	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	searchtest "github.com/vlc-embed/vlc/index/devicetest"
+	"github.com/vlc-embed/vlc/internal/f16"
 )
 
 // The device search gives the CPU path's hits (index/devicetest's suite:
@@ -77,4 +81,134 @@ func TestSearchOutOfMemory(t *testing.T) {
 		t.Fatalf("batchSize: %v, want errOutOfMemory", err)
 	}
 	t.Log(err)
+}
+
+// Each scan and each anchor product, forced, passes the suite: the
+// tensor-core scan (tiles of 32 queries of a list; lists of 1 to a few
+// hundred pairs; wide dimensions) and the FMA scan at every batch size;
+// the float32 dots and the tensor-core ones past 8 queries.
+func TestSearchScans(t *testing.T) {
+	dev := gpuDevice(t)
+	cases := append(append([]searchtest.Case(nil), searchtest.DefaultCases...),
+		searchtest.Case{Name: "l2-d1536-b4", N: 400, Dim: 1536, Lists: 5, Bits: 4, Metric: index.L2, Queries: 20},
+		searchtest.Case{Name: "cos-d1024-b8", N: 400, Dim: 1024, Lists: 6, Bits: 8, Metric: index.Cosine, Queries: 20})
+	for _, scan := range []string{"fma", "mma"} {
+		t.Run(scan, func(t *testing.T) {
+			t.Setenv("VLC_CUDA_SEARCH_SCAN", scan)
+			t.Setenv("VLC_CUDA_SEARCH_DOTS", scan)
+			searchtest.Parity(t, dev, searchtest.Options{Cases: cases})
+		})
+	}
+}
+
+// synthetic is an index of random codes (the search's arithmetic does
+// not need them to come from vectors): n entries of dim levels of bits
+// each, in lists of random sizes.
+func synthetic(rng *rand.Rand, n, dim, lists, bits int) *device.IndexData {
+	words := dim * bits / 32
+	d := &device.IndexData{N: n, Dim: dim, Lists: lists, Bits: bits, Words: words, RotP: dim, RotScale: float32(1 / math.Sqrt(float64(dim))),
+		RotAnchors: make([]float32, lists*dim), Norms: make([]float32, lists), Offsets: make([]uint64, lists+1),
+		Scale: make([]float32, lists), SqrtScale: make([]float32, lists)}
+	for range 3 {
+		s := make([]float32, dim)
+		for j := range s {
+			s[j] = float32(1 - 2*rng.IntN(2))
+		}
+		d.Signs = append(d.Signs, s)
+	}
+	for a := range lists {
+		for j := range dim {
+			v := float32(rng.NormFloat64())
+			d.RotAnchors[a*dim+j] = v
+			d.Norms[a] += v * v
+		}
+		d.Scale[a] = 0.01 + rng.Float32()
+		d.SqrtScale[a] = float32(math.Sqrt(float64(d.Scale[a])))
+	}
+	cuts := make([]int, lists-1)
+	for i := range cuts {
+		cuts[i] = rng.IntN(n + 1)
+	}
+	slices.Sort(cuts)
+	for a, c := range cuts {
+		d.Offsets[a+1] = uint64(c)
+	}
+	d.Offsets[lists] = uint64(n)
+	code := make([]uint32, d.Tiles()*words*device.Tile)
+	scal := make([]uint32, d.Tiles()*device.Tile)
+	for i := range code {
+		code[i] = rng.Uint32()
+	}
+	for e := range scal {
+		if e < n {
+			scal[e] = uint32(f16.FromFloat32(0.5+rng.Float32())) | uint32(f16.FromFloat32(0.5+rng.Float32()))<<16
+		}
+	}
+	d.Fill = func(t0, t1 int, w, s []uint32) error {
+		copy(w, code[t0*words*device.Tile:t1*words*device.Tile])
+		copy(s, scal[t0*device.Tile:t1*device.Tile])
+		return nil
+	}
+	return d
+}
+
+// A masked search gives what an unmasked one gives with the masked
+// entries left out, on both scans; a mask that leaves fewer than keep
+// pads with -1.
+func TestSearchMasked(t *testing.T) {
+	dev := gpuDevice(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, scan := range []string{"fma", "mma"} {
+		t.Run(scan, func(t *testing.T) {
+			t.Setenv("VLC_CUDA_SEARCH_SCAN", scan)
+			data := synthetic(rng, 3001, 64, 12, 4)
+			res, err := dev.UploadIndex(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Close()
+			nq, nprobe, keep := 200, 5, 10
+			q := make([]float32, nq*data.Dim)
+			for i := range q {
+				q[i] = float32(rng.NormFloat64())
+			}
+			all := data.MaxCandidates(nprobe)
+			wantE, wantD := make([]int32, nq*all), make([]float32, nq*all)
+			if err := res.Search(context.Background(), q, nq, nprobe, all, wantE, wantD); err != nil {
+				t.Fatal(err)
+			}
+			for _, share := range []float64{0.5, 0.01, 0} {
+				allow := make([]uint64, (data.N+63)/64)
+				for e := range data.N {
+					if rng.Float64() < share {
+						allow[e/64] |= 1 << (e % 64)
+					}
+				}
+				e, d := make([]int32, nq*keep), make([]float32, nq*keep)
+				if err := res.(device.MaskedResident).SearchMasked(context.Background(), q, nq, nprobe, keep, allow, e, d); err != nil {
+					t.Fatal(err)
+				}
+				for i := range nq {
+					j := 0
+					for _, x := range wantE[i*all : (i+1)*all] {
+						if x < 0 || j == keep {
+							break
+						}
+						if allow[x/64]>>(x%64)&1 == 0 {
+							continue
+						}
+						if e[i*keep+j] != x {
+							t.Fatalf("share %v, query %d, hit %d: entry %d, want %d", share, i, j, e[i*keep+j], x)
+						}
+						j++
+					}
+					for ; j < keep; j++ {
+						if e[i*keep+j] != -1 || !math.IsInf(float64(d[i*keep+j]), 1) {
+							t.Fatalf("share %v, query %d, hit %d: entry %d at %v, want -1 at +Inf", share, i, j, e[i*keep+j], d[i*keep+j])
+						}
+					}
+				}
+			}
+		})
+	}
 }
