@@ -25,15 +25,17 @@ func refs(k int) []device.Searcher {
 var fewLists = devicetest.Case{Name: "l2-d32-b4-2lists", N: 300, Dim: 32, Lists: 2, Bits: 4, Metric: index.L2, Queries: 20}
 
 // Split over 1, 2, 3 and 5 reference devices, an index is searched as on
-// one: the conformance suite passes, on its cases and on an index of
-// fewer lists than devices (some devices hold nothing). Under -short, a
-// few of the suite's cases.
+// one: the conformance suite passes on an index of fewer lists than
+// devices (some devices hold nothing) and on a few of the suite's cases,
+// and on all of them over 3 and 5 devices (not under -short).
 func TestSplitSearchParity(t *testing.T) {
-	cases := append(slices.Clone(devicetest.DefaultCases), fewLists)
-	if testing.Short() {
-		cases = []devicetest.Case{devicetest.DefaultCases[2], devicetest.DefaultCases[8], fewLists}
-	}
+	few := []devicetest.Case{devicetest.DefaultCases[4], devicetest.DefaultCases[8], fewLists}
+	all := append(slices.Clone(devicetest.DefaultCases), fewLists)
 	for _, k := range []int{1, 2, 3, 5} {
+		cases := few
+		if k >= 3 && !testing.Short() {
+			cases = all
+		}
 		t.Run(fmt.Sprintf("devices=%d", k), func(t *testing.T) {
 			devicetest.Parity(t, device.SplitSearch(refs(k)...), devicetest.Options{Cases: cases})
 		})
@@ -98,7 +100,7 @@ func TestSplitSearchSameAsOne(t *testing.T) {
 	cases := []devicetest.Case{devicetest.DefaultCases[0], devicetest.DefaultCases[6], fewLists}
 	for _, c := range cases {
 		d, q := indexData(t, c)
-		nq := min(c.Queries, 40)
+		nq := min(c.Queries, 24)
 		one, err := devicetest.Reference().UploadIndex(d)
 		if err != nil {
 			t.Fatal(err)
