@@ -3,8 +3,8 @@
 // resident on it (Device, Dataset, and the optional PlusPlusDrawer and
 // MemoryLimiter), to write the rotated code there (RotatedEncoder), and to
 // search an index in its own memory (Searcher); the registry through which
-// the library and the command pick one by name; and Multi, which splits
-// training over several devices. It imports no other vlc package but
+// the library and the command pick one by name; and Multi and
+// SplitSearch, which split training and search over several devices. It imports no other vlc package but
 // internal helpers, so that anneal, quant, index and every backend import
 // it and none of them imports another.
 package device

@@ -35,9 +35,14 @@ try:
     tq = torch.from_numpy(q).cuda()
     for lo in range(0, len(x16), chunk):
         x = torch.from_numpy(np.ascontiguousarray(x16[lo:lo + chunk])).cuda().float()
-        s = (x * x).sum(1)[None, :] - 2 * (tq @ x.T)
-        v, i = torch.topk(s, min(cand, len(x)), dim=1, largest=False)
-        best = merge(best, v.cpu().numpy(), i.cpu().numpy() + lo)
+        xx = (x * x).sum(1)[None, :]
+        vs, js = [], []
+        for qlo in range(0, nq, 2048):  # 2,048 queries x 1M rows: 8 GiB a pass
+            s = xx - 2 * (tq[qlo:qlo + 2048] @ x.T)
+            v, i = torch.topk(s, min(cand, len(x)), dim=1, largest=False)
+            vs.append(v.cpu()); js.append(i.cpu())
+            del s
+        best = merge(best, torch.cat(vs).numpy(), torch.cat(js).numpy() + lo)
 except ImportError:
     for lo in range(0, len(x16), chunk):
         x = x16[lo:lo + chunk].astype(np.float32)

@@ -53,3 +53,21 @@ func TestBenchDevices(t *testing.T) {
 		t.Errorf("result %+v", r)
 	}
 }
+
+// search and eval -devices split the index over a backend's devices:
+// refused where the search runs on the CPU, or with a list that does
+// not parse; with -backend auto and no GPU that can search (the CPU
+// backend's devices cannot), the CPU's hits.
+func TestSearchDevices(t *testing.T) {
+	ix := deepIndexPath(t)
+	want, _ := mustVLC(t, "search", ix, "-query", deepQuery, "-k", "5", "-nprobe", "8")
+	code, out, errs := runVLC(t, "search", ix, "-query", deepQuery, "-k", "5", "-nprobe", "8", "-backend", "auto", "-devices", "0,0")
+	if code != 0 || out != want {
+		t.Errorf("-backend auto -devices 0,0: exit %d, output equal to the CPU's: %v; stderr %q", code, out == want, errs)
+	}
+	for _, cmd := range [][]string{{"search"}, {"eval", "-gt", deepGT}} {
+		args := append(cmd, ix, "-query", deepQuery)
+		checkFails(t, append(args, "-devices", "0,1"), []string{"-devices 0,1 splits the index over GPUs: give -backend cuda, webgpu or auto too"})
+		checkFails(t, append(args, "-backend", "auto", "-devices", "0;1"), []string{`-devices 0;1: want all, or device numbers separated by commas`})
+	}
+}

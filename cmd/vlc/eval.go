@@ -46,6 +46,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *gtPath != "" && *basePath != "" {
 		return fmt.Errorf("-gt %s and -base %s both given: give the ground truth or the base vectors to compute it from, not both", *gtPath, *basePath)
 	}
+	if err := sf.checkDevices(); err != nil {
+		return err
+	}
 	if sw.on() && sf.backend != "cpu" {
 		return fmt.Errorf("-sweep searches on the CPU: leave out -backend %s, or -sweep", sf.backend)
 	}
@@ -119,6 +122,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	where := "on all cores"
 	if di != nil {
 		where = "on " + sf.backend
+		if sf.devices != "" {
+			where += ", devices " + sf.devices
+		}
 	}
 	if *batch > 0 {
 		where += fmt.Sprintf(", batches of %d", *batch)

@@ -13,6 +13,7 @@ import (
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/errs"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -20,6 +21,7 @@ import (
 type searchFlags struct {
 	query, rerank string
 	backend       string
+	devices       string
 	k, nprobe     int
 	rerankFactor  int
 }
@@ -31,24 +33,61 @@ func (f *searchFlags) register(fs *flag.FlagSet, k int) {
 	fs.StringVar(&f.rerank, "rerank", "", "original vectors `file` to re-rank the best candidates exactly")
 	fs.IntVar(&f.rerankFactor, "rerank-factor", 10, "re-rank this many times k candidates")
 	fs.StringVar(&f.backend, "backend", "cpu", "where to search: cpu, or a GPU (cuda, webgpu) holding the index in its memory, or auto (cuda, then webgpu, then cpu)")
+	fs.StringVar(&f.devices, "devices", "", "with -backend, split the index's lists over several devices of the backend and search on all at once: all, or device numbers such as 0,1 (a number twice: two shares on one device)")
 }
 
-// onDevice opens the backend f.backend names and uploads ix to it. For
-// cpu it returns nil; for auto, nil when no backend that can search
+// checkDevices refuses a -devices list that does not parse, or one
+// given where the search runs on the CPU.
+func (f *searchFlags) checkDevices() error {
+	if f.devices == "" {
+		return nil
+	}
+	if _, err := device.ParseDevices(f.devices); err != nil {
+		return fmt.Errorf("%w: -devices %s: want all, or device numbers separated by commas (0,1)", errs.ErrArgument, f.devices)
+	}
+	if f.backend == "cpu" || f.backend == "" {
+		return fmt.Errorf("%w: -devices %s splits the index over GPUs: give -backend cuda, webgpu or auto too", errs.ErrArgument, f.devices)
+	}
+	return nil
+}
+
+// searcher is what dev searches with: dev itself, or with several
+// devices (device.Multi) the index split over them, when every one can
+// search.
+func searcher(dev device.Device) (device.Searcher, bool) {
+	md, ok := dev.(*device.MultiDevice)
+	if !ok {
+		sd, ok := dev.(device.Searcher)
+		return sd, ok
+	}
+	var all []device.Searcher
+	for _, d := range md.Devices() {
+		sd, ok := d.(device.Searcher)
+		if !ok {
+			return nil, false
+		}
+		all = append(all, sd)
+	}
+	return device.SplitSearch(all...), true
+}
+
+// onDevice opens the backend f.backend names (on the devices f.devices
+// names: the index split over them) and uploads ix to it. For cpu it
+// returns nil; for auto, nil when no backend that can search
 // starts (saying so on stderr). The returned close frees the device's
 // copy, then the device.
 func (f *searchFlags) onDevice(ix *index.Index, stderr io.Writer) (*index.DeviceIndex, func(), error) {
 	if f.backend == "cpu" || f.backend == "" {
 		return nil, func() {}, nil
 	}
-	dev, skipped, err := device.Open(f.backend)
+	dev, skipped, err := device.OpenDevices(f.backend, f.devices)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, s := range skipped {
 		slog.Info("backend skipped", "reason", s)
 	}
-	sd, ok := dev.(device.Searcher)
+	sd, ok := searcher(dev)
 	if !ok && f.backend == "auto" {
 		why := "none is built in"
 		if len(skipped) > 0 {
@@ -189,6 +228,9 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if sf.nprobe < 1 {
 		return fmt.Errorf("-nprobe must be at least 1, got %d", sf.nprobe)
+	}
+	if err := sf.checkDevices(); err != nil {
+		return err
 	}
 	out := newHitWriter(stdout, *asJSON, *payload)
 	if sf.backend != "cpu" && (f != nil || *radius != 0) {
