@@ -330,4 +330,3 @@ func readOnLists(order []Hit, allowed []int, nprobe, keep int) int {
 	}
 	return len(order)
 }
-
