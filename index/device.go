@@ -299,3 +299,45 @@ func (ix *Index) maxCandidates(nprobe int) int {
 	}
 	return total
 }
+
+// CodeReads is the mean bytes of codes a search over nprobe lists reads
+// for each of queries (every query when most is 0 or more than their
+// number, else most spread evenly over them): the entries of the lists
+// the query probes, as Search chooses them, times the bytes of an
+// entry's code. It is what a device scan reads per query, before any
+// sharing of lists between the queries of a batch.
+func (ix *Index) CodeReads(queries Rows, nprobe, most int) (perQuery float64, err error) {
+	if queries.Dim() != ix.d {
+		return 0, fmt.Errorf("%w: queries have dimension %d, the index %d", ErrDim, queries.Dim(), ix.d)
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return 0, ErrClosed
+	}
+	n := queries.Len()
+	if n == 0 {
+		return 0, nil
+	}
+	if most <= 0 || most > n {
+		most = n
+	}
+	s := ix.getScratch()
+	defer ix.pool.Put(s)
+	nprobe = ix.EffectiveNProbe(nprobe)
+	var entries float64
+	for j := range most {
+		i := j * n / most
+		q := queries.Row(i, s.row)
+		if err := ix.checkQuery(q); err != nil {
+			return 0, fmt.Errorf("query %d: %w", i, err)
+		}
+		ix.load(s, q)
+		ix.panels.Dots1(s.q, s.dots)
+		ix.probeLists(s, nprobe)
+		for _, p := range s.probe {
+			entries += float64(ix.lists[p.ID+1] - ix.lists[p.ID])
+		}
+	}
+	return entries / float64(most) * float64(ix.code.CodeBytes()), nil
+}

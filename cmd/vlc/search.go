@@ -22,6 +22,8 @@ type searchFlags struct {
 	backend       string
 	k, nprobe     int
 	rerankFactor  int
+	// device is the name of the device onDevice opened (Device.Name).
+	device string
 }
 
 func (f *searchFlags) register(fs *flag.FlagSet, k int) {
@@ -71,6 +73,7 @@ func (f *searchFlags) onDevice(ix *index.Index, stderr io.Writer) (*index.Device
 		}
 		return nil, nil, err
 	}
+	f.device = dev.Name()
 	slog.Info("searching on a device", "backend", dev.Name(), "device_mib", di.DeviceBytes()>>20)
 	return di, func() { di.Close(); dev.Close() }, nil
 }
