@@ -62,8 +62,13 @@ type (
 	ListOptions = store.ListOptions
 	Page        = store.Page
 	GetOption   = store.GetOption
-	// OpenOptions are OpenWith's: background work on or off.
+	// OpenOptions are OpenWith's: background work on or off, and the
+	// device that searches the segments (OpenOptions.Device).
 	OpenOptions = store.OpenOptions
+	// SearchDevice is a backend opened by name to search stores on
+	// (OpenSearchDevice); DeviceInfo is how a store sits on it.
+	SearchDevice = store.SearchDevice
+	DeviceInfo   = store.DeviceInfo
 )
 
 // What builds an index and what it reports.
@@ -239,8 +244,18 @@ func CreateTemp(s Schema) (*Store, error) { return store.CreateTemp(s) }
 // {"cat": "a"}, {"n": {"$gte": 10, "$lt": 20}}, {"$or": [...]}.
 func ParseFilter(data []byte) (Filter, error) { return store.ParseFilter(data) }
 
-// OpenWith is Open with options (OpenOptions.Manual: no background work).
+// OpenWith is Open with options (OpenOptions.Manual: no background work;
+// OpenOptions.Device: search on a GPU).
 func OpenWith(path string, opt OpenOptions) (*Store, error) { return store.OpenWith(path, opt) }
+
+// OpenSearchDevice opens a backend by name ("cpu", "cuda", "webgpu" or
+// "auto") on devices ("" for one) to search stores on: pass its Searcher
+// as OpenOptions.Device (nil, searching on the CPU, for cpu and for auto
+// without a GPU backend that searches: Note says why). Close it after
+// the stores.
+func OpenSearchDevice(backend, devices string) (*SearchDevice, error) {
+	return store.OpenSearchDevice(backend, devices)
+}
 
 // Remove deletes a store (or index file) and its segment folder.
 func Remove(ctx context.Context, path string) error { return store.Remove(ctx, path) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -99,19 +100,15 @@ func (ix *Index) deviceData() (*device.IndexData, error) {
 }
 
 // DeviceIndex is an index whose lists are resident on a device: its
-// searches run there, and only the hits come back. Searches with a Filter
-// run on the CPU (Index's). Safe for concurrent use; searches on the
-// device run one at a time. Close it before the device, and before the
-// Index it came from.
+// searches run there, and only the hits come back. A search with a Filter
+// runs there too, over the entries the filter allows (see SearchBatch).
+// Safe for concurrent use; searches on the device run one at a time.
+// Close it before the device, and before the Index it came from.
 type DeviceIndex struct {
-	ix  *Index
-	res device.Resident
-	mu  sync.Mutex // one device search at a time
-	// queries, entries and dists are the buffers of the last batch.
-	queries []float32
-	entries []int32
-	dists   []float32
-	closed  bool
+	ix     *Index
+	res    device.Resident
+	mu     sync.Mutex // one device search at a time
+	closed bool
 }
 
 // OnDevice uploads the index to dev, a backend that searches in its own
@@ -150,6 +147,14 @@ func (di *DeviceIndex) DeviceBytes() int64 {
 	return di.res.Bytes()
 }
 
+// Masked reports whether the device leaves masked entries out of its
+// search itself (device.MaskedResident); else a filtered search asks it
+// for more candidates and drops the masked ones on the host.
+func (di *DeviceIndex) Masked() bool {
+	_, ok := di.res.(device.MaskedResident)
+	return ok
+}
+
 // Close frees the device's copy; the Index stays open.
 func (di *DeviceIndex) Close() error {
 	di.mu.Lock()
@@ -158,15 +163,11 @@ func (di *DeviceIndex) Close() error {
 		return nil
 	}
 	di.closed = true
-	di.queries, di.entries, di.dists = nil, nil, nil
 	return di.res.Close()
 }
 
 // Search is SearchBatch for one query.
 func (di *DeviceIndex) Search(q []float32, opt SearchOptions) ([]Hit, error) {
-	if opt.Filter != nil {
-		return di.ix.Search(q, opt)
-	}
 	hits, err := di.SearchBatch(context.Background(), oneRow(q), opt)
 	if err != nil {
 		return nil, err
@@ -181,117 +182,162 @@ func (r oneRow) Len() int                           { return 1 }
 func (r oneRow) Dim() int                           { return len(r) }
 func (r oneRow) Row(i int, dst []float32) []float32 { return r }
 
-// deviceChunk is the most queries prepared on the host at a time (about
-// 50 MB of float32 at dimension 768); the device splits further as its
-// memory requires.
-const deviceChunk = 1 << 14
-
 // SearchBatch searches for every row of queries on the device and returns
 // each one's hits: Index.SearchBatch's, up to float rounding and ties (see
-// device.IndexData). A search with a Filter runs on the CPU. K (times
-// RerankFactor when re-ranking) is at most device.MaxKeep.
+// device.IndexData). A Filter becomes a mask over the index's entries
+// (asked of every row once per batch) and the device searches only the
+// entries it allows, reading more lists where the CPU would (see
+// partsOnDevice). K (times RerankFactor when re-ranking) is at most
+// device.MaxKeep.
 func (di *DeviceIndex) SearchBatch(ctx context.Context, queries Rows, opt SearchOptions) ([][]Hit, error) {
 	ix := di.ix
-	if opt.Filter != nil {
-		return ix.SearchBatch(ctx, queries, opt)
-	}
-	if queries.Dim() != ix.d {
-		return nil, fmt.Errorf("%w: queries have dimension %d, the index %d", ErrDim, queries.Dim(), ix.d)
-	}
+	p := partsOnDevice{parts: []*Index{ix}, bases: []int{0, ix.n}, devs: []*DeviceIndex{di}}
+	return p.searchBatch(ctx, queries, opt)
+}
+
+// searchOn runs nq prepared queries (qs) on the device over nprobe lists,
+// keeping keep entries each, only those allow allows (every entry when
+// allow is nil): entries and dists as device.Resident.Search fills them.
+// A device without masks (not a device.MaskedResident) is asked for more
+// candidates, widening while too few survive the mask, up to
+// device.MaxKeep: the queries still short then (the mask drops more than
+// MaxKeep-keep of their nearest entries, which no unmasked search of the
+// device can return) come back in short, for the CPU to search.
+func (di *DeviceIndex) searchOn(ctx context.Context, qs []float32, nq, nprobe, keep int, allow []uint64) (entries []int32, dists []float32, short []int, err error) {
 	di.mu.Lock()
 	defer di.mu.Unlock()
 	if di.closed {
-		return nil, ErrClosed
+		return nil, nil, nil, ErrClosed
+	}
+	entries, dists = make([]int32, nq*keep), make([]float32, nq*keep)
+	if allow == nil {
+		return entries, dists, nil, di.res.Search(ctx, qs, nq, nprobe, keep, entries, dists)
+	}
+	if mr, ok := di.res.(device.MaskedResident); ok {
+		return entries, dists, nil, mr.SearchMasked(ctx, qs, nq, nprobe, keep, allow, entries, dists)
+	}
+	short, err = di.searchDropping(ctx, qs, nq, nprobe, keep, allow, entries, dists)
+	return entries, dists, short, err
+}
+
+// searchDropping is searchOn's widening search on a device without masks.
+func (di *DeviceIndex) searchDropping(ctx context.Context, qs []float32, nq, nprobe, keep int, allow []uint64, entries []int32, dists []float32) (short []int, err error) {
+	n, d := di.ix.n, di.ix.d
+	allowed := 0
+	for _, w := range allow[:(n+63)/64] {
+		allowed += bits.OnesCount64(w)
+	}
+	all := di.ix.maxCandidates(nprobe)
+	most := min(device.MaxKeep, all)
+	// As many as should hold keep allowed entries, a quarter more.
+	want := keep
+	if allowed > 0 {
+		want = min(most, max(keep, int(float64(keep)*float64(n)/float64(allowed)*1.25)))
+	}
+	pending := make([]int, nq)
+	for i := range pending {
+		pending[i] = i
+	}
+	sub := qs
+	for len(pending) > 0 {
+		nq := len(pending)
+		if nq != len(qs)/d {
+			sub = make([]float32, nq*d)
+			for t, i := range pending {
+				copy(sub[t*d:(t+1)*d], qs[i*d:(i+1)*d])
+			}
+		}
+		got, gotDists := make([]int32, nq*want), make([]float32, nq*want)
+		if err := di.res.Search(ctx, sub, nq, nprobe, want, got, gotDists); err != nil {
+			return nil, err
+		}
+		var again []int
+		for t, i := range pending {
+			kept, exhausted := 0, false
+			for j := range want {
+				e := got[t*want+j]
+				if e < 0 {
+					exhausted = true
+					break
+				}
+				if int(e) < n && allow[e/64]&(1<<(e%64)) == 0 {
+					continue
+				}
+				entries[i*keep+kept], dists[i*keep+kept] = e, gotDists[t*want+j]
+				if kept++; kept == keep {
+					break
+				}
+			}
+			for j := kept; j < keep; j++ {
+				entries[i*keep+j], dists[i*keep+j] = -1, float32(math.Inf(1))
+			}
+			switch {
+			case kept == keep || exhausted || want >= all:
+			case want < most:
+				again = append(again, i)
+			default:
+				short = append(short, i)
+			}
+		}
+		pending = again
+		want = min(most, 4*want)
+	}
+	return short, nil
+}
+
+// maxCandidates is the most entries nprobe lists hold: the sizes of the
+// nprobe largest, summed (device.IndexData.MaxCandidates).
+func (ix *Index) maxCandidates(nprobe int) int {
+	sizes := make([]int, ix.m)
+	for a := range sizes {
+		sizes[a] = int(ix.lists[a+1] - ix.lists[a])
+	}
+	slices.Sort(sizes)
+	total := 0
+	for _, s := range sizes[max(0, ix.m-nprobe):] {
+		total += s
+	}
+	return total
+}
+
+// CodeReads is the mean bytes of codes a search over nprobe lists reads
+// for each of queries (every query when most is 0 or more than their
+// number, else most spread evenly over them): the entries of the lists
+// the query probes, as Search chooses them, times the bytes of an
+// entry's code. It is what a device scan reads per query, before any
+// sharing of lists between the queries of a batch.
+func (ix *Index) CodeReads(queries Rows, nprobe, most int) (perQuery float64, err error) {
+	if queries.Dim() != ix.d {
+		return 0, fmt.Errorf("%w: queries have dimension %d, the index %d", ErrDim, queries.Dim(), ix.d)
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.file == nil {
-		return nil, ErrClosed
+		return 0, ErrClosed
 	}
-	// k and keep as Search takes them; each query is checked below.
-	k, keep, err := ix.want(opt)
-	if err != nil {
-		return nil, err
-	}
-	if keep > device.MaxKeep {
-		return nil, fmt.Errorf("%w: a device search keeps at most %d candidates a query, this one %d (k %d, times the re-rank factor): search on the CPU", ErrArgument, device.MaxKeep, keep, opt.K)
-	}
-	nprobe := ix.EffectiveNProbe(opt.NProbe)
 	n := queries.Len()
-	hits := make([][]Hit, n)
-	for lo := 0; lo < n; lo += deviceChunk {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	if n == 0 {
+		return 0, nil
+	}
+	if most <= 0 || most > n {
+		most = n
+	}
+	s := ix.getScratch()
+	defer ix.pool.Put(s)
+	nprobe = ix.EffectiveNProbe(nprobe)
+	var entries float64
+	for j := range most {
+		i := j * n / most
+		q := queries.Row(i, s.row)
+		if err := ix.checkQuery(q); err != nil {
+			return 0, fmt.Errorf("query %d: %w", i, err)
 		}
-		if err := di.searchChunk(ctx, queries, lo, min(lo+deviceChunk, n), opt, k, keep, nprobe, hits); err != nil {
-			return nil, err
+		ix.load(s, q)
+		ix.panels.Dots1(s.q, s.dots)
+		ix.probeLists(s, nprobe)
+		for _, p := range s.probe {
+			entries += float64(ix.lists[p.ID+1] - ix.lists[p.ID])
 		}
 	}
-	return hits, nil
-}
-
-// searchChunk searches queries lo to hi-1: prepared on all cores,
-// searched on the device, finished on all cores.
-func (di *DeviceIndex) searchChunk(ctx context.Context, queries Rows, lo, hi int, opt SearchOptions, k, keep, nprobe int, hits [][]Hit) (err error) {
-	ix := di.ix
-	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
-	nq, d := hi-lo, ix.d
-	di.queries = grow(di.queries, nq*d)
-	di.entries = slices.Grow(di.entries[:0], nq*keep)[:nq*keep]
-	di.dists = grow(di.dists, nq*keep)
-	scales := make([]float64, nq)
-	var errs firstError
-	par.For(nq, 64, func(a, b int) {
-		errs.run(ctx, fmt.Sprintf("queries %d..%d", lo+a, lo+b-1), func() (err error) {
-			defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
-			s := ix.getScratch()
-			defer ix.pool.Put(s)
-			for i := a; i < b; i++ {
-				q := queries.Row(lo+i, s.row)
-				if _, _, err := ix.check(q, opt); err != nil {
-					return fmt.Errorf("query %d: %w", lo+i, err)
-				}
-				ix.load(s, q)
-				copy(di.queries[i*d:(i+1)*d], s.q)
-				scales[i] = s.scale
-			}
-			return nil
-		})
-	})
-	if err := errs.get(); err != nil {
-		return err
-	}
-	if err := di.res.Search(ctx, di.queries[:nq*d], nq, nprobe, keep, di.entries, di.dists); err != nil {
-		return err
-	}
-	par.For(nq, 64, func(a, b int) {
-		errs.run(ctx, fmt.Sprintf("queries %d..%d", lo+a, lo+b-1), func() (err error) {
-			defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
-			s := ix.getScratch()
-			defer ix.pool.Put(s)
-			for i := a; i < b; i++ {
-				copy(s.q, di.queries[i*d:(i+1)*d])
-				s.scale = scales[i]
-				s.total = ix.n
-				s.top.reset(keep)
-				for j := range keep {
-					e := di.entries[i*keep+j]
-					if e < 0 {
-						break
-					}
-					if int(e) >= ix.n {
-						return fmt.Errorf("device search returned entry %d of %d", e, ix.n)
-					}
-					s.top.push(Hit{ID: ix.ids.at(int(e)), Distance: di.dists[i*keep+j]})
-				}
-				h, err := ix.finish(nil, s, opt, k)
-				if err != nil {
-					return fmt.Errorf("query %d: %w", lo+i, err)
-				}
-				hits[lo+i] = h
-			}
-			return nil
-		})
-	})
-	return errs.get()
+	return entries / float64(most) * float64(ix.code.CodeBytes()), nil
 }

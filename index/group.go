@@ -55,6 +55,37 @@ const (
 type Group struct {
 	parts []*Index
 	bases []int // bases[i]: first row of part i; bases[len(parts)]: all rows
+	// devs[i], when devs is set and it is not nil, searches part i on a
+	// device (WithDevices).
+	devs []*DeviceIndex
+}
+
+// WithDevices returns the group searching part i on devs[i] (its copy on
+// a device: devs[i].Index() is part i), or on the CPU where devs[i] is
+// nil. Searches give the CPU's hits, up to float rounding and ties (see
+// DeviceIndex.SearchBatch); g itself is unchanged.
+func (g *Group) WithDevices(devs []*DeviceIndex) (*Group, error) {
+	if len(devs) != len(g.parts) {
+		return nil, fmt.Errorf("%w: %d devices for a group of %d indexes", ErrArgument, len(devs), len(g.parts))
+	}
+	for i, d := range devs {
+		if d != nil && d.ix != g.parts[i] {
+			return nil, fmt.Errorf("%w: the device copy of %s given for part %d, %s", ErrArgument, d.ix.path, i, g.parts[i].path)
+		}
+	}
+	if !slices.ContainsFunc(devs, func(d *DeviceIndex) bool { return d != nil }) {
+		return &Group{parts: g.parts, bases: g.bases}, nil
+	}
+	return &Group{parts: g.parts, bases: g.bases, devs: slices.Clone(devs)}, nil
+}
+
+// Devices is the parts' device copies that WithDevices gave (nil where a
+// part is searched on the CPU), or nil.
+func (g *Group) Devices() []*DeviceIndex { return g.devs }
+
+// onDevice is the group's search on its devices.
+func (g *Group) onDevice() partsOnDevice {
+	return partsOnDevice{parts: g.parts, bases: g.bases, devs: g.devs}
 }
 
 // NewGroup checks that the parts were encoded against the same anchors
@@ -100,6 +131,13 @@ func (g *Group) Locate(row int) (part, local int) {
 // every part, as Index.Search does for one, giving up with ctx's error
 // once ctx is done (checked every few lists).
 func (g *Group) Search(ctx context.Context, q []float32, opt SearchOptions) (hits []Hit, err error) {
+	if g.devs != nil {
+		all, err := g.onDevice().searchBatch(ctx, oneRow(q), opt)
+		if err != nil {
+			return nil, err
+		}
+		return all[0], nil
+	}
 	for _, p := range g.parts {
 		p.mu.RLock()
 		defer p.mu.RUnlock()
@@ -142,6 +180,9 @@ func keepFor(opt SearchOptions, n, k int) int {
 // query's hits in order. The first error (a query's, or ctx's once ctx is
 // done) stops the work and comes back.
 func (g *Group) SearchBatch(ctx context.Context, queries Rows, opt SearchOptions) ([][]Hit, error) {
+	if g.devs != nil {
+		return g.onDevice().searchBatch(ctx, queries, opt)
+	}
 	if len(g.parts) == 1 && opt.Filter == nil {
 		return g.parts[0].SearchBatch(ctx, queries, opt)
 	}
@@ -185,18 +226,11 @@ func (g *Group) searchEach(ctx context.Context, queries Rows, opt SearchOptions)
 func searchParts(ctx context.Context, parts []*Index, bases []int, s *scratch, dst []Hit, q []float32, opt SearchOptions, k, keep int) ([]Hit, error) {
 	ix := parts[0]
 	total := bases[len(parts)]
-	nprobe := ix.EffectiveNProbe(opt.NProbe)
-	set, isSet := opt.Filter.(RowSet)
-	scoreAll := false
-	if isSet {
-		c := set.Count()
-		if c == 0 {
-			return dst, nil
-		}
-		scoreAll = c <= max(total/scoreAllBelow, scoreAllMin)
-		widen := math.Sqrt(float64(total) / float64(c))
-		nprobe = min(ix.m, int(math.Ceil(float64(nprobe)*widen)))
+	nprobe, scoreAll, none := filterProbe(opt.Filter, ix.m, total, ix.EffectiveNProbe(opt.NProbe))
+	if none {
+		return dst, nil
 	}
+	set, _ := opt.Filter.(RowSet)
 	ix.load(s, q)
 	ix.panels.Dots1(s.q, s.dots)
 	ix.begin(s, nprobe, keep)
@@ -241,6 +275,23 @@ func searchParts(ctx context.Context, parts []*Index, bases []int, s *scratch, d
 		}
 	}
 	return ix.finish(dst, s, opt, k)
+}
+
+// filterProbe is the lists a search of total rows in m lists with filter
+// f reads first, nprobe asked: for a RowSet, nprobe*sqrt(total/allowed),
+// and whether its rows are few enough to score one by one (scoreAll);
+// none when it allows no row.
+func filterProbe(f Filter, m, total, nprobe int) (lists int, scoreAll, none bool) {
+	set, isSet := f.(RowSet)
+	if !isSet {
+		return nprobe, false, false
+	}
+	c := set.Count()
+	if c == 0 {
+		return nprobe, false, true
+	}
+	widen := math.Sqrt(float64(total) / float64(c))
+	return min(m, int(math.Ceil(float64(nprobe)*widen))), c <= max(total/scoreAllBelow, scoreAllMin), false
 }
 
 // allLists returns every list, nearest to s.q first, in the order

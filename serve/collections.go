@@ -119,7 +119,7 @@ func (s *Server) openData() error {
 // open opens a collection of the data folder: with the store's own
 // background work after writes when the server maintains, else without.
 func (s *Server) open(path string) (*vlc.Store, error) {
-	return vlc.OpenWith(path, vlc.OpenOptions{Manual: !s.maintain})
+	return vlc.OpenWith(path, vlc.OpenOptions{Manual: !s.maintain, Device: s.device})
 }
 
 // Close stops the background work of every index and closes the

@@ -18,6 +18,9 @@ type metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// deviceBatch is the queries of each search an index answers on a
+	// device.
+	deviceBatch prometheus.Histogram
 }
 
 func newMetrics(s *Server) *metrics {
@@ -30,8 +33,12 @@ func newMetrics(s *Server) *metrics {
 			Name: "vlc_request_duration_seconds", Help: "API request latency by endpoint.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18), // 0.1 ms to 13 s
 		}, []string{"endpoint"}),
+		deviceBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "vlc_device_batch_queries", Help: "Queries of each search answered on a device (an index opened with a device, some of its segments there).",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 8), // 1 to 16,384
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.requests, m.latency, m.deviceBatch, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "vlc_request_body_bytes", Help: "Bytes of the request body budget (Limits.BodyMemory) taken now: bodies being read, waiting for a slot or being answered.",
 	}, func() float64 { return float64(s.bodyBytes.Load()) }))
@@ -59,12 +66,14 @@ var (
 	liveDesc    = prometheus.NewDesc("vlc_index_live_vectors", "Vectors an index searches and returns.", []string{"index"}, nil)
 	deletedDesc = prometheus.NewDesc("vlc_index_deleted_vectors", "Vectors deleted and not yet compacted away.", []string{"index"}, nil)
 	bytesDesc   = prometheus.NewDesc("vlc_index_bytes", "Bytes of an index's files.", []string{"index"}, nil)
+	deviceDesc  = prometheus.NewDesc("vlc_index_device_bytes", "Device (GPU) memory an index's segments hold; 0 for an index searched on the CPU.", []string{"index"}, nil)
 )
 
 func (c indexCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- liveDesc
 	ch <- deletedDesc
 	ch <- bytesDesc
+	ch <- deviceDesc
 }
 
 // Collect reports -1 for an index whose Info fails.
@@ -81,5 +90,10 @@ func (c indexCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(liveDesc, prometheus.GaugeValue, live, name)
 		ch <- prometheus.MustNewConstMetric(deletedDesc, prometheus.GaugeValue, deleted, name)
 		ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, size, name)
+		onDevice := -1.0
+		if in, err := sv.ix.DeviceInfo(); err == nil {
+			onDevice = float64(in.Bytes)
+		}
+		ch <- prometheus.MustNewConstMetric(deviceDesc, prometheus.GaugeValue, onDevice, name)
 	}
 }

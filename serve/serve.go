@@ -48,6 +48,7 @@ import (
 	"time"
 
 	vlc "github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/device"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -122,8 +123,9 @@ type Server struct {
 	indexes   map[string]*served // by name
 	originals map[string]vlc.Originals
 	token     string
-	data      string // Config.Data
-	maintain  bool   // Config.Maintain
+	data      string          // Config.Data
+	maintain  bool            // Config.Maintain
+	device    device.Searcher // Config.Device
 	limits    Limits
 	metrics   *metrics
 	mux       *http.ServeMux
@@ -162,6 +164,11 @@ type Config struct {
 	// POST /v1/indexes/{name}/maintain runs it, as do the compact and
 	// retrain endpoints and vlc compact and vlc retrain from a shell.
 	Maintain bool
+	// Device, when set, searches the collections of Data (and those
+	// created or snapshotted over HTTP) on a GPU: each segment in the
+	// device's memory (vlc.OpenOptions.Device). Open the indexes given to
+	// New with the same option. It must outlive the Server.
+	Device device.Searcher
 }
 
 // New returns a server for the indexes, by name (names are path segments:
@@ -177,7 +184,7 @@ func New(indexes map[string]*vlc.Store, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("serve: originals for %q, which is not an index served", name)
 		}
 	}
-	s := &Server{indexes: map[string]*served{}, originals: cfg.Originals, token: cfg.Token, data: cfg.Data, maintain: cfg.Maintain,
+	s := &Server{indexes: map[string]*served{}, originals: cfg.Originals, token: cfg.Token, data: cfg.Data, maintain: cfg.Maintain, device: cfg.Device,
 		limits: cfg.Limits.withDefaults(), searching: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	for name, ix := range indexes {
 		s.indexes[name] = newServed(ix, false)
@@ -760,6 +767,9 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if in, err := ix.DeviceInfo(); err == nil && in.OnDevice > 0 {
+		s.metrics.deviceBatch.Observe(float64(len(found)))
+	}
 	// The field is there even when empty: {"hits": []}, not {}.
 	if req.Vector != nil {
 		return reply(w, struct {
@@ -1011,4 +1021,14 @@ var openapiJSON []byte
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(openapiJSON)
+}
+
+// DeviceInfo is how the index served as name sits on its device
+// (vlc.Store.DeviceInfo).
+func (s *Server) DeviceInfo(name string) (vlc.DeviceInfo, error) {
+	sv := s.lookup(name)
+	if sv == nil {
+		return vlc.DeviceInfo{}, fmt.Errorf("%w: no index named %q", vlc.ErrNotFound, name)
+	}
+	return sv.ix.DeviceInfo()
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/filter"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/index/format"
@@ -45,6 +46,8 @@ type Store struct {
 	bg         worker
 	// tempDir, for a collection made by CreateTemp, is removed by Close.
 	tempDir string
+	// dev, when set, searches the segments (OpenOptions.Device).
+	dev device.Searcher
 }
 
 // ErrNotFound is returned for an id the index does not hold (or holds
@@ -88,6 +91,13 @@ type segment struct {
 	colsOnce sync.Once
 	cols     *filter.Columns
 	colsErr  error
+
+	// dev is the segment's copy on the store's device, made by the first
+	// version installed that holds the segment (nil: searched on the CPU,
+	// for devErr's reason); closed with the segment.
+	devOnce sync.Once
+	dev     *index.DeviceIndex
+	devErr  error
 }
 
 func newSegment(ix *index.Index, file string) *segment {
@@ -96,6 +106,9 @@ func newSegment(ix *index.Index, file string) *segment {
 
 func (s *segment) release() {
 	if s.refs.Add(-1) == 0 {
+		if s.dev != nil {
+			s.dev.Close()
+		}
 		s.ix.Close()
 	}
 }
@@ -188,6 +201,10 @@ type OpenOptions struct {
 	Manual bool
 	// Logger receives the background training's progress (nil: none).
 	Logger *slog.Logger
+	// Device, when set, searches each segment in the device's memory
+	// (see SearchDevice; OpenSearchDevice opens one by backend name). It
+	// must outlive the Store.
+	Device device.Searcher
 }
 
 // OpenWith is Open with options.
@@ -196,7 +213,9 @@ func OpenWith(path string, opt OpenOptions) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &Store{path: path, cur: snap, background: !opt.Manual}
+	ix := &Store{path: path, cur: snap, background: !opt.Manual, dev: opt.Device}
+	ix.bg.logger = opt.Logger
+	ix.onDevice(snap)
 	ix.bg.ctx, ix.bg.cancel = context.WithCancel(context.Background())
 	ix.bg.logger = opt.Logger
 	return ix, nil
@@ -333,6 +352,7 @@ func (ix *Store) acquire() (*snapshot, error) {
 
 // install makes snap current (its reference passes to the Store).
 func (ix *Store) install(snap *snapshot) {
+	ix.onDevice(snap)
 	ix.mu.Lock()
 	if ix.closed { // Close released cur already
 		ix.mu.Unlock()

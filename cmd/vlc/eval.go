@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/eval"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
@@ -133,6 +134,13 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *lat {
 		fmt.Fprintf(stdout, "latency          p50 %.3f ms, p99 %.3f ms (one query at a time)\n", res.LatencyP50, res.LatencyP99)
 	}
+	if ix != nil {
+		per, err := ix.CodeReads(q, res.NProbe, codeReadSample)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, codeReadLines(per, res.QPS, min(q.Len(), codeReadSample), sf.device))
+	}
 	if di != nil {
 		fmt.Fprintf(stdout, "device memory    %.1f MiB held (the index file is %.1f MiB)\n", float64(di.DeviceBytes())/(1<<20), float64(ix.Size())/(1<<20))
 	}
@@ -142,6 +150,23 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "bytes/vector     %.1f\n", res.BytesPerVector)
 	fmt.Fprintf(stdout, "size ratio       %.3f of float16\n", res.SizeRatio)
 	return nil
+}
+
+// codeReadSample is the most queries whose probes CodeReads follows.
+const codeReadSample = 1000
+
+// codeReadLines are eval's lines on memory traffic: the bytes of codes a
+// query reads (perQuery, measured on sampled queries' probes), and that
+// rate at qps against the peak bandwidth of the GPU card names
+// (device.MemoryBandwidth; "n/a" on the CPU and for a card not known).
+func codeReadLines(perQuery, qps float64, sampled int, card string) string {
+	rate := perQuery * qps
+	line := fmt.Sprintf("codes read       %.1f KiB a query (the lists it probes; %d queries followed)\n", perQuery/1024, sampled)
+	line += fmt.Sprintf("code bandwidth   %.1f GB/s at the qps above", rate/1e9)
+	if peak, ok := device.MemoryBandwidth(card); ok {
+		return line + fmt.Sprintf(": %.1f%% of the card's %.2f TB/s", 100*rate/peak, peak/1e12)
+	}
+	return line + ": n/a of the card's (bandwidth not known)"
 }
 
 // groundTruth reads the first 10 true neighbours of each query from gtPath,

@@ -206,3 +206,21 @@ func TestEvalFewerThanK(t *testing.T) {
 		}
 	}
 }
+
+// eval prints the bytes of codes a query reads and that rate against the
+// card's bandwidth: n/a on the CPU; a known card (the name an H100's
+// backend reports, faked) gets its share.
+func TestEvalCodeReads(t *testing.T) {
+	out, _ := mustVLC(t, "eval", deepIndexPath(t), "-query", deepQuery, "-gt", deepGT, "-nprobe", "8")
+	if !strings.Contains(out, "codes read       ") || !strings.Contains(out, "(bandwidth not known)") {
+		t.Errorf("eval on the CPU lacks the code reads, or gives a bandwidth:\n%s", out)
+	}
+	got := codeReadLines(1<<20, 1e5, 1000, "cuda (NVIDIA H100 80GB HBM3, 132 SMs, 79 GiB)")
+	want := "codes read       1024.0 KiB a query (the lists it probes; 1000 queries followed)\ncode bandwidth   104.9 GB/s at the qps above: 3.1% of the card's 3.35 TB/s"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if got := codeReadLines(1<<20, 1e5, 1000, "webgpu (llvmpipe, Vulkan, Cpu)"); !strings.HasSuffix(got, "n/a of the card's (bandwidth not known)") {
+		t.Errorf("an unknown card: %s", got)
+	}
+}

@@ -24,6 +24,8 @@ type searchFlags struct {
 	devices       string
 	k, nprobe     int
 	rerankFactor  int
+	// device is the name of the device onDevice opened (Device.Name).
+	device string
 }
 
 func (f *searchFlags) register(fs *flag.FlagSet, k int) {
@@ -110,6 +112,7 @@ func (f *searchFlags) onDevice(ix *index.Index, stderr io.Writer) (*index.Device
 		}
 		return nil, nil, err
 	}
+	f.device = dev.Name()
 	slog.Info("searching on a device", "backend", dev.Name(), "device_mib", di.DeviceBytes()>>20)
 	return di, func() { di.Close(); dev.Close() }, nil
 }

@@ -28,6 +28,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tokenFile := fs.String("token-file", "", "`file` holding the bearer token that writes (add, upsert, delete, payloads) and administration (create, drop, compact, retrain, snapshot, maintain) must present")
 	data := fs.String("data", "", "`folder` of collections: each NAME.vlc in it is served as NAME, and collections are created there over HTTP (POST /v1/indexes); with it, INDEX arguments are optional")
 	maintain := fs.Bool("maintain", true, "after each write to an index, run its due background work (merging small segments, training) in the background; false: the indexes are opened without it (vlc.OpenOptions{Manual: true}) and only POST /v1/indexes/NAME/maintain, compact and retrain (or vlc compact, vlc retrain) run it")
+	backend := fs.String("backend", "cpu", "where to search every index served: cpu, or a GPU (cuda, webgpu) holding each segment in its memory, or auto (cuda, then webgpu, then cpu)")
+	devices := fs.String("devices", "", "with -backend, the GPUs to open by number (\"0\", \"0,1\", \"all\"; default one)")
 	d := serve.DefaultLimits
 	fs.Int64Var(&d.BodyBytes, "max-body", d.BodyBytes, "largest request body in `bytes`")
 	fs.IntVar(&d.K, "max-k", d.K, "most hits a query may ask for")
@@ -63,13 +65,22 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("-token-file %s is empty", *tokenFile)
 		}
 	}
+	// The device closes last: after the server and the indexes.
+	sd, err := vlc.OpenSearchDevice(*backend, *devices)
+	if err != nil {
+		return fmt.Errorf("-backend %s: %w", *backend, err)
+	}
+	defer sd.Close()
+	if sd.Note != "" {
+		fmt.Fprintf(stderr, "vlc serve: searching on the CPU: %s\n", sd.Note)
+	}
 	indexes := map[string]*vlc.Store{}
 	defer func() {
 		for _, ix := range indexes {
 			ix.Close()
 		}
 	}()
-	if err := openIndexes(pos, indexes, vlc.OpenOptions{Manual: !*maintain}); err != nil {
+	if err := openIndexes(pos, indexes, vlc.OpenOptions{Manual: !*maintain, Device: sd.Searcher}); err != nil {
 		return err
 	}
 	originals, closeOriginals, err := openOriginals(indexes, rerank)
@@ -77,9 +88,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	srv, err := serve.New(indexes, serve.Config{Token: token, Limits: d, Originals: originals, Data: *data, Maintain: *maintain})
+	srv, err := serve.New(indexes, serve.Config{Token: token, Limits: d, Originals: originals, Data: *data, Maintain: *maintain, Device: sd.Searcher})
 	if err != nil {
 		return err
+	}
+	if sd.Searcher != nil {
+		logDevice(srv, sd.Name, stderr)
 	}
 	defer srv.Close() // before the indexes close: it ends background work on them
 	ln, err := net.Listen("tcp", *addr)
@@ -120,6 +134,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintln(stderr, "vlc serve: stopped")
 	return nil
+}
+
+// logDevice says how each index served sits on the device: its memory,
+// and why a segment searches on the CPU.
+func logDevice(srv *serve.Server, backend string, stderr io.Writer) {
+	for _, name := range srv.Names() {
+		in, err := srv.DeviceInfo(name)
+		if err != nil {
+			continue
+		}
+		slog.Info("index on a device", "index", name, "backend", backend, "segments", in.Segments, "on_device", in.OnDevice, "device_mib", in.Bytes>>20)
+		if in.OnDevice < in.Segments {
+			fmt.Fprintf(stderr, "vlc serve: index %s: %d of %d segments search on the CPU: %s\n", name, in.Segments-in.OnDevice, in.Segments, in.CPU)
+		}
+	}
 }
 
 // openIndexes opens the indexes named on the command line (NAME=PATH, or

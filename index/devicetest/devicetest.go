@@ -197,7 +197,84 @@ func Parity(t *testing.T, dev device.Searcher, opt Options) {
 				t.Fatal(err)
 			}
 			Compare(t, "re-ranked", b.Queries, scale, want2, got2)
+			Filtered(t, b, di, c.Lists)
 		})
+	}
+}
+
+// FilterShares are the shares of rows the filtered cases allow.
+var FilterShares = []float64{0.5, 0.05, 0.01}
+
+// Filtered checks filtered device searches of b's index (on di) against
+// the CPU's: for each of FilterShares, a filter known only by Allows and
+// an index.RowSet (which the CPU probes wider, or scores row by row when
+// small), nprobe 1 and a third of the lists, k 10; and every hit allowed.
+func Filtered(t *testing.T, b Built, di *index.DeviceIndex, lists int) {
+	t.Helper()
+	scale := maxNorm(b.Base)
+	for _, share := range FilterShares {
+		for _, set := range []bool{false, true} {
+			f := NewFilter(b.Index.Len(), share, set)
+			for _, nprobe := range []int{1, max(2, lists/3)} {
+				what := fmt.Sprintf("filter %g (set %v), nprobe %d", share, set, nprobe)
+				so := index.SearchOptions{K: 10, NProbe: nprobe, Filter: f}
+				want, err := b.Index.SearchBatch(context.Background(), b.Queries, so)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := di.SearchBatch(context.Background(), b.Queries, so)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, hs := range got {
+					for _, h := range hs {
+						if !f.Allows(h.ID) {
+							t.Fatalf("%s: query %d: row %d is not allowed", what, i, h.ID)
+						}
+					}
+				}
+				Compare(t, what, b.Queries, scale, want, got)
+			}
+		}
+	}
+}
+
+// Filter allows a share of the rows 0..n-1, spread by a hash of the row.
+type Filter struct {
+	allow []bool
+	count int
+	set   bool
+}
+
+// NewFilter allows about share of the rows 0..n-1 (at least one). With
+// set it is an index.RowSet.
+func NewFilter(n int, share float64, set bool) index.Filter {
+	f := &Filter{allow: make([]bool, n), set: set}
+	for r := range n {
+		h := uint64(r+1) * 0x9e3779b97f4a7c15
+		if float64(h>>11)/(1<<53) < share || (f.count == 0 && r == n-1) {
+			f.allow[r] = true
+			f.count++
+		}
+	}
+	if set {
+		return rowSet{f}
+	}
+	return f
+}
+
+// Allows reports whether row is allowed.
+func (f *Filter) Allows(row int) bool { return row >= 0 && row < len(f.allow) && f.allow[row] }
+
+// rowSet is a Filter that is an index.RowSet.
+type rowSet struct{ *Filter }
+
+func (s rowSet) Count() int { return s.count }
+func (s rowSet) Each(yield func(int) bool) {
+	for r, ok := range s.allow {
+		if ok && !yield(r) {
+			return
+		}
 	}
 }
 

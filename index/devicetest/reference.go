@@ -3,6 +3,7 @@ package devicetest
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 
@@ -18,6 +19,25 @@ import (
 func Reference() device.Searcher { return reference{} }
 
 type reference struct{}
+
+// Unmasked is dev with its residents' masked search hidden: a device
+// that only searches every entry (device.Resident alone), as WebGPU's
+// does. Its parity checks the index's host-side filtering of such a
+// device.
+func Unmasked(dev device.Searcher) device.Searcher { return unmasked{dev} }
+
+type unmasked struct{ dev device.Searcher }
+
+// plainResident hides every method of a resident but device.Resident's.
+type plainResident struct{ device.Resident }
+
+func (u unmasked) UploadIndex(d *device.IndexData) (device.Resident, error) {
+	r, err := u.dev.UploadIndex(d)
+	if err != nil {
+		return nil, err
+	}
+	return plainResident{r}, nil
+}
 
 type refResident struct {
 	d       *device.IndexData
@@ -69,7 +89,23 @@ type cand struct {
 	dist float32
 }
 
+var _ device.MaskedResident = (*refResident)(nil)
+
 func (r *refResident) Search(ctx context.Context, queries []float32, nq, nprobe, keep int, entries []int32, dists []float32) error {
+	return r.search(ctx, queries, nq, nprobe, keep, nil, entries, dists)
+}
+
+// SearchMasked scores only the entries allow allows: a masked entry is
+// skipped before it is scored, as a kernel skips it.
+func (r *refResident) SearchMasked(ctx context.Context, queries []float32, nq, nprobe, keep int, allow []uint64, entries []int32, dists []float32) error {
+	if len(allow) < (r.d.N+63)/64 {
+		return fmt.Errorf("%w: a mask of %d words for %d entries", device.ErrArgument, len(allow), r.d.N)
+	}
+	return r.search(ctx, queries, nq, nprobe, keep, allow, entries, dists)
+}
+
+// search is Search over the entries allow allows (every entry when nil).
+func (r *refResident) search(ctx context.Context, queries []float32, nq, nprobe, keep int, allow []uint64, entries []int32, dists []float32) error {
 	d := r.d
 	D := d.Dim
 	rq := make([]float32, D)
@@ -122,6 +158,9 @@ func (r *refResident) Search(ctx context.Context, queries []float32, nq, nprobe,
 			}
 			qsum := sum * L / 2
 			for e := int(d.Offsets[a]); e < int(d.Offsets[a+1]); e++ {
+				if allow != nil && allow[e/64]&(1<<(e%64)) == 0 {
+					continue
+				}
 				tile := r.words[(e/device.Tile)*d.Words*device.Tile:]
 				var t float32
 				for j := range D {

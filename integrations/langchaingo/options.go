@@ -18,6 +18,14 @@ func WithBuildOptions(opt vlc.Options) Option {
 	return func(s *Store) { s.build = opt }
 }
 
+// WithOpenOptions sets how the store's index is opened (vlc.OpenWith):
+// Device searches it on a GPU (vlc.OpenSearchDevice opens one by backend
+// name: "cuda", "webgpu", "auto"), Manual turns off background work. The
+// device must outlive the Store.
+func WithOpenOptions(opt vlc.OpenOptions) Option {
+	return func(s *Store) { s.open, s.opened = opt, true }
+}
+
 // WithNProbe sets the lists a search reads (0: vlc.DefaultNProbe). More
 // lists, better recall, slower search.
 func WithNProbe(n int) Option {

@@ -72,6 +72,8 @@ type Store struct {
 	embedder embeddings.Embedder
 
 	build     vlc.Options
+	open      vlc.OpenOptions
+	opened    bool // WithOpenOptions was given
 	nprobe    int
 	namespace string
 	idKey     string
@@ -108,7 +110,7 @@ func New(path string, embedder embeddings.Embedder, opts ...Option) (*Store, err
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return s, nil
 	}
-	ix, err := vlc.Open(path)
+	ix, err := vlc.OpenWith(path, s.open)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +216,7 @@ func (s *Store) AddDocuments(ctx context.Context, docs []schema.Document, option
 		defer s.mu.Unlock()
 		if _, err := os.Stat(s.path); err == nil {
 			// Another process built the index since New: add to it.
-			ix, err := vlc.Open(s.path)
+			ix, err := vlc.OpenWith(s.path, s.open)
 			if err != nil {
 				return nil, err
 			}
@@ -224,6 +226,12 @@ func (s *Store) AddDocuments(ctx context.Context, docs []schema.Document, option
 		ix, err := vlc.Build(ctx, s.path, vdocs, s.build)
 		if err != nil {
 			return nil, err
+		}
+		if s.opened { // opened as WithOpenOptions says
+			ix.Close()
+			if ix, err = vlc.OpenWith(s.path, s.open); err != nil {
+				return nil, err
+			}
 		}
 		s.ix = ix
 		ids := make([]string, len(vdocs))

@@ -1,0 +1,332 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/bits"
+	"runtime/debug"
+	"slices"
+	"sync"
+
+	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/internal/par"
+)
+
+// partsOnDevice searches parts that share anchors, code and metric (a
+// Group's, or one Index) as one, part i's rows numbered from bases[i],
+// each part on its device copy devs[i] or, where that is nil, on the CPU.
+// It is searchParts in batches: the same lists, the same filter rules,
+// the same hits up to float rounding and ties.
+//
+// A filter becomes, per part on a device, a mask over its entries; a
+// RowSet widens the probe as on the CPU, and a RowSet small enough to be
+// scored row by row there is searched over every list (every allowed
+// entry scored, as the CPU's scoreRows does). Where the lists read hold
+// fewer than keep allowed rows, the CPU reads on, list by list nearest
+// first, until they hold keep: such a query is searched again over as
+// many lists as the CPU reads, counted from the masks.
+type partsOnDevice struct {
+	parts []*Index
+	bases []int
+	devs  []*DeviceIndex
+}
+
+// deviceChunk is the most queries prepared on the host at a time (about
+// 50 MB of float32 at dimension 768); the device splits further as its
+// memory requires.
+const deviceChunk = 1 << 14
+
+// deviceSearch is one batch's state, shared by its chunks.
+type deviceSearch struct {
+	queries Rows
+	opt     SearchOptions
+	k, keep int
+	total   int
+	masks   [][]uint64 // per part on a device, when filtered
+	hits    [][]Hit
+	// allowed[a] is the rows list a holds that the filter allows, over
+	// every part: counted once, for the first query that reads on.
+	allowedOnce sync.Once
+	allowed     []int
+}
+
+func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt SearchOptions) (hits [][]Hit, err error) {
+	ix := p.parts[0]
+	if queries.Dim() != ix.d {
+		return nil, fmt.Errorf("%w: queries have dimension %d, the index %d", ErrDim, queries.Dim(), ix.d)
+	}
+	for _, part := range p.parts {
+		part.mu.RLock()
+		defer part.mu.RUnlock()
+		if part.file == nil {
+			return nil, ErrClosed
+		}
+	}
+	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
+	st := &deviceSearch{queries: queries, opt: opt, total: p.bases[len(p.parts)], hits: make([][]Hit, queries.Len())}
+	if st.total == 0 {
+		return st.hits, nil
+	}
+	if _, _, err := ix.want(opt); err != nil {
+		return nil, err
+	}
+	st.k = min(opt.K, st.total)
+	st.keep = keepFor(opt, st.total, st.k)
+	if st.keep > device.MaxKeep {
+		return nil, fmt.Errorf("%w: a device search keeps at most %d candidates a query, this one %d (k %d, times the re-rank factor): search on the CPU", ErrArgument, device.MaxKeep, st.keep, opt.K)
+	}
+	nprobe, scoreAll, none := filterProbe(opt.Filter, ix.m, st.total, ix.EffectiveNProbe(opt.NProbe))
+	if scoreAll {
+		nprobe = ix.m
+	}
+	if opt.Filter != nil && !none {
+		st.masks = make([][]uint64, len(p.parts))
+		for i, d := range p.devs {
+			if d != nil {
+				st.masks[i] = p.parts[i].mask(p.bases[i], opt.Filter)
+			}
+		}
+	}
+	n := queries.Len()
+	for lo := 0; lo < n; lo += deviceChunk {
+		which := make([]int, min(lo+deviceChunk, n)-lo)
+		for i := range which {
+			which[i] = lo + i
+		}
+		if err := p.searchChunk(ctx, st, which, nprobe, !none, opt.Filter != nil); err != nil {
+			return nil, err
+		}
+	}
+	return st.hits, nil
+}
+
+// mask is the entries of ix whose row (numbered from base) f allows: entry
+// e is bit e%64 of word e/64.
+func (ix *Index) mask(base int, f Filter) []uint64 {
+	m := make([]uint64, (ix.n+63)/64)
+	par.For(len(m), 256, func(lo, hi int) {
+		for w := lo; w < hi; w++ {
+			var word uint64
+			for e := w * 64; e < min(ix.n, (w+1)*64); e++ {
+				if f.Allows(base + ix.ids.at(e)) {
+					word |= 1 << (e % 64)
+				}
+			}
+			m[w] = word
+		}
+	})
+	return m
+}
+
+// listAllowed counts, for every list, the rows its entries hold that the
+// filter allows, over every part: from the masks of parts on a device,
+// from the filter for the others.
+func (p partsOnDevice) listAllowed(st *deviceSearch) []int {
+	st.allowedOnce.Do(func() {
+		ix := p.parts[0]
+		st.allowed = make([]int, ix.m)
+		for i, part := range p.parts {
+			mask := st.masks[i]
+			for a := range ix.m {
+				lo, hi := int(part.lists[a]), int(part.lists[a+1])
+				if mask != nil {
+					st.allowed[a] += countBits(mask, lo, hi)
+					continue
+				}
+				for e := lo; e < hi; e++ {
+					if st.opt.Filter.Allows(p.bases[i] + part.ids.at(e)) {
+						st.allowed[a]++
+					}
+				}
+			}
+		}
+	})
+	return st.allowed
+}
+
+// countBits counts the bits lo to hi-1 set in m.
+func countBits(m []uint64, lo, hi int) int {
+	c := 0
+	for lo < hi {
+		w, b := lo/64, lo%64
+		take := min(64-b, hi-lo)
+		word := m[w] >> b
+		if take < 64 {
+			word &= 1<<take - 1
+		}
+		c += bits.OnesCount64(word)
+		lo += take
+	}
+	return c
+}
+
+// searchChunk searches the queries which names (at most deviceChunk)
+// over nprobe lists: prepared on all cores, searched on each part's
+// device, the parts on the CPU scanned and everything merged and finished
+// on all cores. With readOn, a filtered query whose lists hold too few
+// allowed rows is searched again over more (see partsOnDevice); with
+// search false (a RowSet that allows nothing) the queries are only
+// checked.
+func (p partsOnDevice) searchChunk(ctx context.Context, st *deviceSearch, which []int, nprobe int, search, readOn bool) error {
+	ix, opt, keep := p.parts[0], st.opt, st.keep
+	nq, d := len(which), ix.d
+	qs := make([]float32, nq*d)
+	scales := make([]float64, nq)
+	var errs firstError
+	par.For(nq, 64, func(a, b int) {
+		errs.run(ctx, fmt.Sprintf("queries %d..%d", which[a], which[b-1]), func() (err error) {
+			defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
+			s := ix.getScratch()
+			defer ix.pool.Put(s)
+			for i := a; i < b; i++ {
+				q := st.queries.Row(which[i], s.row)
+				if _, _, err := ix.check(q, opt); err != nil {
+					return fmt.Errorf("query %d: %w", which[i], err)
+				}
+				ix.load(s, q)
+				copy(qs[i*d:(i+1)*d], s.q)
+				scales[i] = s.scale
+			}
+			return nil
+		})
+	})
+	if err := errs.get(); err != nil || !search {
+		return err
+	}
+	// Each part on its device; onCPU marks the queries a device could
+	// not complete (searchOn's short ones).
+	entries := make([][]int32, len(p.parts))
+	dists := make([][]float32, len(p.parts))
+	onCPU := make([]bool, nq)
+	cpuParts := false
+	for i, dev := range p.devs {
+		if dev == nil || p.parts[i].n == 0 {
+			cpuParts = cpuParts || p.parts[i].n > 0
+			continue
+		}
+		var mask []uint64
+		if st.masks != nil {
+			mask = st.masks[i]
+		}
+		var short []int
+		var err error
+		entries[i], dists[i], short, err = dev.searchOn(ctx, qs, nq, nprobe, keep, mask)
+		if err != nil {
+			return err
+		}
+		for _, q := range short {
+			onCPU[q] = true
+		}
+	}
+	again := make([]int, nq) // lists to read for a query that reads on
+	par.For(nq, 64, func(a, b int) {
+		errs.run(ctx, fmt.Sprintf("queries %d..%d", which[a], which[b-1]), func() (err error) {
+			defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
+			s := ix.getScratch()
+			defer ix.pool.Put(s)
+			for i := a; i < b; i++ {
+				if onCPU[i] {
+					// The CPU's own search of this query: what the device
+					// without masks could not give.
+					h, err := searchParts(ctx, p.parts, p.bases, s, nil, st.queries.Row(which[i], s.row), opt, st.k, keep)
+					if err != nil {
+						return fmt.Errorf("query %d: %w", which[i], err)
+					}
+					st.hits[which[i]] = h
+					continue
+				}
+				copy(s.q, qs[i*d:(i+1)*d])
+				dots := false
+				if cpuParts {
+					ix.panels.Dots1(s.q, s.dots)
+					ix.begin(s, nprobe, keep)
+					dots = true
+					s.filter = opt.Filter
+					for _, l := range s.probe {
+						for j, part := range p.parts {
+							if p.devs[j] == nil {
+								s.base = p.bases[j]
+								part.scan(s, l.ID)
+							}
+						}
+					}
+				}
+				s.scale, s.total = scales[i], st.total
+				if !cpuParts {
+					s.top.reset(keep)
+				}
+				for j, part := range p.parts {
+					if entries[j] == nil {
+						continue
+					}
+					for _, e := range entries[j][i*keep : (i+1)*keep] {
+						if e < 0 {
+							break
+						}
+						if int(e) >= part.n {
+							return fmt.Errorf("%s: device search returned entry %d of %d", part.path, e, part.n)
+						}
+					}
+					for t, e := range entries[j][i*keep : (i+1)*keep] {
+						if e < 0 {
+							break
+						}
+						if dist := dists[j][i*keep+t]; s.top.accepts(dist) {
+							s.top.push(Hit{ID: p.bases[j] + part.ids.at(int(e)), Distance: dist})
+						}
+					}
+				}
+				if readOn && len(s.top.h) < keep && nprobe < ix.m {
+					if !dots {
+						ix.panels.Dots1(s.q, s.dots)
+					}
+					again[i] = readOnLists(ix.allLists(s), p.listAllowed(st), nprobe, keep)
+					if again[i] > nprobe {
+						continue
+					}
+					again[i] = 0
+				}
+				h, err := ix.finish(nil, s, opt, st.k)
+				if err != nil {
+					return fmt.Errorf("query %d: %w", which[i], err)
+				}
+				st.hits[which[i]] = h
+			}
+			return nil
+		})
+	})
+	if err := errs.get(); err != nil {
+		return err
+	}
+	// The queries that read on, in batches of those that read as many
+	// lists.
+	byLists := map[int][]int{}
+	for i, l := range again {
+		if l > 0 {
+			byLists[l] = append(byLists[l], which[i])
+		}
+	}
+	for _, l := range slices.Sorted(maps.Keys(byLists)) {
+		if err := p.searchChunk(ctx, st, byLists[l], l, true, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readOnLists is the lists the CPU reads for a filtered query that found
+// fewer than keep allowed rows in its first nprobe: order is every list,
+// nearest first, and allowed[a] the allowed rows of list a; it reads on
+// until the lists read hold keep, or every list.
+func readOnLists(order []Hit, allowed []int, nprobe, keep int) int {
+	sum := 0
+	for j, l := range order {
+		sum += allowed[l.ID]
+		if j+1 >= nprobe && sum >= keep {
+			return j + 1
+		}
+	}
+	return len(order)
+}
