@@ -404,3 +404,23 @@ func grow[T any](s []T, n int) []T {
 	}
 	return s[:n]
 }
+
+// SearcherOf is what dev searches with: dev itself, or for several
+// devices (a MultiDevice) the index split over them (SplitSearch), when
+// every one can search.
+func SearcherOf(dev Device) (Searcher, bool) {
+	md, ok := dev.(*MultiDevice)
+	if !ok {
+		sd, ok := dev.(Searcher)
+		return sd, ok
+	}
+	var all []Searcher
+	for _, d := range md.Devices() {
+		sd, ok := d.(Searcher)
+		if !ok {
+			return nil, false
+		}
+		all = append(all, sd)
+	}
+	return SplitSearch(all...), true
+}

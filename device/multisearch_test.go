@@ -320,7 +320,7 @@ func TestSplitSearchMasked(t *testing.T) {
 		}
 		r.Close()
 	}
-	r, err := device.SplitSearch(maskedRef{}, devicetest.Reference()).UploadIndex(d)
+	r, err := device.SplitSearch(maskedRef{}, devicetest.Unmasked(devicetest.Reference())).UploadIndex(d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func OpenSearchDevice(backend, devices string) (*SearchDevice, error) {
 		}
 		return nil, err
 	}
-	s, ok := dev.(device.Searcher)
+	s, ok := device.SearcherOf(dev)
 	if !ok {
 		dev.Close()
 		if backend == "auto" {

@@ -53,26 +53,6 @@ func (f *searchFlags) checkDevices() error {
 	return nil
 }
 
-// searcher is what dev searches with: dev itself, or with several
-// devices (device.Multi) the index split over them, when every one can
-// search.
-func searcher(dev device.Device) (device.Searcher, bool) {
-	md, ok := dev.(*device.MultiDevice)
-	if !ok {
-		sd, ok := dev.(device.Searcher)
-		return sd, ok
-	}
-	var all []device.Searcher
-	for _, d := range md.Devices() {
-		sd, ok := d.(device.Searcher)
-		if !ok {
-			return nil, false
-		}
-		all = append(all, sd)
-	}
-	return device.SplitSearch(all...), true
-}
-
 // onDevice opens the backend f.backend names (on the devices f.devices
 // names: the index split over them) and uploads ix to it. For cpu it
 // returns nil; for auto, nil when no backend that can search
@@ -89,7 +69,7 @@ func (f *searchFlags) onDevice(ix *index.Index, stderr io.Writer) (*index.Device
 	for _, s := range skipped {
 		slog.Info("backend skipped", "reason", s)
 	}
-	sd, ok := searcher(dev)
+	sd, ok := device.SearcherOf(dev)
 	if !ok && f.backend == "auto" {
 		why := "none is built in"
 		if len(skipped) > 0 {
