@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/bits"
@@ -90,16 +91,95 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 		}
 	}
 	n := queries.Len()
-	for lo := 0; lo < n; lo += deviceChunk {
-		which := make([]int, min(lo+deviceChunk, n)-lo)
+	size := deviceChunk
+	if n >= 2*pipelineChunk && !none {
+		size = max(pipelineChunk, (n+pipelineParts-1)/pipelineParts)
+	}
+	var chunks [][]int
+	for lo := 0; lo < n; lo += size {
+		which := make([]int, min(lo+size, n)-lo)
 		for i := range which {
 			which[i] = lo + i
 		}
-		if err := p.searchChunk(ctx, st, which, nprobe, !none, opt.Filter != nil); err != nil {
-			return nil, err
-		}
+		chunks = append(chunks, which)
 	}
-	return st.hits, nil
+	if len(chunks) == 1 || none {
+		for _, which := range chunks {
+			if err := p.searchChunk(ctx, st, which, nprobe, !none, opt.Filter != nil); err != nil {
+				return nil, err
+			}
+		}
+		return st.hits, nil
+	}
+	return st.hits, p.pipeline(ctx, st, chunks, nprobe, opt.Filter != nil)
+}
+
+// A batch of at least 2*pipelineChunk queries goes in pipelineParts
+// chunks (of at least pipelineChunk), so that while the device searches
+// one the host prepares the next and finishes the last: the device then
+// waits on the host only at the ends.
+//
+// Measured on an H200 (1M x 768, 4 bits, 4,096 lists, nprobe 64, vlc eval
+// -batch 10000 -min-time 2s, one call): 448K QPS in one chunk, 635K in 2,
+// 677K in 3, 691K in 4.
+const (
+	pipelineChunk = 2048
+	pipelineParts = 4
+)
+
+// pipeline searches the chunks in three stages that overlap: prepare
+// (one goroutine), the devices (this one, a chunk at a time: their
+// calls are one at a time), finish (one goroutine).
+func (p partsOnDevice) pipeline(ctx context.Context, st *deviceSearch, chunks [][]int, nprobe int, readOn bool) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	prepared := make(chan *chunk, 1)
+	searched := make(chan *chunk, 1)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer close(prepared)
+		for _, which := range chunks {
+			c, err := p.prepare(ctx, st, which)
+			if err != nil {
+				cancel(err)
+				return
+			}
+			select {
+			case prepared <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for c := range searched {
+			if ctx.Err() != nil {
+				continue
+			}
+			if err := p.finishChunk(ctx, st, c, nprobe, readOn); err != nil {
+				cancel(err)
+			}
+		}
+	}()
+	for c := range prepared {
+		if ctx.Err() != nil {
+			continue
+		}
+		if err := p.onDevices(ctx, st, c, nprobe); err != nil {
+			cancel(err)
+			continue
+		}
+		searched <- c
+	}
+	close(searched)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return ctx.Err()
 }
 
 // mask is the entries of ix whose row (numbered from base) f allows: entry
@@ -170,7 +250,30 @@ func countBits(m []uint64, lo, hi int) int {
 // search false (a RowSet that allows nothing) the queries are only
 // checked.
 func (p partsOnDevice) searchChunk(ctx context.Context, st *deviceSearch, which []int, nprobe int, search, readOn bool) error {
-	ix, opt, keep := p.parts[0], st.opt, st.keep
+	c, err := p.prepare(ctx, st, which)
+	if err != nil || !search {
+		return err
+	}
+	if err := p.onDevices(ctx, st, c, nprobe); err != nil {
+		return err
+	}
+	return p.finishChunk(ctx, st, c, nprobe, readOn)
+}
+
+// chunk is a searchChunk's queries as they go through its three steps:
+// prepared on the host, searched on the devices, finished on the host.
+type chunk struct {
+	which   []int
+	qs      []float32
+	scales  []float64
+	entries [][]int32   // per part on a device
+	dists   [][]float32 // per part on a device
+	onCPU   []bool      // the queries a device could not complete
+}
+
+// prepare checks and prepares the queries which names, on all cores.
+func (p partsOnDevice) prepare(ctx context.Context, st *deviceSearch, which []int) (*chunk, error) {
+	ix, opt := p.parts[0], st.opt
 	nq, d := len(which), ix.d
 	qs := make([]float32, nq*d)
 	scales := make([]float64, nq)
@@ -192,18 +295,22 @@ func (p partsOnDevice) searchChunk(ctx context.Context, st *deviceSearch, which 
 			return nil
 		})
 	})
-	if err := errs.get(); err != nil || !search {
-		return err
+	if err := errs.get(); err != nil {
+		return nil, err
 	}
-	// Each part on its device; onCPU marks the queries a device could
-	// not complete (searchOn's short ones).
-	entries := make([][]int32, len(p.parts))
-	dists := make([][]float32, len(p.parts))
-	onCPU := make([]bool, nq)
-	cpuParts := false
+	return &chunk{which: which, qs: qs, scales: scales}, nil
+}
+
+// onDevices searches a prepared chunk on each part's device; onCPU
+// marks the queries a device could not complete (searchOn's short ones).
+func (p partsOnDevice) onDevices(ctx context.Context, st *deviceSearch, c *chunk, nprobe int) error {
+	nq, keep, qs := len(c.which), st.keep, c.qs
+	c.entries = make([][]int32, len(p.parts))
+	c.dists = make([][]float32, len(p.parts))
+	c.onCPU = make([]bool, nq)
+	entries, dists, onCPU := c.entries, c.dists, c.onCPU
 	for i, dev := range p.devs {
 		if dev == nil || p.parts[i].n == 0 {
-			cpuParts = cpuParts || p.parts[i].n > 0
 			continue
 		}
 		var mask []uint64
@@ -220,6 +327,21 @@ func (p partsOnDevice) searchChunk(ctx context.Context, st *deviceSearch, which 
 			onCPU[q] = true
 		}
 	}
+	return nil
+}
+
+// finishChunk merges a searched chunk's parts (scanning the parts on the
+// CPU), finishes its hits on all cores, and searches again the queries
+// that read on.
+func (p partsOnDevice) finishChunk(ctx context.Context, st *deviceSearch, c *chunk, nprobe int, readOn bool) error {
+	ix, opt, keep := p.parts[0], st.opt, st.keep
+	nq, d, which, qs, scales := len(c.which), ix.d, c.which, c.qs, c.scales
+	entries, dists, onCPU := c.entries, c.dists, c.onCPU
+	cpuParts := false
+	for i, dev := range p.devs {
+		cpuParts = cpuParts || (dev == nil && p.parts[i].n > 0)
+	}
+	var errs firstError
 	again := make([]int, nq) // lists to read for a query that reads on
 	par.For(nq, 64, func(a, b int) {
 		errs.run(ctx, fmt.Sprintf("queries %d..%d", which[a], which[b-1]), func() (err error) {
