@@ -70,6 +70,9 @@ type cand struct {
 }
 
 func (r *refResident) Search(ctx context.Context, queries []float32, nq, nprobe, keep int, entries []int32, dists []float32) error {
+	if r.d.Code != device.CodeRotated {
+		return r.searchCodes(ctx, queries, nq, nprobe, keep, entries, dists)
+	}
 	d := r.d
 	D := d.Dim
 	rq := make([]float32, D)
