@@ -25,7 +25,7 @@ struct SP {
     qa_off: u32,    // coarse: qa of (i, a) at qa_off + i*lists + a, after the probe distances
     co_off: u32,    // probes: candidate offsets of query i at co_off + i*(nprobe+1), after the probed lists
     dist_off: u32,  // out: distances at dist_off + i*keep, after the entries
-    _pad: u32,
+    pq: u32,        // the pq code: subspaces | tables a query << 16 | the first table's kind << 24
 }
 
 // Part is one storage binding's worth of the index: entries e0 .. e1-1
