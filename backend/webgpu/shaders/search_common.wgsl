@@ -62,3 +62,19 @@ fn unsortable(k: u32) -> f32 {
 fn flat(wid: vec3<u32>, nw: vec3<u32>) -> u32 {
     return wid.x + wid.y * nw.x;
 }
+
+// rounded is x, rounded to float32 where it stands: z is zero at run time
+// (rounding_zero), which the compiler cannot know, so a product passed
+// through it is not fused into a multiply-add with the sum it joins
+// (NVIDIA's Vulkan compiler fuses them; one rounding in place of the
+// CPU's two moves the pq estimate, whose terms cancel, beyond float
+// rounding of the distance: device.CodeData).
+fn rounded(x: f32, z: u32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) | z);
+}
+
+// rounding_zero is rounded's z: the top bit of SP.pq, always clear (the
+// first table's kind is 0 or 1).
+fn rounding_zero() -> u32 {
+    return P.pq >> 31u;
+}

@@ -7,7 +7,8 @@
 //	x := q~ - mean (kind 0) or q~ (kind 1)
 //	lut[(i*ntab + tb)*nsub*256 + s*256 + k] = sum_j x[lo+j] * cb[256*lo + k*(hi-lo) + j]
 //
-// in order of j, as the CPU's scorer sums it.
+// in order of j, each product rounded on its own, as the CPU's scorer
+// sums it.
 
 @group(0) @binding(0) var<uniform> P: SP;
 @group(0) @binding(1) var<storage, read> qbuf: array<f32>;
@@ -28,6 +29,7 @@ fn main(@builtin(local_invocation_index) k: u32, @builtin(workgroup_id) wid: vec
     let kind = first + tb;
     let d = P.d;
     let base = (i * ntab + tb) * nsub * 256u;
+    let z = rounding_zero();
     for (var s = 0u; s < nsub; s++) {
         let lo = s * d / nsub;
         let w = (s + 1u) * d / nsub - lo;
@@ -38,7 +40,7 @@ fn main(@builtin(local_invocation_index) k: u32, @builtin(workgroup_id) wid: vec
             if (kind == 0u) {
                 x = x - cbuf[256u * d + lo + j];
             }
-            p = p + cbuf[c0 + j] * x;
+            p = p + rounded(cbuf[c0 + j] * x, z);
         }
         lut[base + s * 256u + k] = p;
     }

@@ -6,7 +6,8 @@
 //	beta := B0 + B*BStep; c := C0 + C*CStep   // grids: lists[lists+1+a]
 //	score := beta*ip (dot form), else |q~ - anchors[a]|^2 + c - 2*beta*ip
 //
-// B and C are bits 8-15 and 0-7 of the entry's scalar word.
+// B and C are bits 8-15 and 0-7 of the entry's scalar word; each product
+// is rounded before it is added (rounded).
 
 @group(0) @binding(0) var<uniform> P: SP;
 @group(0) @binding(1) var<uniform> C: Part;
@@ -96,6 +97,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     let tab = (i * ntab + kind - first) * nsub * 256u;
     let words = P.words;
     let slot0 = i * P.slots + P.keep + co - P.o0;
+    let z = rounding_zero();
     for (var e = jb.x + sl * SWG + t; e < jb.y; e += P.slices * SWG) {
         let le = e - C.e0;
         let tb = (le / TILE) * words * TILE + le % TILE;
@@ -120,11 +122,11 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
         }
         let ipq = (t0 + t1) + (t2 + t3);
         let sc = W[C.sc_off + le];
-        let beta = b0 + f32((sc >> 8u) & 255u) * bstep;
+        let beta = b0 + rounded(f32((sc >> 8u) & 255u) * bstep, z);
         var score = beta * ipq;
         if (!dot_form) {
-            let c = c0 + f32(sc & 255u) * cstep;
-            score = qqa + c - 2.0 * beta * ipq;
+            let c = c0 + rounded(f32(sc & 255u) * cstep, z);
+            score = qqa + c - rounded(2.0 * beta * ipq, z);
         }
         cand[slot0 + (e - start)] = vec2<u32>(sortable(mul * score + bias), e);
     }
