@@ -229,4 +229,5 @@ ptx:
 	nvcc -ptx -arch=compute_80 -O3 -o backend/cuda/kernels.ptx backend/cuda/kernels.cu
 	nvcc -ptx -arch=compute_90a -O3 -o backend/cuda/kernels_sm90.ptx backend/cuda/kernels_sm90.cu
 	nvcc -ptx -arch=compute_80 -O3 -o backend/cuda/search.ptx backend/cuda/search.cu
-	cd backend/cuda && sha256sum consts.cuh kernels.cu > kernels.cu.sha256 && sha256sum consts.cuh kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256 && sha256sum search.cu > search.cu.sha256
+	nvcc -ptx -arch=compute_80 -O3 --fmad=false -o backend/cuda/search_codes.ptx backend/cuda/search_codes.cu
+	cd backend/cuda && sha256sum consts.cuh kernels.cu > kernels.cu.sha256 && sha256sum consts.cuh kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256 && sha256sum search.cu > search.cu.sha256 && sha256sum search_codes.cu > search_codes.cu.sha256

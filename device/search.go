@@ -2,8 +2,10 @@ package device
 
 import (
 	"context"
-	"github.com/vlc-embed/vlc/internal/errs"
+	"fmt"
 	"slices"
+
+	"github.com/vlc-embed/vlc/internal/errs"
 )
 
 // Search on a device (a GPU): the backend holds an index's lists in its
@@ -14,9 +16,9 @@ import (
 
 // Errors of device search, for errors.Is.
 var (
-	// ErrNoSearch: the device cannot search this index (its code is not
-	// the rotated one, the backend has no search, or the index is beyond
-	// the kernels' limits).
+	// ErrNoSearch: the device cannot search this index (the backend has
+	// no search, or none for the index's code, or the index is beyond the
+	// kernels' limits).
 	ErrNoSearch = errs.New(errs.ErrUnavailable, "no device search")
 	// ErrClosed: a Resident used after Close.
 	ErrClosed = errs.ErrClosed
@@ -70,8 +72,9 @@ const MaxKeep = 4096
 // IndexData).
 const Tile = 32
 
-// IndexData is an index of the rotated code (quant.Rotated) as a device
-// searches it, and the definition of that search.
+// IndexData is an index as a device searches it, and the definition of
+// that search: below for the rotated code (quant.Rotated), the zero Code;
+// CodeData says what differs for pq and sq8.
 //
 // A query q arrives prepared: normalised under cosine, scaled by a power
 // of two under ip when far from 1 (index.ScaleIPQuery). The device
@@ -126,6 +129,10 @@ type IndexData struct {
 	Offsets    []uint64  // Lists+1
 	Scale      []float32 // each list's s
 	SqrtScale  []float32 // float32(sqrt(s))
+	// Code is the code of the entries: the rotated one (the zero value)
+	// or one of those CodeData describes, whose fields below serve it.
+	Code Code
+	CodeData
 	// Fill writes tiles t0 to t1-1: words ((t1-t0)*Words*Tile) and
 	// scalars ((t1-t0)*Tile), entries past N as zeros. The index reads
 	// its mapped file, on all cores; an error names a fault in the
@@ -150,4 +157,105 @@ func (d *IndexData) MaxCandidates(nprobe int) int {
 		total += s
 	}
 	return total
+}
+
+// Code is the kind of code an IndexData's entries hold.
+type Code int
+
+const (
+	// CodeRotated: quant.Rotated, searched as IndexData describes.
+	CodeRotated Code = iota
+	// CodePQ: quant.PQ, searched as CodeData describes.
+	CodePQ
+	// CodeSQ8: quant.SQ8, searched as CodeData describes.
+	CodeSQ8
+)
+
+func (c Code) String() string {
+	switch c {
+	case CodeRotated:
+		return "rotated"
+	case CodePQ:
+		return "pq"
+	case CodeSQ8:
+		return "sq8"
+	}
+	return fmt.Sprintf("code %d", int(c))
+}
+
+// PQCentroids is the number of centroids of a pq subspace: one byte of
+// code.
+const PQCentroids = 256
+
+// CodeData is what the pq and sq8 codes add to an IndexData, and the
+// definition of their search. Both keep IndexData's probe, its forms and
+// its layout, with Bits 8: an entry's code bytes are its levels (byte j of
+// the code at bits 8j.. of the stream, Words = ceil(bytes/4) words,
+// interleaved by Tile as for the rotated code), and only the scalar word
+// differs.
+//
+// The probe is the rotated code's: q~ = P q, qa = <q~, RotAnchors[a]>,
+// qq = |q|^2 (of the prepared query, unrotated), the lists ranked by
+// Norms[a] - 2 qa (L2, cosine) or -qa (ip). The form of a probed list a
+// (the L2 form or the dot form, with its mul and bias) is chosen exactly
+// as IndexData says; only score, below, is the code's.
+//
+// pq (quant.PQ): P is the code's rotation (Signs, RotP, RotScale as for
+// the rotated code) and RotAnchors holds P a. Subspace s holds dimensions
+// lo = s*Dim/Subspaces up to hi = (s+1)*Dim/Subspaces (integer division);
+// its centroid k is Codebooks[256*lo + k*(hi-lo):][:hi-lo]. Per query, two
+// lookup tables of Subspaces*256 values:
+//
+//	L2 table:  T[s][k] = sum_{j<hi-lo} (q~_{lo+j} - RotMean_{lo+j}) * c_{s,k,j}
+//	dot table: T[s][k] = sum_{j<hi-lo} q~_{lo+j} * c_{s,k,j}
+//
+// An entry's bytes k_0..k_{Subspaces-1} give ip = (t0 + t1) + (t2 + t3),
+// t_i summing T[s][k_s] (the table of the list's form) over s = i mod 4
+// in increasing s; its scalar word holds byte C in bits 0-7 and
+// byte B in bits 8-15, read off the list's grids Grids[4a:4a+4] = (B0,
+// BStep, C0, CStep) as beta = B0 + B*BStep and c = C0 + C*CStep. Then
+//
+//	L2 form:  score = |q~ - RotAnchors[a]|^2 + c - 2 beta ip
+//	dot form: score = beta ip
+//
+// sq8 (quant.SQ8): no rotation (Signs is empty, RotP = Dim, RotScale 1,
+// RotAnchors the anchors as the index holds them), so q~ = q. Byte j of an
+// entry is its level l_j of dimension j; the scalar word is zero. With the
+// list's ranges Lo[a*Dim+j] and Step[a*Dim+j]:
+//
+//	L2 form:  score = sum_j ((q_j - RotAnchors[a*Dim+j] - Lo[a*Dim+j]) - Step[a*Dim+j] l_j)^2
+//	dot form: score = sum_j q_j Lo[a*Dim+j] + sum_j (q_j Step[a*Dim+j]) l_j
+//
+// The parentheses are the CPU scorer's float32 steps. The pq score
+// cancels: at few subspaces c and 2 beta ip can be a thousand times the
+// distance, so pq's tables and ip follow the CPU's order exactly, each
+// product and sum rounded to float32 on its own (no fused multiply-add);
+// the order of the other sums is free. These are the estimates of the codes' Scorers, for
+// every entry of the probed lists (neither code has a first estimate), so
+// results agree with the CPU's up to float rounding and ties.
+type CodeData struct {
+	// pq
+	Subspaces int
+	Codebooks []float32 // 256*Dim: centroid values, as above
+	RotMean   []float32 // Dim: P mu, mu the mean of the anchors
+	Grids     []float32 // Lists*4: B0, BStep, C0, CStep
+	// sq8
+	Lo, Step []float32 // Lists*Dim: each list's range per dimension
+}
+
+// CodeBytes is the bytes of levels of one entry: Subspaces (pq), Dim
+// (sq8), or the rotated code's Dim*Bits/8 rounded up.
+func (d *IndexData) CodeBytes() int {
+	switch d.Code {
+	case CodePQ:
+		return d.Subspaces
+	case CodeSQ8:
+		return d.Dim
+	}
+	return (d.Dim*d.Bits + 7) / 8
+}
+
+// PQSub is pq subspace s's dimensions, lo to hi-1.
+func (d *IndexData) PQSub(s int) (lo, hi int) {
+	return s * d.Dim / d.Subspaces, (s + 1) * d.Dim / d.Subspaces
 }

@@ -77,9 +77,15 @@ func (ix *Index) lockedDeviceData() (d *device.IndexData, err error) {
 
 // deviceData describes ix for a device, or says why it cannot.
 func (ix *Index) deviceData() (*device.IndexData, error) {
+	switch c := ix.code.(type) {
+	case *quant.PQ:
+		return ix.pqDeviceData(c), nil
+	case *quant.SQ8:
+		return ix.sq8DeviceData(), nil
+	}
 	rc, ok := ix.code.(*quant.Rotated)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s: the %s code is searched on the CPU only (a device searches the rotated code)", device.ErrNoSearch, ix.path, ix.meta.CodeSpec())
+		return nil, fmt.Errorf("%w: %s: the %s code is searched on the CPU only (a device searches the rotated, pq and sq8 codes)", device.ErrNoSearch, ix.path, ix.meta.CodeSpec())
 	}
 	lay := rc.Layout()
 	d := &device.IndexData{
@@ -99,6 +105,97 @@ func (ix *Index) deviceData() (*device.IndexData, error) {
 	return d, nil
 }
 
+// pqDeviceData is deviceData for the pq code (device.CodeData).
+func (ix *Index) pqDeviceData(c *quant.PQ) *device.IndexData {
+	rot, codebooks, rotMean := c.Layout()
+	d := &device.IndexData{
+		N: ix.n, Dim: ix.d, Lists: ix.m, IP: ix.meta.Metric == IP, IPCodes: ix.ipCodes,
+		Bits: 8, Words: (c.Spec().Subspaces + 3) / 4,
+		Signs: rot.Signs, RotP: rot.P, RotScale: rot.Scale, RotAnchors: rot.RotAnchors,
+		Norms: ix.norms, Offsets: ix.lists,
+		Code: device.CodePQ,
+		CodeData: device.CodeData{
+			Subspaces: c.Spec().Subspaces, Codebooks: codebooks, RotMean: rotMean,
+			Grids: ix.paramFloats(4),
+		},
+	}
+	d.Fill = func(t0, t1 int, words, scalars []uint32) error { return ix.fillCodes(d, t0, t1, words, scalars) }
+	return d
+}
+
+// sq8DeviceData is deviceData for the sq8 code (device.CodeData): no
+// rotation, the anchors as they are.
+func (ix *Index) sq8DeviceData() *device.IndexData {
+	prm := ix.paramFloats(2 * ix.d) // per list: lo then step, Dim each
+	d := &device.IndexData{
+		N: ix.n, Dim: ix.d, Lists: ix.m, IP: ix.meta.Metric == IP, IPCodes: ix.ipCodes,
+		Bits: 8, Words: (ix.d + 3) / 4,
+		Signs: nil, RotP: ix.d, RotScale: 1, RotAnchors: ix.anchors,
+		Norms: ix.norms, Offsets: ix.lists,
+		Code: device.CodeSQ8,
+		CodeData: device.CodeData{
+			Lo: make([]float32, ix.m*ix.d), Step: make([]float32, ix.m*ix.d),
+		},
+	}
+	for a := range ix.m {
+		copy(d.Lo[a*ix.d:(a+1)*ix.d], prm[2*a*ix.d:])
+		copy(d.Step[a*ix.d:(a+1)*ix.d], prm[(2*a+1)*ix.d:])
+	}
+	d.Fill = func(t0, t1 int, words, scalars []uint32) error { return ix.fillCodes(d, t0, t1, words, scalars) }
+	return d
+}
+
+// paramFloats is the lists' parameters as float32s, per list of the
+// little-endian float32s each.
+func (ix *Index) paramFloats(per int) []float32 {
+	out := make([]float32, ix.m*per)
+	for i := range out {
+		out[i] = math.Float32frombits(uint32(ix.params[4*i]) | uint32(ix.params[4*i+1])<<8 | uint32(ix.params[4*i+2])<<16 | uint32(ix.params[4*i+3])<<24)
+	}
+	return out
+}
+
+// fillCodes is fill for the pq and sq8 codes: an entry's d.CodeBytes()
+// bytes of levels become its words, the bytes after them (pq's C and B)
+// its scalar word, little endian.
+func (ix *Index) fillCodes(d *device.IndexData, t0, t1 int, words, scalars []uint32) (err error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return ErrClosed
+	}
+	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
+	w, cb, packed := d.Words, ix.code.CodeBytes(), d.CodeBytes()
+	tw := w * device.Tile
+	par.For(t1-t0, 64, func(lo, hi int) {
+		code := make([]byte, cb)
+		level := make([]byte, 4*w)
+		for t := t0 + lo; t < t0+hi; t++ {
+			tile := words[(t-t0)*tw : (t-t0+1)*tw]
+			sc := scalars[(t-t0)*device.Tile : (t-t0+1)*device.Tile]
+			for v := range device.Tile {
+				e := t*device.Tile + v
+				clear(code)
+				if e < d.N {
+					ix.entryCode(e, code)
+				}
+				clear(level)
+				copy(level, code[:packed])
+				for k := range w {
+					b := level[4*k : 4*k+4]
+					tile[k*device.Tile+v] = uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+				}
+				var s uint32
+				for i, b := range code[packed:cb] {
+					s |= uint32(b) << (8 * i)
+				}
+				sc[v] = s
+			}
+		}
+	})
+	return nil
+}
+
 // DeviceIndex is an index whose lists are resident on a device: its
 // searches run there, and only the hits come back. A search with a Filter
 // runs there too, over the entries the filter allows (see SearchBatch).
@@ -113,7 +210,8 @@ type DeviceIndex struct {
 
 // OnDevice uploads the index to dev, a backend that searches in its own
 // memory. The error wraps device.ErrNoSearch when the index's code is not
-// the rotated one, or the index is beyond the device's limits.
+// one a device searches (rotated, pq, sq8), or the index is beyond the
+// device's limits.
 func (ix *Index) OnDevice(dev device.Searcher) (*DeviceIndex, error) {
 	d, err := ix.lockedDeviceData()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/kmeans"
 	"github.com/vlc-embed/vlc/internal/par"
 )
@@ -426,6 +427,18 @@ func (c *PQ) SetAnchors(anchors []float32) {
 	for a := range m {
 		c.rot.Apply(c.rotAnchors[a*d : (a+1)*d])
 	}
+}
+
+// Layout returns what a device needs to search the code
+// (device.CodeData): the rotation, with the rotated anchors, as the
+// rotated code's Layout gives it (Bits and Packed aside), the centroids as
+// SetGlobal decoded them and P mu. The slices are the code's own.
+func (c *PQ) Layout() (rot device.RotatedLayout, codebooks, rotMean []float32) {
+	rot = device.RotatedLayout{Dim: c.dim, IP: c.ip, P: c.rot.p, Scale: float32(1 / math.Sqrt(float64(c.rot.p))), RotAnchors: c.rotAnchors}
+	for k := range c.rot.signs {
+		rot.Signs = append(rot.Signs, c.rot.signs[k])
+	}
+	return rot, c.cb, c.rotMean
 }
 
 func (c *PQ) NewScorer() Scorer {

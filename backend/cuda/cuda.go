@@ -27,6 +27,7 @@ type Device struct {
 	ctx     uintptr
 	mod     uintptr
 	smod    uintptr // the search kernels' module, loaded on first use (search.go)
+	cmod    uintptr // the pq and sq8 search kernels' module, likewise (search_codes.go)
 	// smemOptin is the most shared memory a block may have, static and
 	// dynamic together, after an opt-in.
 	smemOptin int
@@ -348,6 +349,10 @@ func (d *Device) init(ptx []byte, src string) error {
 }
 
 func (d *Device) unload() {
+	if d.cmod != 0 {
+		d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, d.cmod)
+		d.cmod = 0
+	}
 	if d.smod != 0 {
 		d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, d.smod)
 		d.smod = 0

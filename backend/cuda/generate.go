@@ -13,3 +13,5 @@ package cuda
 //go:generate sh -c "sha256sum consts.cuh kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256"
 //go:generate nvcc -ptx -arch=compute_80 -O3 -o search.ptx search.cu
 //go:generate sh -c "sha256sum search.cu > search.cu.sha256"
+//go:generate nvcc -ptx -arch=compute_80 -O3 --fmad=false -o search_codes.ptx search_codes.cu
+//go:generate sh -c "sha256sum search_codes.cu > search_codes.cu.sha256"

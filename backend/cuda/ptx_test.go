@@ -18,6 +18,7 @@ func TestPTXFresh(t *testing.T) {
 		[]string{".target sm_90a", "wgmma.mma_async.sync.aligned.m64n256k16", "cp.async.bulk.tensor.2d"},
 		append(kernelNames[:len(kernelNames):len(kernelNames)], "vlc_assign_wgmma", "vlc_assign_tma"))
 	checkPTX(t, "search.ptx", "search.cu.sha256", []string{"search.cu"}, []string{".target sm_80"}, searchKernelNames)
+	checkPTX(t, "search_codes.ptx", "search_codes.cu.sha256", []string{"search_codes.cu"}, []string{".target sm_80"}, codeKernelNames)
 }
 
 // checkPTX checks that the recorded hashes are those of the sources, and

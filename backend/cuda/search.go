@@ -153,6 +153,9 @@ type resident struct {
 
 // UploadIndex copies the index d describes to the GPU (device.Searcher).
 func (dev *Device) UploadIndex(data *device.IndexData) (device.Resident, error) {
+	if data.Code != device.CodeRotated {
+		return dev.uploadCodes(data) // search_codes.go
+	}
 	if data.Dim > searchMaxD {
 		return nil, fmt.Errorf("%w: cuda: dimension %d: the search kernels hold a query in shared memory, at most %d values", device.ErrNoSearch, data.Dim, searchMaxD)
 	}

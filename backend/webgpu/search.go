@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -69,6 +70,14 @@ type resident struct {
 	parts                   []*part
 	signs, anchors, listBuf *wgpu.Buffer
 
+	// The pq and sq8 codes (device.CodeData): the code, pq's subspaces and
+	// tables (ntab a query, of kinds first..), and codeBuf: pq's centroids
+	// and P mu, or sq8's ranges (lo then step, per list). lut holds a
+	// batch's pq tables.
+	code              device.Code
+	nsub, ntab, first int
+	codeBuf, lut      *wgpu.Buffer
+
 	// The batch buffers, grown to the largest batch so far.
 	params, qbuf, coarse, probes, cand, out, stage *wgpu.Buffer
 	bg                                             map[string]*wgpu.BindGroup
@@ -95,7 +104,17 @@ func (h *Device) UploadIndex(d *device.IndexData) (device.Resident, error) {
 	c.lock()
 	defer c.unlock()
 	r := &resident{dev: c, n: d.N, dim: d.Dim, lists: d.Lists, bits: d.Bits, words: d.Words,
-		rounds: len(d.Signs), rotp: d.RotP, rotScale: d.RotScale, keys: map[string]string{}, bg: map[string]*wgpu.BindGroup{}}
+		rounds: len(d.Signs), rotp: d.RotP, rotScale: d.RotScale, keys: map[string]string{}, bg: map[string]*wgpu.BindGroup{},
+		code: d.Code, nsub: d.Subspaces}
+	if d.Code == device.CodePQ {
+		r.ntab = 1
+		switch {
+		case d.IP && d.IPCodes:
+			r.ntab = 2
+		case d.IP:
+			r.first = 1
+		}
+	}
 	// As IndexData reads: IPCodes picks the form before the metric does.
 	if d.IP {
 		r.flags |= shaders.FlagIP
@@ -134,13 +153,20 @@ func checkData(d *device.IndexData) error {
 		return bad("%d entries of dimension %d in %d lists", d.N, d.Dim, d.Lists)
 	case d.N > math.MaxInt32-device.Tile:
 		return bad("%d entries: at most %d", d.N, math.MaxInt32-device.Tile)
+	case d.Code != device.CodeRotated:
+		if err := checkCodeData(d); err != nil {
+			return bad("%v", err)
+		}
 	case d.Bits != 1 && d.Bits != 2 && d.Bits != 4 && d.Bits != 8:
 		return bad("%d bits per level: the kernels take 1, 2, 4 or 8", d.Bits)
 	case d.Words < 1 || d.Words*32 < d.Dim*d.Bits:
 		return bad("%d words per entry hold fewer than %d levels of %d bits", d.Words, d.Dim, d.Bits)
-	case d.RotP < 1 || d.RotP > d.Dim || d.RotP&(d.RotP-1) != 0:
+	}
+	switch {
+	case len(d.Signs) > 0 && (d.RotP < 1 || d.RotP > d.Dim || d.RotP&(d.RotP-1) != 0):
 		return bad("rotation length %d: want a power of two up to the dimension %d", d.RotP, d.Dim)
-	case len(d.RotAnchors) != d.Lists*d.Dim || len(d.Norms) != d.Lists || len(d.Scale) != d.Lists || len(d.SqrtScale) != d.Lists || len(d.Offsets) != d.Lists+1:
+	case len(d.RotAnchors) != d.Lists*d.Dim || len(d.Norms) != d.Lists || len(d.Offsets) != d.Lists+1 ||
+		d.Code == device.CodeRotated && (len(d.Scale) != d.Lists || len(d.SqrtScale) != d.Lists):
 		return bad("%d lists of dimension %d, but %d anchor values, %d norms, %d scales, %d square roots, %d offsets",
 			d.Lists, d.Dim, len(d.RotAnchors), len(d.Norms), len(d.Scale), len(d.SqrtScale), len(d.Offsets))
 	case d.Offsets[0] != 0 || d.Offsets[d.Lists] != uint64(d.N):
@@ -187,13 +213,25 @@ func (r *resident) compile() error {
 		"score":  fmt.Sprintf("search_score_b%d_q%d", c.Bits, c.QLen),
 		"topk":   fmt.Sprintf("search_topk_s%d", c.SortLen),
 	}
-	for _, name := range shaders.SearchKernels {
+	kernels := shaders.SearchKernels
+	switch r.code {
+	case device.CodePQ:
+		kernels = []string{"rotate", "coarse", "probe", "lut", "score_pq", "topk"}
+		keys["lut"], keys["score_pq"] = "search_lut", "search_score_pq"
+	case device.CodeSQ8:
+		kernels = []string{"rotate", "coarse", "probe", "score_sq8", "topk"}
+		keys["score_sq8"] = fmt.Sprintf("search_score_sq8_q%d", c.QLen)
+	}
+	for _, name := range kernels {
 		if need := c.WorkgroupBytes(name); need > wg {
 			return fmt.Errorf("webgpu: searching dimension %d (%d words of %d-bit levels): kernel %s needs %d bytes of workgroup memory, %s allows %d",
 				r.dim, r.words, r.bits, name, need, d.info.Name, wg)
 		}
 		key := keys[name]
 		r.keys[name] = key
+		if strings.HasPrefix(name, "score_") {
+			r.keys["score"] = key // the code's score runs as the score stage
+		}
 		if d.pipes[key] != nil {
 			continue
 		}
@@ -280,14 +318,24 @@ func (r *resident) upload(d *device.IndexData) error {
 	if err := r.write(r.anchors, 0, f32bytes(d.RotAnchors)); err != nil {
 		return err
 	}
-	lists := make([]uint32, 4*(r.lists+1))
+	lists := make([]uint32, 4*(r.lists+1), 4*(2*r.lists+1))
 	for a := range r.lists {
 		lists[4*a] = math.Float32bits(d.Norms[a])
-		lists[4*a+1] = math.Float32bits(d.Scale[a])
-		lists[4*a+2] = math.Float32bits(d.SqrtScale[a])
+		if d.Code == device.CodeRotated {
+			lists[4*a+1] = math.Float32bits(d.Scale[a])
+			lists[4*a+2] = math.Float32bits(d.SqrtScale[a])
+		}
 		lists[4*a+3] = uint32(d.Offsets[a])
 	}
 	lists[4*r.lists+3] = uint32(d.Offsets[r.lists])
+	if d.Code == device.CodePQ { // the grids after the lists: lists[lists+1+a]
+		for _, g := range d.Grids {
+			lists = append(lists, math.Float32bits(g))
+		}
+	}
+	if err := r.uploadCode(d); err != nil {
+		return err
+	}
 	if r.listBuf, err = r.alloc("search lists", int64(len(lists)*4), storage); err != nil {
 		return err
 	}
@@ -397,6 +445,7 @@ func (r *resident) release() {
 	r.free(&r.signs)
 	r.free(&r.anchors)
 	r.free(&r.listBuf)
+	r.free(&r.codeBuf)
 }
 
 func (r *resident) releaseBinds() {
@@ -414,7 +463,7 @@ func (r *resident) releaseBinds() {
 
 func (r *resident) releaseBatch() {
 	r.releaseBinds()
-	for _, b := range []**wgpu.Buffer{&r.params, &r.qbuf, &r.coarse, &r.probes, &r.cand, &r.out, &r.stage} {
+	for _, b := range []**wgpu.Buffer{&r.params, &r.qbuf, &r.coarse, &r.probes, &r.cand, &r.out, &r.stage, &r.lut} {
 		r.free(b)
 	}
 	r.host = nil
@@ -445,8 +494,9 @@ func (r *resident) planSearch(nq, nprobe, keep int) (plan, error) {
 	p.slices = min(64, max(1, (r.maxList+4*shaders.ScoreWG-1)/(4*shaders.ScoreWG)))
 	// Bytes per query of every batch buffer but the candidates (the
 	// read-back's staging copy of out included).
-	fixed := int64(r.dim+1)*4 + int64(r.lists)*8 + int64(2*nprobe+1)*4 + 2*int64(keep)*8
-	for _, b := range []int64{int64(r.dim+1) * 4, int64(r.lists) * 8, int64(2*nprobe+1) * 4, int64(keep) * 8} {
+	lut := r.lutBytes()
+	fixed := int64(r.dim+1)*4 + int64(r.lists)*8 + int64(2*nprobe+1)*4 + 2*int64(keep)*8 + lut
+	for _, b := range []int64{int64(r.dim+1) * 4, int64(r.lists) * 8, int64(2*nprobe+1) * 4, int64(keep) * 8, lut} {
 		if b > lim {
 			return p, fmt.Errorf("webgpu: one query's buffers (%d bytes) exceed a storage binding of %s (%d bytes): dimension %d, %d lists, nprobe %d, keep %d",
 				b, r.dev.info.Name, lim, r.dim, r.lists, nprobe, keep)
@@ -458,7 +508,7 @@ func (r *resident) planSearch(nq, nprobe, keep int) (plan, error) {
 		// x and y, each at most MaxGroupsX.
 		grid := int64(shaders.MaxGroupsX) * shaders.MaxGroupsX / int64(nprobe*p.slices)
 		nb := min(int64(nq), budget/(fixed+cand), lim/cand, lim/(int64(r.dim+1)*4), lim/(int64(r.lists)*8),
-			lim/(int64(2*nprobe+1)*4), lim/(int64(keep)*8), grid)
+			lim/(int64(2*nprobe+1)*4), lim/(int64(keep)*8), lim/max(lut, 1), grid)
 		p.nb = int(max(1, nb))
 		return p, nil
 	}
@@ -489,6 +539,7 @@ func (r *resident) ensure(p plan) error {
 		{&r.cand, "search candidates", ca, storage},
 		{&r.out, "search results", ou, storage},
 		{&r.stage, "search read-back", ou, wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst},
+		{&r.lut, "search pq tables", int64(p.nb) * r.lutBytes(), storage},
 	} {
 		if *b.p != nil && int64((*b.p).GetSize()) >= b.size {
 			continue
@@ -520,9 +571,20 @@ func (r *resident) ensure(p plan) error {
 			return err
 		}
 	}
+	if r.code == device.CodePQ {
+		if r.bg["lut"], err = d.bind(r.keys["lut"], bufs{0: r.params, 1: r.qbuf, 2: r.codeBuf, 3: r.lut}); err != nil {
+			return err
+		}
+	}
 	for _, pt := range r.parts {
-		if pt.bg, err = d.bind(r.keys["score"], bufs{0: r.params, 1: pt.uni, 2: pt.buf, 3: r.qbuf, 4: r.coarse, 5: r.probes,
-			6: r.listBuf, 7: r.anchors, 8: r.cand}); err != nil {
+		b := bufs{0: r.params, 1: pt.uni, 2: pt.buf, 3: r.qbuf, 4: r.coarse, 5: r.probes, 6: r.listBuf, 7: r.anchors, 8: r.cand}
+		switch r.code {
+		case device.CodePQ:
+			b[9] = r.lut
+		case device.CodeSQ8:
+			b[9] = r.codeBuf
+		}
+		if pt.bg, err = d.bind(r.keys["score"], b); err != nil {
 			return err
 		}
 	}
@@ -580,6 +642,7 @@ func (r *resident) searchParams(p plan, nb, round int) []byte {
 		uint32(r.words), flags, uint32(p.slices), uint32(r.rounds),
 		uint32(r.rotp), math.Float32bits(r.rotScale), math.Float32bits(levels),
 		uint32(nb * r.dim), uint32(nb * r.lists), uint32(nb * p.nprobe), uint32(nb * p.keep),
+		uint32(r.nsub | r.ntab<<16 | r.first<<24),
 	} {
 		binary.LittleEndian.PutUint32(b[4*i:], v)
 	}
@@ -590,6 +653,15 @@ func (r *resident) searchParams(p plan, nb, round int) []byte {
 // round 0 only).
 var searchStages = []string{"rotate", "coarse", "probe", "score", "topk"}
 
+// stages are searchStages for the index's code: pq's tables after the
+// probe.
+func (r *resident) stages() []string {
+	if r.code == device.CodePQ {
+		return []string{"rotate", "coarse", "probe", "lut", "score", "topk"}
+	}
+	return searchStages
+}
+
 // record adds kernel stage of round to pass, for a batch of nb queries.
 func (r *resident) record(pass *wgpu.ComputePassEncoder, p plan, nb, round int, stage string) {
 	d := r.dev
@@ -598,6 +670,10 @@ func (r *resident) record(pass *wgpu.ComputePassEncoder, p plan, nb, round int, 
 	case "rotate", "probe", "topk":
 		if round == 0 || stage == "topk" {
 			dispatch(pass, pipe, r.bg[stage], nb)
+		}
+	case "lut":
+		if round == 0 {
+			dispatch(pass, pipe, r.bg[stage], nb*r.ntab)
 		}
 	case "coarse":
 		if round == 0 {
@@ -679,7 +755,7 @@ func (r *resident) batch(p plan, queries []float32, nb int, entries []int32, dis
 		if err := r.write(r.params, 0, r.searchParams(p, nb, round)); err != nil {
 			return err
 		}
-		if err := r.encode(p, nb, round, searchStages, round == p.rounds-1); err != nil {
+		if err := r.encode(p, nb, round, r.stages(), round == p.rounds-1); err != nil {
 			return err
 		}
 	}
@@ -720,7 +796,7 @@ func (r *resident) ProfileSearch(queries []float32, nq, nprobe, keep, reps int) 
 	nb := min(p.nb, nq)
 	st.Batch, st.Rounds = nb, p.rounds
 	queries = queries[:nb*r.dim]
-	names := append([]string{"upload"}, append(searchStages, "read")...)
+	names := append([]string{"upload"}, append(r.stages(), "read")...)
 	ms := make([][]float64, len(names))
 	var whole []float64
 	since := func(t0 time.Time) float64 { return float64(time.Since(t0).Nanoseconds()) / 1e6 }
@@ -756,12 +832,12 @@ func (r *resident) profileStages(p plan, queries []float32, nb int, ent []int32,
 		return err
 	}
 	add(0, since(t0))
-	sums := make([]float64, len(searchStages)+1)
+	sums := make([]float64, len(r.stages())+1)
 	for round := range p.rounds {
 		if err := r.write(r.params, 0, r.searchParams(p, nb, round)); err != nil {
 			return err
 		}
-		for i, stage := range searchStages {
+		for i, stage := range r.stages() {
 			t0 := time.Now()
 			if err := r.encode(p, nb, round, []string{stage}, false); err != nil {
 				return err
@@ -779,7 +855,7 @@ func (r *resident) profileStages(p plan, queries []float32, nb int, ent []int32,
 	if err := r.readResults(nb*p.keep, ent, dist); err != nil {
 		return err
 	}
-	sums[len(searchStages)] = since(t0)
+	sums[len(r.stages())] = since(t0)
 	for i, s := range sums {
 		add(i+1, s)
 	}

@@ -36,25 +36,43 @@ type Case struct {
 	Metric              index.Metric
 	IPCodes             bool
 	Queries             int
+	// Code is the entries' code: quant.KindPQ (Bits sets its subspaces,
+	// quant.PQSubspaces), quant.KindSQ8 (Bits 8), or the rotated code
+	// (zero or quant.KindRotated).
+	Code quant.Kind
 }
 
 // DefaultCases are the suite's indexes. Each has one list more than
 // Lists, whose anchor is far from every point: an empty list.
 var DefaultCases = []Case{
-	{"l2-d96-b4", 2001, 96, 24, 4, index.L2, false, 300},
-	{"l2-d100-b1", 1499, 100, 17, 1, index.L2, false, 97},
-	{"l2-d100-b2", 1499, 100, 17, 2, index.L2, false, 97},
-	{"l2-d768-b4", 777, 768, 9, 4, index.L2, false, 40},
-	{"l2-d40-b8", 900, 40, 33, 8, index.L2, false, 65},
-	{"cos-d64-b8", 1000, 64, 9, 8, index.Cosine, false, 64},
-	{"ip-d48-b4", 1000, 48, 10, 4, index.IP, false, 100},
-	{"ipcodes-d48-b1", 1000, 48, 10, 1, index.IP, true, 100},
-	{"ipcodes-d33-b4", 700, 33, 7, 4, index.IP, true, 50},
+	{"l2-d96-b4", 2001, 96, 24, 4, index.L2, false, 300, 0},
+	{"l2-d100-b1", 1499, 100, 17, 1, index.L2, false, 97, 0},
+	{"l2-d100-b2", 1499, 100, 17, 2, index.L2, false, 97, 0},
+	{"l2-d768-b4", 777, 768, 9, 4, index.L2, false, 40, 0},
+	{"l2-d40-b8", 900, 40, 33, 8, index.L2, false, 65, 0},
+	{"cos-d64-b8", 1000, 64, 9, 8, index.Cosine, false, 64, 0},
+	{"ip-d48-b4", 1000, 48, 10, 4, index.IP, false, 100, 0},
+	{"ipcodes-d48-b1", 1000, 48, 10, 1, index.IP, true, 100, 0},
+	{"ipcodes-d33-b4", 700, 33, 7, 4, index.IP, true, 50, 0},
+}
+
+// CodeCases are the suite's indexes of the pq and sq8 codes, which Parity
+// runs after DefaultCases: subspaces of equal and unequal widths, one
+// dimension wide and a word (4 bytes) not filled, entry counts that
+// straddle tiles, every metric.
+var CodeCases = []Case{
+	{Name: "pq-l2-d128-b4", N: 2001, Dim: 128, Lists: 24, Bits: 4, Metric: index.L2, Queries: 200, Code: quant.KindPQ},
+	{Name: "pq-cos-d100-b1", N: 1499, Dim: 100, Lists: 17, Bits: 1, Metric: index.Cosine, Queries: 97, Code: quant.KindPQ},
+	{Name: "pq-ipcodes-d48-b2", N: 1000, Dim: 48, Lists: 10, Bits: 2, Metric: index.IP, IPCodes: true, Queries: 100, Code: quant.KindPQ},
+	{Name: "pq-ip-d33-b8", N: 700, Dim: 33, Lists: 7, Bits: 8, Metric: index.IP, Queries: 50, Code: quant.KindPQ},
+	{Name: "sq8-l2-d96", N: 2001, Dim: 96, Lists: 24, Bits: 8, Metric: index.L2, Queries: 200, Code: quant.KindSQ8},
+	{Name: "sq8-cos-d33", N: 999, Dim: 33, Lists: 9, Bits: 8, Metric: index.Cosine, Queries: 64, Code: quant.KindSQ8},
+	{Name: "sq8-ip-d40", N: 900, Dim: 40, Lists: 33, Bits: 8, Metric: index.IP, Queries: 65, Code: quant.KindSQ8},
 }
 
 // Options tune the suite.
 type Options struct {
-	Cases []Case // DefaultCases when nil
+	Cases []Case // DefaultCases and CodeCases when nil
 }
 
 // rows is an in-memory index.Rows.
@@ -127,7 +145,11 @@ func Build(t testing.TB, dir string, c Case) Built {
 		}
 		assign[i] = int32(best)
 	}
-	meta := index.Meta{Code: uint32(quant.KindRotated), Bits: uint32(c.Bits), Metric: c.Metric, Seed: 7}
+	kind := c.Code
+	if kind == 0 {
+		kind = quant.KindRotated
+	}
+	meta := index.Meta{Code: uint32(kind), Bits: uint32(c.Bits), Metric: c.Metric, Seed: 7}
 	if c.IPCodes {
 		meta.Flags = index.FlagIPCodes
 	}
@@ -150,7 +172,7 @@ func Build(t testing.TB, dir string, c Case) Built {
 func Parity(t *testing.T, dev device.Searcher, opt Options) {
 	cases := opt.Cases
 	if cases == nil {
-		cases = DefaultCases
+		cases = append(slices.Clip(DefaultCases), CodeCases...)
 	}
 	dir := t.TempDir()
 	for _, c := range cases {

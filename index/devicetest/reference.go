@@ -106,6 +106,12 @@ func (r *refResident) SearchMasked(ctx context.Context, queries []float32, nq, n
 
 // search is Search over the entries allow allows (every entry when nil).
 func (r *refResident) search(ctx context.Context, queries []float32, nq, nprobe, keep int, allow []uint64, entries []int32, dists []float32) error {
+	if r.d.Code != device.CodeRotated {
+		if allow == nil {
+			return r.searchCodes(ctx, queries, nq, nprobe, keep, entries, dists)
+		}
+		return r.searchCodesMasked(ctx, queries, nq, nprobe, keep, allow, entries, dists)
+	}
 	d := r.d
 	D := d.Dim
 	rq := make([]float32, D)
@@ -186,6 +192,33 @@ func (r *refResident) search(ctx context.Context, queries []float32, nq, nprobe,
 			if j < len(found) {
 				entries[i*keep+j], dists[i*keep+j] = found[j].e, found[j].dist
 			}
+		}
+	}
+	return nil
+}
+
+// searchCodesMasked is searchCodes over the entries allow allows: every
+// candidate of the probed lists, the masked ones dropped, the keep best
+// kept.
+func (r *refResident) searchCodesMasked(ctx context.Context, queries []float32, nq, nprobe, keep int, allow []uint64, entries []int32, dists []float32) error {
+	all := max(keep, r.d.MaxCandidates(nprobe))
+	e, d := make([]int32, nq*all), make([]float32, nq*all)
+	if err := r.searchCodes(ctx, queries, nq, nprobe, all, e, d); err != nil {
+		return err
+	}
+	for i := range nq {
+		j := 0
+		for t, x := range e[i*all : (i+1)*all] {
+			if x < 0 || j == keep {
+				break
+			}
+			if allow[x/64]>>(x%64)&1 != 0 {
+				entries[i*keep+j], dists[i*keep+j] = x, d[i*all+t]
+				j++
+			}
+		}
+		for ; j < keep; j++ {
+			entries[i*keep+j], dists[i*keep+j] = -1, float32(math.Inf(1))
 		}
 	}
 	return nil

@@ -2,13 +2,15 @@ package devicetest_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vlc-embed/vlc/device"
-
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/index/devicetest"
+	"github.com/vlc-embed/vlc/quant"
 )
 
 // The plain-Go search of device.IndexData gives the CPU path's hits: the
@@ -96,5 +98,14 @@ func TestUnmaskedBeyondMaxKeep(t *testing.T) {
 		if !slices.Equal(got[i], want[i]) {
 			t.Errorf("query %d: %v, cpu %v", i, got[i], want[i])
 		}
+	}
+}
+
+// The flat code has no device search: OnDevice says so.
+func TestFlatNoSearch(t *testing.T) {
+	b := devicetest.Build(t, t.TempDir(), devicetest.Case{Name: "flat", N: 100, Dim: 8, Lists: 2, Bits: 32, Metric: index.L2, Queries: 1, Code: quant.KindFlat})
+	_, err := b.Index.OnDevice(devicetest.Reference())
+	if !errors.Is(err, device.ErrNoSearch) || !strings.Contains(err.Error(), "flat") {
+		t.Fatalf("OnDevice of a flat index: %v, want device.ErrNoSearch naming the code", err)
 	}
 }

@@ -46,6 +46,11 @@ const (
 // has one entry point, main.
 var SearchKernels = []string{"rotate", "coarse", "probe", "score", "topk"}
 
+// CodeKernels are the kernels the pq and sq8 codes use beside
+// SearchKernels (device.CodeData): pq's lookup tables, and the score of
+// each code in place of score.
+var CodeKernels = []string{"lut", "score_pq", "score_sq8"}
+
 // SearchConsts are the per-pipeline sizes of the search kernels.
 type SearchConsts struct {
 	DimLen  int // rotate: floats of workgroup memory for a query (>= Dim)
@@ -66,6 +71,10 @@ func (c SearchConsts) WorkgroupBytes(name string) int {
 		return sel
 	case "score":
 		return 4 * (c.QLen + 2*ScoreWG + 8)
+	case "score_pq":
+		return 4 * (ScoreWG + 4)
+	case "score_sq8":
+		return 4 * (2*c.QLen + ScoreWG + 4)
 	case "topk":
 		return sel + 8*c.SortLen
 	}
@@ -75,7 +84,7 @@ func (c SearchConsts) WorkgroupBytes(name string) int {
 // SearchSource returns the WGSL text of search kernel name with the
 // constants of c.
 func SearchSource(name string, c SearchConsts) (string, error) {
-	if !slices.Contains(SearchKernels, name) {
+	if !slices.Contains(SearchKernels, name) && !slices.Contains(CodeKernels, name) {
 		return "", fmt.Errorf("shaders: no search kernel %q", name)
 	}
 	body, err := files.ReadFile("search_" + name + ".wgsl")
@@ -103,6 +112,14 @@ func SearchSource(name string, c SearchConsts) (string, error) {
 			name string
 			v    int
 		}{"DLEN", c.DimLen})
+	case "score_sq8":
+		if c.QLen < 4 {
+			return "", fmt.Errorf("shaders: score_sq8 needs QLen >= 4, got %d", c.QLen)
+		}
+		consts = append(consts, struct {
+			name string
+			v    int
+		}{"QLEN", c.QLen})
 	case "score":
 		if c.Bits != 1 && c.Bits != 2 && c.Bits != 4 && c.Bits != 8 {
 			return "", fmt.Errorf("shaders: score needs Bits 1, 2, 4 or 8, got %d", c.Bits)

@@ -25,7 +25,7 @@ struct SP {
     qa_off: u32,    // coarse: qa of (i, a) at qa_off + i*lists + a, after the probe distances
     co_off: u32,    // probes: candidate offsets of query i at co_off + i*(nprobe+1), after the probed lists
     dist_off: u32,  // out: distances at dist_off + i*keep, after the entries
-    _pad: u32,
+    pq: u32,        // the pq code: subspaces | tables a query << 16 | the first table's kind << 24
 }
 
 // Part is one storage binding's worth of the index: entries e0 .. e1-1
@@ -61,4 +61,20 @@ fn unsortable(k: u32) -> f32 {
 // flat is the workgroup index of a grid folded into x and y.
 fn flat(wid: vec3<u32>, nw: vec3<u32>) -> u32 {
     return wid.x + wid.y * nw.x;
+}
+
+// rounded is x, rounded to float32 where it stands: z is zero at run time
+// (rounding_zero), which the compiler cannot know, so a product passed
+// through it is not fused into a multiply-add with the sum it joins
+// (NVIDIA's Vulkan compiler fuses them; one rounding in place of the
+// CPU's two moves the pq estimate, whose terms cancel, beyond float
+// rounding of the distance: device.CodeData).
+fn rounded(x: f32, z: u32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) | z);
+}
+
+// rounding_zero is rounded's z: the top bit of SP.pq, always clear (the
+// first table's kind is 0 or 1).
+fn rounding_zero() -> u32 {
+    return P.pq >> 31u;
 }

@@ -1,6 +1,7 @@
 package shaders
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,7 +39,7 @@ func TestSource(t *testing.T) {
 // the Go side writes.
 func TestSearchSource(t *testing.T) {
 	c := SearchConsts{DimLen: 128, Bits: 4, QLen: 128, SortLen: 256}
-	for _, k := range SearchKernels {
+	for _, k := range append(slices.Clip(SearchKernels), CodeKernels...) {
 		src, err := SearchSource(k, c)
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +50,7 @@ func TestSearchSource(t *testing.T) {
 		if (k == "probe" || k == "topk") != strings.Contains(src, "fn threshold(") {
 			t.Errorf("%s: the selection is included where it should not be, or missing", k)
 		}
-		if c.WorkgroupBytes(k) <= 0 || c.WorkgroupBytes(k) > 16384 {
+		if (k != "lut" && c.WorkgroupBytes(k) <= 0) || c.WorkgroupBytes(k) > 16384 {
 			t.Errorf("%s: %d bytes of workgroup memory at %+v", k, c.WorkgroupBytes(k), c)
 		}
 	}
