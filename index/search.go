@@ -132,6 +132,12 @@ func (ix *Index) check(q []float32, opt SearchOptions) (k, keep int, err error) 
 // has no direction; ErrZeroVector). A query that is tiny but not zero is
 // taken under cosine: load normalises it.
 func (ix *Index) checkQuery(q []float32) error {
+	// One SIMD pass answers for the usual query: a finite, normal squared
+	// length means every value is finite and one is not 0. The loop below
+	// names the value that is not, or tells an overflow from a NaN.
+	if s := vec.Dot(q, q); s >= 0x1p-126 && s <= math.MaxFloat32 {
+		return nil
+	}
 	zero := true
 	for j, v := range q {
 		if !finite(v) {
