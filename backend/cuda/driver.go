@@ -46,6 +46,10 @@ type driver struct {
 	// cuTensorMapEncodeTiled (CUDA 12.0 and later) is optional: without it
 	// the tma assign variant is not offered.
 	cuTensorMapEncodeTiled uintptr
+	// Graphs (search replays a small batch's launches as one): optional,
+	// all or none.
+	cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate, cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy, cuStreamSynchronize uintptr
+	graphs                                                                                                                               bool
 }
 
 var (
@@ -111,6 +115,23 @@ func loadDriver() (*driver, error) {
 		}
 		if p, err := purego.Dlsym(lib, "cuTensorMapEncodeTiled"); err == nil {
 			d.cuTensorMapEncodeTiled = p
+		}
+		d.graphs = true
+		for _, s := range []struct {
+			p    *uintptr
+			name string
+		}{
+			{&d.cuStreamBeginCapture, "cuStreamBeginCapture_v2"},
+			{&d.cuStreamEndCapture, "cuStreamEndCapture"},
+			{&d.cuGraphInstantiate, "cuGraphInstantiateWithFlags"},
+			{&d.cuGraphLaunch, "cuGraphLaunch"},
+			{&d.cuGraphExecDestroy, "cuGraphExecDestroy"},
+			{&d.cuGraphDestroy, "cuGraphDestroy"},
+			{&d.cuStreamSynchronize, "cuStreamSynchronize"},
+		} {
+			p, err := purego.Dlsym(lib, s.name)
+			d.graphs = d.graphs && err == nil
+			*s.p = p
 		}
 		if err := d.call("cuInit", d.cuInit, 0); err != nil {
 			drvErr = fmt.Errorf("no CUDA driver: %w", err)

@@ -411,6 +411,8 @@ __device__ __forceinline__ void levels(unsigned x, float* f) {
 }
 
 #define GQ 8
+#define TSAMPLE 1024  // vlc_s_topk's sample of a query's keys
+#define TCAND 1536    // the most keys at or below its threshold it selects from
 #define INF __int_as_float(0x7f800000)
 
 // allowed is 1 when entry e may be returned (allow null: every entry).
@@ -1037,7 +1039,43 @@ extern "C" __global__ void vlc_s_topk(const float* __restrict__ cand, int cap, c
         }
         __syncthreads();
         auto key = [&](int i) { return keys[i]; };
-        take_smallest(key, tie, n, keep, [&](int at, int i) { sel[at] = ((unsigned long long)keys[i] << 32) | entry(i); }, lo, hi, true);
+        // A threshold from a sample: the key of rank r among up to TSAMPLE
+        // evenly spaced keys, r such that about twice keep keys (plus a
+        // margin) lie at or below it. When at least keep and at most
+        // TCAND do, the keep smallest are among them, ties included, and
+        // the select runs over those few; else over every key.
+        __shared__ unsigned samp[TSAMPLE];
+        __shared__ int cidx[TCAND], s_cnt;
+        int ns = min(n, TSAMPLE), stride = n / ns;
+        int r = min(ns, (int)(((long long)keep * ns + n - 1) / n) * 2 + 8);
+        bool few = false;
+        if (keep * 4 < n && r < ns) {
+            for (int i = threadIdx.x; i < ns; i += SBLOCK) samp[i] = keys[i * stride];
+            if (threadIdx.x == 0) s_cnt = 0;
+            __syncthreads();
+            int ties;
+            unsigned t = select_key([&](int i) { return samp[i]; }, ns, r, &ties);
+            for (int base = 0; base < n; base += SBLOCK) {
+                int i = base + threadIdx.x;
+                bool in = i < n && keys[i] <= t;
+                unsigned ball = __ballot_sync(FULL, in);
+                int first = 0;
+                if ((threadIdx.x & 31) == 0 && ball) first = atomicAdd(&s_cnt, __popc(ball));
+                first = __shfl_sync(FULL, first, 0);
+                int at = first + __popc(ball & ((1u << (threadIdx.x & 31)) - 1));
+                if (in && at < TCAND) cidx[at] = i;
+            }
+            __syncthreads();
+            few = s_cnt >= keep && s_cnt <= TCAND;
+        }
+        if (few) {
+            int c = s_cnt;
+            __syncthreads();
+            take_smallest([&](int j) { return keys[cidx[j]]; }, [&](int j) { return entry(cidx[j]); }, c, keep,
+                          [&](int at, int j) { sel[at] = ((unsigned long long)keys[cidx[j]] << 32) | entry(cidx[j]); });
+        } else {
+            take_smallest(key, tie, n, keep, [&](int at, int i) { sel[at] = ((unsigned long long)keys[i] << 32) | entry(i); }, lo, hi, true);
+        }
     } else {
         __syncthreads();
         auto key = [&](int i) { return okey(c[i]); };

@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
@@ -42,7 +43,7 @@ const (
 	batchShare  = 2                   // a batch may take 1/batchShare of free memory
 	searchMaxD  = (maxSmem - 256) / 4 // a query held in shared memory as float32 (rotate's static memory aside)
 	scanStatic  = 1024                // room left for the scan's static shared memory
-	topkStatic  = 40 << 10            // vlc_s_topk's static shared memory (36.1 KiB), rounded up
+	topkStatic  = 52 << 10            // vlc_s_topk's static shared memory (about 46 KiB), rounded up
 )
 
 var _ device.Searcher = (*Device)(nil)
@@ -146,6 +147,14 @@ type resident struct {
 	times  [9]float64  // len(searchSteps)
 	passes int
 	copies [2]time.Duration // the host's wall time copying queries up and results down
+
+	// A batch of up to fewQueries (one query, above all) replays its
+	// launches as one CUDA graph on stream, captured the first time for
+	// each (nq, nprobe, keep, masked): five launches cost more than the
+	// kernels. The graphs hold the batch buffers' addresses, so they go
+	// when those do.
+	stream uintptr
+	graphs map[[4]int]uintptr
 
 	mu     sync.Mutex
 	closed bool
@@ -320,7 +329,16 @@ func (r *resident) free() {
 // of the residuals' two float16 halves, kp + 8 values a row.
 func (r *resident) mmaSmem() int { return 2 * mmaTile * (r.kp + 8) * 2 }
 
+// dropGraphs destroys the captured graphs (on the worker).
+func (r *resident) dropGraphs() {
+	for k, g := range r.graphs {
+		r.d.drv.call("cuGraphExecDestroy", r.d.drv.cuGraphExecDestroy, g)
+		delete(r.graphs, k)
+	}
+}
+
 func (r *resident) freeBatch() {
+	r.dropGraphs()
 	for _, p := range []*uint64{&r.q, &r.rq, &r.qq, &r.dots, &r.probe, &r.coff, &r.cnt, &r.cursor, &r.order, &r.tiles, &r.ntiles, &r.cand, &r.out, &r.rqh, &r.rql, &r.qinv} {
 		r.d.free(*p)
 		*p = 0
@@ -358,6 +376,10 @@ func (r *resident) Close() error {
 			}
 		}
 		r.free()
+		if r.stream != 0 {
+			r.d.destroyStream(r.stream)
+			r.stream = 0
+		}
 		return nil
 	})
 }
@@ -508,6 +530,7 @@ func (r *resident) upAllow(allow []uint64) error {
 		allow = []uint64{0}
 	}
 	if len(allow) > r.allowWords {
+		r.dropGraphs() // they hold the old mask's address
 		r.d.free(r.allow)
 		r.fixed -= 8 * int64(r.allowWords)
 		r.allow, r.allowWords = 0, 0
@@ -587,29 +610,39 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, masked boo
 		scan,
 		{"vlc_s_topk", nq, 1, 4 * cached, []uint64{r.cand, i32(cap), r.coff, r.probe, r.offs, i32(nprobe), i32(keep), i32(cached), r.out, r.out + uint64(nq*keep*4)}},
 	}
-	if err := r.record(0); err != nil {
-		return err
-	}
-	if ordered {
-		if err := d.memset8(r.cnt, 0, int64(x.Lists)*4); err != nil {
-			return err
-		}
-	}
-	for i, s := range steps {
+	var live []step // the steps this pass launches
+	for _, s := range steps {
 		if (!ordered && (s.name == "vlc_s_starts" || s.name == "vlc_s_order")) || (!useMMA && s.name == "vlc_s_tiles") {
-			if err := r.record(i + 1); err != nil {
-				return err
-			}
-			continue
+			s.name = "" // skipped (timed as nothing)
 		}
 		if s.smem > maxSmem && ((s.name != r.scan && s.name != r.mma && s.name != "vlc_s_topk") || s.smem > max(d.scanSmem(), d.topkSmem())) {
 			return fmt.Errorf("cuda: %s needs %d bytes of shared memory", s.name, s.smem)
 		}
-		if err := r.record(i + 1); err != nil {
+		live = append(live, s)
+	}
+	if nq <= fewQueries && !ordered && !r.timing && d.drv.graphs && os.Getenv("VLC_CUDA_SEARCH_GRAPH") != "0" {
+		if err := r.replay([4]int{nq, nprobe, keep, int(b32(masked))}, live); err != nil {
 			return err
 		}
-		if err := d.launch(s.name, s.gx, s.gy, searchBlock, s.smem, s.args...); err != nil {
+	} else {
+		if err := r.record(0); err != nil {
 			return err
+		}
+		if ordered {
+			if err := d.memset8(r.cnt, 0, int64(x.Lists)*4); err != nil {
+				return err
+			}
+		}
+		for i, s := range live {
+			if err := r.record(i + 1); err != nil {
+				return err
+			}
+			if s.name == "" {
+				continue
+			}
+			if err := d.launch(s.name, s.gx, s.gy, searchBlock, s.smem, s.args...); err != nil {
+				return err
+			}
 		}
 	}
 	if err := r.record(len(steps) + 1); err != nil {
@@ -631,6 +664,53 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, masked boo
 		}
 	}
 	return nil
+}
+
+// replay launches steps as the graph captured for key, capturing it on
+// the first call, and waits for it (on the worker).
+func (r *resident) replay(key [4]int, steps []step) error {
+	d, dr := r.d, r.d.drv
+	if r.stream == 0 {
+		st, err := d.newStream()
+		if err != nil {
+			return err
+		}
+		r.stream = st
+	}
+	if r.graphs == nil {
+		r.graphs = map[[4]int]uintptr{}
+	}
+	exec, ok := r.graphs[key]
+	if !ok {
+		const relaxed = 2 // CU_STREAM_CAPTURE_MODE_RELAXED
+		if err := dr.call("cuStreamBeginCapture", dr.cuStreamBeginCapture, r.stream, relaxed); err != nil {
+			return err
+		}
+		var lerr error
+		for _, s := range steps {
+			if s.name != "" && lerr == nil {
+				lerr = d.launchOn(r.stream, s.name, s.gx, s.gy, searchBlock, s.smem, s.args...)
+			}
+		}
+		var g uintptr
+		err := dr.call("cuStreamEndCapture", dr.cuStreamEndCapture, r.stream, uintptr(unsafe.Pointer(&g)))
+		if lerr != nil || err != nil {
+			if g != 0 {
+				dr.call("cuGraphDestroy", dr.cuGraphDestroy, g)
+			}
+			return cmp.Or(lerr, err)
+		}
+		err = dr.call("cuGraphInstantiate", dr.cuGraphInstantiate, uintptr(unsafe.Pointer(&exec)), g, 0)
+		dr.call("cuGraphDestroy", dr.cuGraphDestroy, g)
+		if err != nil {
+			return err
+		}
+		r.graphs[key] = exec
+	}
+	if err := dr.call("cuGraphLaunch", dr.cuGraphLaunch, exec, r.stream); err != nil {
+		return err
+	}
+	return dr.call("cuStreamSynchronize", dr.cuStreamSynchronize, r.stream)
 }
 
 // record records event i when timing (on the worker).
