@@ -63,6 +63,16 @@ type MaskedResident interface {
 	SearchMasked(ctx context.Context, queries []float32, nq, nprobe, keep int, allow []uint64, entries []int32, dists []float32) error
 }
 
+// HostBuffers is a Resident whose searches copy queries up faster from
+// host memory it hands out (page-locked on a GPU: the copy goes straight
+// from it, without a pass through a staging buffer). The index prepares
+// a batch's queries there.
+type HostBuffers interface {
+	// HostBuffer returns n float32 of such memory, and the function that
+	// gives it back once the search that read it has returned.
+	HostBuffer(n int) (buf []float32, release func(), err error)
+}
+
 // MaxKeep is the most candidates a device search keeps per query (K,
 // times RerankFactor when re-ranking): its final selection sorts them in
 // one block's shared memory.

@@ -149,6 +149,7 @@ func (p partsOnDevice) pipeline(ctx context.Context, st *deviceSearch, chunks []
 			select {
 			case prepared <- c:
 			case <-ctx.Done():
+				c.release()
 				return
 			}
 		}
@@ -156,20 +157,22 @@ func (p partsOnDevice) pipeline(ctx context.Context, st *deviceSearch, chunks []
 	go func() {
 		defer wg.Done()
 		for c := range searched {
-			if ctx.Err() != nil {
-				continue
+			if ctx.Err() == nil {
+				if err := p.finishChunk(ctx, st, c, nprobe, readOn); err != nil {
+					cancel(err)
+				}
 			}
-			if err := p.finishChunk(ctx, st, c, nprobe, readOn); err != nil {
-				cancel(err)
-			}
+			c.release()
 		}
 	}()
 	for c := range prepared {
 		if ctx.Err() != nil {
+			c.release()
 			continue
 		}
 		if err := p.onDevices(ctx, st, c, nprobe); err != nil {
 			cancel(err)
+			c.release()
 			continue
 		}
 		searched <- c
@@ -251,8 +254,12 @@ func countBits(m []uint64, lo, hi int) int {
 // checked.
 func (p partsOnDevice) searchChunk(ctx context.Context, st *deviceSearch, which []int, nprobe int, search, readOn bool) error {
 	c, err := p.prepare(ctx, st, which)
-	if err != nil || !search {
+	if err != nil {
 		return err
+	}
+	defer c.release()
+	if !search {
+		return nil
 	}
 	if err := p.onDevices(ctx, st, c, nprobe); err != nil {
 		return err
@@ -269,13 +276,14 @@ type chunk struct {
 	entries [][]int32   // per part on a device
 	dists   [][]float32 // per part on a device
 	onCPU   []bool      // the queries a device could not complete
+	release func()      // gives qs back to the device that lent it
 }
 
 // prepare checks and prepares the queries which names, on all cores.
 func (p partsOnDevice) prepare(ctx context.Context, st *deviceSearch, which []int) (*chunk, error) {
 	ix, opt := p.parts[0], st.opt
 	nq, d := len(which), ix.d
-	qs := make([]float32, nq*d)
+	qs, release := p.queryBuffer(nq * d)
 	scales := make([]float64, nq)
 	var errs firstError
 	par.For(nq, 64, func(a, b int) {
@@ -296,9 +304,28 @@ func (p partsOnDevice) prepare(ctx context.Context, st *deviceSearch, which []in
 		})
 	})
 	if err := errs.get(); err != nil {
+		release()
 		return nil, err
 	}
-	return &chunk{which: which, qs: qs, scales: scales}, nil
+	return &chunk{which: which, qs: qs, scales: scales, release: release}, nil
+}
+
+// queryBuffer is where a chunk's prepared queries go: memory the first
+// part's device lends (device.HostBuffers: page-locked on a GPU, copied up
+// without a staging pass), else the heap.
+func (p partsOnDevice) queryBuffer(n int) ([]float32, func()) {
+	for _, d := range p.devs {
+		if d == nil {
+			continue
+		}
+		if hb, ok := d.res.(device.HostBuffers); ok {
+			if buf, release, err := hb.HostBuffer(n); err == nil {
+				return buf, release
+			}
+		}
+		break
+	}
+	return make([]float32, n), func() {}
 }
 
 // onDevices searches a prepared chunk on each part's device; onCPU

@@ -48,6 +48,10 @@ type Device struct {
 	// stage is page-locked host memory for large copies, up (in two
 	// halves) and back (on the worker; allocated on first use).
 	stage []byte
+	// pinned is page-locked host memory handed out for queries
+	// (HostBuffer, search.go), kept for reuse; under pinMu.
+	pinMu  sync.Mutex
+	pinned []*pinnedBuf
 	// encodePerSM is the number of encoding threads per SM
 	// (VLC_CUDA_ENCODE_THREADS, default encodeThreads).
 	encodePerSM int
@@ -398,6 +402,12 @@ func (d *Device) Close() error {
 			d.drv.call("cuMemFreeHost", d.drv.cuMemFreeHost, uintptr(unsafe.Pointer(&d.stage[0])))
 			d.stage = nil
 		}
+		d.pinMu.Lock()
+		for _, b := range d.pinned {
+			d.drv.call("cuMemFreeHost", d.drv.cuMemFreeHost, uintptr(unsafe.Pointer(&b.buf[0])))
+		}
+		d.pinned = nil
+		d.pinMu.Unlock()
 		d.unload()
 		return nil
 	})

@@ -756,10 +756,91 @@ type step struct {
 	args         []uint64
 }
 
-// upQueries copies the queries to the device, through the page-locked
-// staging buffer when they fit it.
+// pinnedBuf is page-locked host memory for a batch's queries.
+type pinnedBuf struct {
+	buf   []float32
+	inUse bool
+}
+
+// HostBuffer hands out n float32 of page-locked memory for queries
+// (device.HostBuffers): a free one of the Device's large enough, or a new
+// one. Searches read queries in such memory without the staging copy.
+func (r *resident) HostBuffer(n int) ([]float32, func(), error) {
+	d := r.d
+	n = max(n, 1)
+	release := func(b *pinnedBuf) func() {
+		return func() {
+			d.pinMu.Lock()
+			b.inUse = false
+			d.pinMu.Unlock()
+		}
+	}
+	d.pinMu.Lock()
+	var b *pinnedBuf
+	for _, p := range d.pinned {
+		if !p.inUse && len(p.buf) >= n && (b == nil || len(p.buf) < len(b.buf)) {
+			b = p
+		}
+	}
+	full := len(d.pinned) >= maxPinned
+	if b != nil {
+		b.inUse = true
+	}
+	d.pinMu.Unlock()
+	if b != nil {
+		return b.buf[:n], release(b), nil
+	}
+	if full {
+		return make([]float32, n), func() {}, nil // plain memory: still right, copied through the stage
+	}
+	// Allocated on the worker, without pinMu: the worker takes it in
+	// upQueries.
+	var p unsafe.Pointer
+	err := d.run(func() error {
+		return d.drv.call("cuMemAllocHost", d.drv.cuMemAllocHost, uintptr(unsafe.Pointer(&p)), uintptr(4*n))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	b = &pinnedBuf{buf: unsafe.Slice((*float32)(p), n), inUse: true}
+	d.pinMu.Lock()
+	d.pinned = append(d.pinned, b)
+	d.pinMu.Unlock()
+	return b.buf[:n], release(b), nil
+}
+
+// maxPinned bounds the page-locked query buffers a Device keeps: a
+// pipelined batch holds three (one chunk prepared, one searched, one
+// finished) a part.
+const maxPinned = 8
+
+// isPinned reports whether x lies in a buffer HostBuffer handed out.
+func (d *Device) isPinned(x []float32) bool {
+	if len(x) == 0 {
+		return false
+	}
+	p := uintptr(unsafe.Pointer(&x[0]))
+	d.pinMu.Lock()
+	defer d.pinMu.Unlock()
+	for _, b := range d.pinned {
+		lo := uintptr(unsafe.Pointer(&b.buf[0]))
+		if p >= lo && p+4*uintptr(len(x)) <= lo+4*uintptr(len(b.buf)) {
+			return true
+		}
+	}
+	return false
+}
+
+var _ device.HostBuffers = (*resident)(nil)
+
+// upQueries copies the queries to the device: straight from page-locked
+// memory HostBuffer gave, else through the staging buffer when they fit
+// it.
 func (r *resident) upQueries(queries []float32, bytes int64) error {
 	d := r.d
+	if d.isPinned(queries) {
+		return d.htod(r.q, unsafe.Pointer(&queries[0]), bytes)
+	}
 	stage, err := d.staging()
 	if err != nil {
 		return err

@@ -6,8 +6,11 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 )
 
@@ -71,4 +74,56 @@ func (b badRow) Row(i int, dst []float32) []float32 {
 		dst[0] = float32(math.NaN())
 	}
 	return dst
+}
+
+// lending is the reference with resident memory lent for queries
+// (device.HostBuffers), counting what is out.
+type lending struct{ out *atomic.Int64 }
+
+type lendingResident struct {
+	device.MaskedResident
+	out *atomic.Int64
+}
+
+func (l lending) UploadIndex(d *device.IndexData) (device.Resident, error) {
+	r, err := Reference().UploadIndex(d)
+	if err != nil {
+		return nil, err
+	}
+	return lendingResident{r.(device.MaskedResident), l.out}, nil
+}
+
+func (r lendingResident) HostBuffer(n int) ([]float32, func(), error) {
+	r.out.Add(1)
+	var once sync.Once
+	return make([]float32, n), func() { once.Do(func() { r.out.Add(-1) }) }, nil
+}
+
+// Memory a device lends for queries is given back after every batch:
+// pipelined or not, filtered, and failed.
+func TestHostBuffersReturned(t *testing.T) {
+	b := Build(t, t.TempDir(), Case{Name: "lend", N: 600, Dim: 16, Lists: 8, Bits: 4, Metric: index.L2, Queries: 5000})
+	var out atomic.Int64
+	di, err := b.Index.OnDevice(lending{&out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer di.Close()
+	ctx := context.Background()
+	for _, q := range []index.Rows{b.Queries, part{b.Queries, 0, 100}} {
+		for _, opt := range []index.SearchOptions{{K: 10, NProbe: 2}, {K: 5, NProbe: 1, Filter: NewFilter(b.Index.Len(), 0.05, false)}} {
+			if _, err := di.SearchBatch(ctx, q, opt); err != nil {
+				t.Fatal(err)
+			}
+			if n := out.Load(); n != 0 {
+				t.Fatalf("%d buffers out after a batch of %d", n, q.Len())
+			}
+		}
+	}
+	if _, err := di.SearchBatch(ctx, badRow{b.Queries, 4500}, index.SearchOptions{K: 10, NProbe: 2}); err == nil {
+		t.Fatal("a NaN query: no error")
+	}
+	if n := out.Load(); n != 0 {
+		t.Fatalf("%d buffers out after a failed batch", n)
+	}
 }
