@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/bits"
+	"os"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -92,8 +93,8 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 	}
 	n := queries.Len()
 	size := deviceChunk
-	if n >= 2*pipelineChunk && !none {
-		size = max(pipelineChunk, (n+pipelineParts-1)/pipelineParts)
+	if minChunk, parts := pipelineShape(); n >= 2*minChunk && !none {
+		size = max(minChunk, (n+parts-1)/parts)
 	}
 	var chunks [][]int
 	for lo := 0; lo < n; lo += size {
@@ -126,6 +127,17 @@ const (
 	pipelineChunk = 2048
 	pipelineParts = 4
 )
+
+// pipelineShape is pipelineChunk and pipelineParts, or what
+// VLC_DEVICE_PIPELINE ("CHUNK,PARTS", for measurements) sets instead.
+func pipelineShape() (minChunk, parts int) {
+	if v := os.Getenv("VLC_DEVICE_PIPELINE"); v != "" {
+		if _, err := fmt.Sscanf(v, "%d,%d", &minChunk, &parts); err == nil && minChunk > 0 && parts > 0 {
+			return minChunk, parts
+		}
+	}
+	return pipelineChunk, pipelineParts
+}
 
 // pipeline searches the chunks in three stages that overlap: prepare
 // (one goroutine), the devices (this one, a chunk at a time: their

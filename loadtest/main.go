@@ -54,6 +54,7 @@ func run() error {
 	batch := flag.Int("batch", 100, "queries a request in the batch attack")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the attacks (server and load generator: one process) to `file`")
 	only := flag.String("only", "", "run only the attacks whose name holds this text")
+	backend := flag.String("backend", "cpu", "where the server and the in-process search run: cpu, or a GPU backend (cuda, webgpu, auto) holding the index")
 	f32 := flag.Bool("f32", false, "send batches as vectors_f32 (base64 float32) rather than JSON numbers")
 	flag.Parse()
 	if *indexPath == "" || *queryPath == "" {
@@ -69,11 +70,17 @@ func run() error {
 	if err := copyFile(*indexPath, served); err != nil {
 		return err
 	}
-	ix, err := vlc.Open(served)
+	sd, err := vlc.OpenSearchDevice(*backend, "")
+	if err != nil {
+		return err
+	}
+	defer sd.Close()
+	ix, err := vlc.OpenWith(served, vlc.OpenOptions{Device: sd.Searcher})
 	if err != nil {
 		return err
 	}
 	defer ix.Close()
+	fmt.Printf("searching on %s\n", sd.Name)
 	qm, err := vecfile.Open(*queryPath, vecfile.Options{Dim: ix.Dim()})
 	if err != nil {
 		return err

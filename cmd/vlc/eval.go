@@ -71,7 +71,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		ix       *index.Index // nil for a store
 		di       *index.DeviceIndex
 	)
-	if sf.backend == "cpu" {
+	{
 		se, err := openStoreEval(pos[0], &sf, *gtPath, *basePath)
 		if err != nil {
 			return err
@@ -146,6 +146,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if ss, ok := searcher.(*storeSearcher); ok {
 		fmt.Fprintf(stdout, "store            %d live vectors in %d segment(s), %d deleted rows not compacted\n", ss.info.Rows, len(ss.info.Segments), ss.info.Deleted)
+		if in, err := ss.st.DeviceInfo(); err == nil && in.OnDevice > 0 {
+			fmt.Fprintf(stdout, "device memory    %.1f MiB held, %d of %d segment(s) on the device\n", float64(in.Bytes)/(1<<20), in.OnDevice, in.Segments)
+		}
 	}
 	fmt.Fprintf(stdout, "bytes/vector     %.1f\n", res.BytesPerVector)
 	fmt.Fprintf(stdout, "size ratio       %.3f of float16\n", res.SizeRatio)

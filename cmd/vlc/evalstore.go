@@ -108,8 +108,15 @@ func openStoreEval(path string, sf *searchFlags, gtPath, basePath string) (_ *st
 		}
 		return nil, nil // an index file, or an error the file path reports
 	}
-	st, err := vlc.Open(path)
+	// With -backend, the store's segments are searched on the device
+	// (vlc.OpenOptions.Device), as a Go program or vlc serve would.
+	sd, err := vlc.OpenSearchDevice(sf.backend, sf.devices)
 	if err != nil {
+		return nil, err
+	}
+	st, err := vlc.OpenWith(path, vlc.OpenOptions{Manual: true, Device: sd.Searcher})
+	if err != nil {
+		sd.Close()
 		return nil, nil
 	}
 	e := &storeEval{s: &storeSearcher{st: st}}
@@ -121,6 +128,7 @@ func openStoreEval(path string, sf *searchFlags, gtPath, basePath string) (_ *st
 			e.q.Close()
 		}
 		st.Close()
+		sd.Close()
 	}
 	defer func() {
 		if err != nil || e.s == nil {
