@@ -245,6 +245,21 @@ func (r *splitResident) Close() error {
 	return errors.Join(errs...)
 }
 
+// HostBuffer lends the first share's host memory for queries when its
+// device lends any (HostBuffers): that device copies them up without a
+// staging pass, the others as from any memory.
+func (r *splitResident) HostBuffer(n int) ([]float32, func(), error) {
+	for _, s := range r.shares {
+		if hb, ok := s.res.(HostBuffers); ok {
+			return hb.HostBuffer(n)
+		}
+		break
+	}
+	return make([]float32, n), func() {}, nil
+}
+
+var _ HostBuffers = (*splitResident)(nil)
+
 func (r *splitResident) Search(ctx context.Context, queries []float32, nq, nprobe, keep int, entries []int32, dists []float32) error {
 	return r.search(ctx, nq, keep, entries, dists, func(ctx context.Context, s *share, e []int32, d []float32) error {
 		return s.res.Search(ctx, queries, nq, nprobe, keep, e, d)
