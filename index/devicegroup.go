@@ -118,14 +118,17 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 // A batch of at least 2*pipelineChunk queries goes in pipelineParts
 // chunks (of at least pipelineChunk), so that while the device searches
 // one the host prepares the next and finishes the last: the device then
-// waits on the host only at the ends.
+// waits on the host only at the ends. Fewer parts leave the host's ends
+// longer; more make the device's passes smaller, and its scan shares
+// each list among fewer queries.
 //
-// Measured on an H200 (1M x 768, 4 bits, 4,096 lists, nprobe 64, vlc eval
-// -batch 10000 -min-time 2s, one call): 448K QPS in one chunk, 635K in 2,
-// 677K in 3, 691K in 4.
+// Measured (1M x 768, 4 bits, 4,096 lists, nprobe 64, vlc eval -batch
+// 10000 -min-time 2s, NVIDIA H200, one call of 2026-11-27): 952K QPS in
+// 4 chunks, 997K in 3; an earlier call, before the queries were prepared
+// in page-locked memory: 448K in 1, 635K in 2, 677K in 3, 691K in 4.
 const (
 	pipelineChunk = 2048
-	pipelineParts = 4
+	pipelineParts = 3
 )
 
 // pipelineShape is pipelineChunk and pipelineParts, or what
