@@ -398,44 +398,66 @@ func (ix *Index) maxCandidates(nprobe int) int {
 	return total
 }
 
-// CodeReads is the mean bytes of codes a search over nprobe lists reads
-// for each of queries (every query when most is 0 or more than their
-// number, else most spread evenly over them): the entries of the lists
-// the query probes, as Search chooses them, times the bytes of an
-// entry's code. It is what a device scan reads per query, before any
-// sharing of lists between the queries of a batch.
-func (ix *Index) CodeReads(queries Rows, nprobe, most int) (perQuery float64, err error) {
+// CodeReads is what searches over nprobe lists read of an index's codes
+// (Index.CodeReads).
+type CodeReads struct {
+	// PerQuery is the mean bytes a query reads alone: the entries of the
+	// lists it probes, as Search chooses them, times an entry's code
+	// bytes.
+	PerQuery float64
+	// PerBatch is the bytes a batch reads when its queries share each
+	// list they probe (as the device's batch scan does): every list that
+	// Followed of the queries probe, once.
+	PerBatch float64
+	Followed int
+}
+
+// CodeReads follows the probes of queries (every one when most is 0 or
+// more than their number, else most spread evenly over them): the mean
+// bytes of codes a query reads alone, and the bytes of the lists that
+// the first batch of the followed queries probe between them, each once.
+func (ix *Index) CodeReads(queries Rows, nprobe, most, batch int) (CodeReads, error) {
 	if queries.Dim() != ix.d {
-		return 0, fmt.Errorf("%w: queries have dimension %d, the index %d", ErrDim, queries.Dim(), ix.d)
+		return CodeReads{}, fmt.Errorf("%w: queries have dimension %d, the index %d", ErrDim, queries.Dim(), ix.d)
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.file == nil {
-		return 0, ErrClosed
+		return CodeReads{}, ErrClosed
 	}
 	n := queries.Len()
 	if n == 0 {
-		return 0, nil
+		return CodeReads{}, nil
 	}
 	if most <= 0 || most > n {
 		most = n
 	}
+	if batch <= 0 || batch > most {
+		batch = most
+	}
 	s := ix.getScratch()
 	defer ix.pool.Put(s)
 	nprobe = ix.EffectiveNProbe(nprobe)
-	var entries float64
+	var entries, shared float64
+	seen := make([]bool, ix.m)
 	for j := range most {
 		i := j * n / most
 		q := queries.Row(i, s.row)
 		if err := ix.checkQuery(q); err != nil {
-			return 0, fmt.Errorf("query %d: %w", i, err)
+			return CodeReads{}, fmt.Errorf("query %d: %w", i, err)
 		}
 		ix.load(s, q)
 		ix.panels.Dots1(s.q, s.dots)
 		ix.probeLists(s, nprobe)
 		for _, p := range s.probe {
-			entries += float64(ix.lists[p.ID+1] - ix.lists[p.ID])
+			size := float64(ix.lists[p.ID+1] - ix.lists[p.ID])
+			entries += size
+			if j < batch && !seen[p.ID] {
+				seen[p.ID] = true
+				shared += size
+			}
 		}
 	}
-	return entries / float64(most) * float64(ix.code.CodeBytes()), nil
+	cb := float64(ix.code.CodeBytes())
+	return CodeReads{PerQuery: entries / float64(most) * cb, PerBatch: shared * cb, Followed: batch}, nil
 }

@@ -135,11 +135,15 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "latency          p50 %.3f ms, p99 %.3f ms (one query at a time)\n", res.LatencyP50, res.LatencyP99)
 	}
 	if ix != nil {
-		per, err := ix.CodeReads(q, res.NProbe, codeReadSample)
+		bs := *batch
+		if bs <= 0 || bs > q.Len() {
+			bs = q.Len()
+		}
+		cr, err := ix.CodeReads(q, res.NProbe, codeReadSample, bs)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, codeReadLines(per, res.QPS, min(q.Len(), codeReadSample), sf.device))
+		fmt.Fprintln(stdout, codeReadLines(cr, bs, res.QPS, min(q.Len(), codeReadSample), sf.device))
 	}
 	if di != nil {
 		fmt.Fprintf(stdout, "device memory    %.1f MiB held (the index file is %.1f MiB)\n", float64(di.DeviceBytes())/(1<<20), float64(ix.Size())/(1<<20))
@@ -159,15 +163,20 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 const codeReadSample = 1000
 
 // codeReadLines are eval's lines on memory traffic: the bytes of codes a
-// query reads (perQuery, measured on sampled queries' probes), and that
-// rate at qps against the peak bandwidth of the GPU card names
-// (device.MemoryBandwidth; "n/a" on the CPU and for a card not known).
-func codeReadLines(perQuery, qps float64, sampled int, card string) string {
-	rate := perQuery * qps
-	line := fmt.Sprintf("codes read       %.1f KiB a query (the lists it probes; %d queries followed)\n", perQuery/1024, sampled)
-	line += fmt.Sprintf("code bandwidth   %.1f GB/s at the qps above", rate/1e9)
+// query reads alone and a batch of bs reads when its queries share each
+// list (cr, from sampled queries' probes), and those rates at qps against
+// the peak bandwidth of the GPU card names (n/a for a card not in
+// device.MemoryBandwidth's table, or the CPU).
+func codeReadLines(cr index.CodeReads, bs int, qps float64, sampled int, card string) string {
+	alone, shared := cr.PerQuery*qps, cr.PerBatch*qps/float64(bs)
+	line := fmt.Sprintf("codes read       %.1f KiB a query alone (the lists it probes; %d queries followed); %.1f MiB a batch of %d sharing each list",
+		cr.PerQuery/1024, sampled, cr.PerBatch/(1<<20), bs)
+	if cr.Followed < bs {
+		line += fmt.Sprintf(" (at least: the lists %d of its queries probe)", cr.Followed)
+	}
+	line += fmt.Sprintf("\ncode bandwidth   %.1f GB/s at the qps above read a query at a time, %.1f GB/s shared in batches", alone/1e9, shared/1e9)
 	if peak, ok := device.MemoryBandwidth(card); ok {
-		return line + fmt.Sprintf(": %.1f%% of the card's %.2f TB/s", 100*rate/peak, peak/1e12)
+		return line + fmt.Sprintf(": %.1f%% and %.2f%% of the card's %.2f TB/s", 100*alone/peak, 100*shared/peak, peak/1e12)
 	}
 	return line + ": n/a of the card's (bandwidth not known)"
 }

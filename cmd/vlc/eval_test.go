@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -215,12 +216,14 @@ func TestEvalCodeReads(t *testing.T) {
 	if !strings.Contains(out, "codes read       ") || !strings.Contains(out, "(bandwidth not known)") {
 		t.Errorf("eval on the CPU lacks the code reads, or gives a bandwidth:\n%s", out)
 	}
-	got := codeReadLines(1<<20, 1e5, 1000, "cuda (NVIDIA H100 80GB HBM3, 132 SMs, 79 GiB)")
-	want := "codes read       1024.0 KiB a query (the lists it probes; 1000 queries followed)\ncode bandwidth   104.9 GB/s at the qps above: 3.1% of the card's 3.35 TB/s"
+	cr := index.CodeReads{PerQuery: 1 << 20, PerBatch: 100 << 20, Followed: 1000}
+	got := codeReadLines(cr, 10000, 1e5, 1000, "cuda (NVIDIA H100 80GB HBM3, 132 SMs, 79 GiB)")
+	want := "codes read       1024.0 KiB a query alone (the lists it probes; 1000 queries followed); 100.0 MiB a batch of 10000 sharing each list (at least: the lists 1000 of its queries probe)\n" +
+		"code bandwidth   104.9 GB/s at the qps above read a query at a time, 1.0 GB/s shared in batches: 3.1% and 0.03% of the card's 3.35 TB/s"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if got := codeReadLines(1<<20, 1e5, 1000, "webgpu (llvmpipe, Vulkan, Cpu)"); !strings.HasSuffix(got, "n/a of the card's (bandwidth not known)") {
+	if got := codeReadLines(cr, 1000, 1e5, 1000, "webgpu (llvmpipe, Vulkan, Cpu)"); !strings.HasSuffix(got, "n/a of the card's (bandwidth not known)") || strings.Contains(got, "at least") {
 		t.Errorf("an unknown card: %s", got)
 	}
 }
