@@ -249,11 +249,10 @@ func (r *splitResident) Close() error {
 // device lends any (HostBuffers): that device copies them up without a
 // staging pass, the others as from any memory.
 func (r *splitResident) HostBuffer(n int) ([]float32, func(), error) {
-	for _, s := range r.shares {
-		if hb, ok := s.res.(HostBuffers); ok {
+	if len(r.shares) > 0 {
+		if hb, ok := r.shares[0].res.(HostBuffers); ok {
 			return hb.HostBuffer(n)
 		}
-		break
 	}
 	return make([]float32, n), func() {}, nil
 }

@@ -338,7 +338,7 @@ func (p partsOnDevice) queryBuffer(n int) ([]float32, func()) {
 				return buf, release
 			}
 		}
-		break
+		return make([]float32, n), func() {}
 	}
 	return make([]float32, n), func() {}
 }
