@@ -69,7 +69,9 @@ type MaskedResident interface {
 // a batch's queries there.
 type HostBuffers interface {
 	// HostBuffer returns n float32 of such memory, and the function that
-	// gives it back once the search that read it has returned.
+	// gives it back once the search that read it has returned. The
+	// memory lives as long as the device: give it back before closing
+	// the device.
 	HostBuffer(n int) (buf []float32, release func(), err error)
 }
 

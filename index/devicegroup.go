@@ -94,7 +94,7 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 	n := queries.Len()
 	size := deviceChunk
 	if minChunk, parts := pipelineShape(); n >= 2*minChunk && !none {
-		size = max(minChunk, (n+parts-1)/parts)
+		size = min(deviceChunk, max(minChunk, (n+parts-1)/parts))
 	}
 	var chunks [][]int
 	for lo := 0; lo < n; lo += size {
@@ -112,7 +112,10 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 		}
 		return st.hits, nil
 	}
-	return st.hits, p.pipeline(ctx, st, chunks, nprobe, opt.Filter != nil)
+	if err := p.pipeline(ctx, st, chunks, nprobe, opt.Filter != nil); err != nil {
+		return nil, err
+	}
+	return st.hits, nil
 }
 
 // A batch of at least 2*pipelineChunk queries goes in pipelineParts
@@ -143,8 +146,9 @@ func pipelineShape() (minChunk, parts int) {
 }
 
 // pipeline searches the chunks in three stages that overlap: prepare
-// (one goroutine), the devices (this one, a chunk at a time: their
-// calls are one at a time), finish (one goroutine).
+// (one goroutine), the devices (this one, a chunk at a time), finish (one
+// goroutine; a query that reads on is searched again on the devices from
+// there, DeviceIndex's lock keeping their calls one at a time).
 func (p partsOnDevice) pipeline(ctx context.Context, st *deviceSearch, chunks [][]int, nprobe int, readOn bool) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

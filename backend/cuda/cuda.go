@@ -404,7 +404,9 @@ func (d *Device) Close() error {
 		}
 		d.pinMu.Lock()
 		for _, b := range d.pinned {
-			d.drv.call("cuMemFreeHost", d.drv.cuMemFreeHost, uintptr(unsafe.Pointer(&b.buf[0])))
+			if !b.inUse { // one still lent is left to leak rather than be written after it is freed
+				d.drv.call("cuMemFreeHost", d.drv.cuMemFreeHost, uintptr(unsafe.Pointer(&b.buf[0])))
+			}
 		}
 		d.pinned = nil
 		d.pinMu.Unlock()

@@ -43,7 +43,7 @@ const (
 	batchShare  = 2                   // a batch may take 1/batchShare of free memory
 	searchMaxD  = (maxSmem - 256) / 4 // a query held in shared memory as float32 (rotate's static memory aside)
 	scanStatic  = 1024                // room left for the scan's static shared memory
-	topkStatic  = 52 << 10            // vlc_s_topk's static shared memory (about 46 KiB), rounded up
+	topkStatic  = 52 << 10            // vlc_s_topk's static shared memory (50,336 bytes by ptxas -v for sm_90), rounded up
 )
 
 var _ device.Searcher = (*Device)(nil)
@@ -541,6 +541,13 @@ func (r *resident) upAllow(allow []uint64) error {
 		r.allow, r.allowWords = p, len(allow)
 		r.fixed += 8 * int64(len(allow))
 	}
+	// Through the page-locked staging buffer when it fits: that copy is
+	// done when htod returns (one from pageable memory may not be), which
+	// the graphs' stream, not ordered after the default one, relies on.
+	if stage, err := r.d.staging(); err == nil && 8*len(allow) <= len(stage) {
+		copy(unsafe.Slice((*uint64)(unsafe.Pointer(&stage[0])), len(allow)), allow)
+		return r.d.htod(r.allow, unsafe.Pointer(&stage[0]), 8*int64(len(allow)))
+	}
 	return r.d.htod(r.allow, unsafe.Pointer(&allow[0]), 8*int64(len(allow)))
 }
 
@@ -788,7 +795,7 @@ func (r *resident) HostBuffer(n int) ([]float32, func(), error) {
 	}
 	d.pinMu.Unlock()
 	if b != nil {
-		return b.buf[:n], release(b), nil
+		return b.buf[:n:n], release(b), nil
 	}
 	if full {
 		return make([]float32, n), func() {}, nil // plain memory: still right, copied through the stage
@@ -806,12 +813,13 @@ func (r *resident) HostBuffer(n int) ([]float32, func(), error) {
 	d.pinMu.Lock()
 	d.pinned = append(d.pinned, b)
 	d.pinMu.Unlock()
-	return b.buf[:n], release(b), nil
+	return b.buf[:n:n], release(b), nil
 }
 
 // maxPinned bounds the page-locked query buffers a Device keeps: a
-// pipelined batch holds three (one chunk prepared, one searched, one
-// finished) a part.
+// pipelined batch holds up to five at once (one chunk being prepared, one
+// waiting, one searched, one waiting, one finished), and a query that
+// reads on one more; past the bound, queries go in heap memory.
 const maxPinned = 8
 
 // isPinned reports whether x lies in a buffer HostBuffer handed out.
