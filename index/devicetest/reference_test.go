@@ -14,9 +14,16 @@ import (
 )
 
 // The plain-Go search of device.IndexData gives the CPU path's hits: the
-// description the GPU kernels implement is right.
+// description the GPU kernels implement is right. Under -short (make
+// test's race pass) a case of each kind of search runs; the full pass
+// runs them all.
 func TestReferenceParity(t *testing.T) {
-	devicetest.Parity(t, devicetest.Reference(), devicetest.Options{})
+	opt := devicetest.Options{}
+	if testing.Short() {
+		d, c := devicetest.DefaultCases, devicetest.CodeCases
+		opt.Cases = []devicetest.Case{d[1], d[7], c[1], c[5]} // rotated 1 bit; ip codes; pq cosine 1 bit; sq8 cosine
+	}
+	devicetest.Parity(t, devicetest.Reference(), opt)
 }
 
 // A device without masked search (WebGPU's kind) gives the CPU's filtered
