@@ -24,6 +24,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/filter"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/errs"
@@ -252,10 +253,24 @@ func OpenWith(path string, opt OpenOptions) (*Store, error) { return store.OpenW
 // "auto") on devices ("" for one) to search stores on: pass its Searcher
 // as OpenOptions.Device (nil, searching on the CPU, for cpu and for auto
 // without a GPU backend that searches: Note says why). Close it after
-// the stores.
-func OpenSearchDevice(backend, devices string) (*SearchDevice, error) {
-	return store.OpenSearchDevice(backend, devices)
+// the stores. Several devices hold each store as spread says: SpreadLists
+// (each device a share of the lists) or SpreadQueries (each device the
+// whole store, a share of each batch).
+func OpenSearchDevice(backend, devices string, spread Spread) (*SearchDevice, error) {
+	return store.OpenSearchDevice(backend, devices, spread)
 }
+
+// Spread is how a search uses several devices.
+type Spread = device.Spread
+
+// The spreads over several devices.
+const (
+	SpreadLists   = device.SpreadLists
+	SpreadQueries = device.SpreadQueries
+)
+
+// ParseSpread reads "lists" or "queries" (a -spread flag's value).
+func ParseSpread(s string) (Spread, error) { return device.ParseSpread(s) }
 
 // Remove deletes a store (or index file) and its segment folder.
 func Remove(ctx context.Context, path string) error { return store.Remove(ctx, path) }

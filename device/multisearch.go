@@ -420,9 +420,9 @@ func grow[T any](s []T, n int) []T {
 }
 
 // SearcherOf is what dev searches with: dev itself, or for several
-// devices (a MultiDevice) the index split over them (SplitSearch), when
-// every one can search.
-func SearcherOf(dev Device) (Searcher, bool) {
+// devices (a MultiDevice) the index spread over them as how says
+// (SplitSearch, ReplicaSearch), when every one can search.
+func SearcherOf(dev Device, how Spread) (Searcher, bool) {
 	md, ok := dev.(*MultiDevice)
 	if !ok {
 		sd, ok := dev.(Searcher)
@@ -435,6 +435,9 @@ func SearcherOf(dev Device) (Searcher, bool) {
 			return nil, false
 		}
 		all = append(all, sd)
+	}
+	if how == SpreadQueries {
+		return ReplicaSearch(all...), true
 	}
 	return SplitSearch(all...), true
 }

@@ -70,7 +70,7 @@ func run() error {
 	if err := copyFile(*indexPath, served); err != nil {
 		return err
 	}
-	sd, err := vlc.OpenSearchDevice(*backend, "")
+	sd, err := vlc.OpenSearchDevice(*backend, "", vlc.SpreadLists)
 	if err != nil {
 		return err
 	}

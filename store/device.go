@@ -36,7 +36,8 @@ type SearchDevice struct {
 // device.ParseDevices spec, "" for one device) for searching stores. A
 // named backend that cannot search is an error wrapping
 // device.ErrNoSearch; auto then searches on the CPU and says why in Note.
-func OpenSearchDevice(backend, devices string) (*SearchDevice, error) {
+// Several devices hold each store as spread says (device.Spread).
+func OpenSearchDevice(backend, devices string, spread device.Spread) (*SearchDevice, error) {
 	if backend == "" || backend == "cpu" {
 		if devices != "" {
 			return nil, fmt.Errorf("%w: devices %q given for the cpu backend", index.ErrArgument, devices)
@@ -50,7 +51,7 @@ func OpenSearchDevice(backend, devices string) (*SearchDevice, error) {
 		}
 		return nil, err
 	}
-	s, ok := device.SearcherOf(dev)
+	s, ok := device.SearcherOf(dev, spread)
 	if !ok {
 		dev.Close()
 		if backend == "auto" {

@@ -251,7 +251,7 @@ func TestStoreDeviceNoSearch(t *testing.T) {
 	if _, err := st.Search(ctx, docs[0].Vector, store.SearchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = store.OpenSearchDevice("no-such-backend", "")
+	_, err = store.OpenSearchDevice("no-such-backend", "", device.SpreadLists)
 	if !errors.Is(err, device.ErrNoBackend) {
 		t.Errorf("OpenSearchDevice of an unknown backend: %v, want ErrNoBackend", err)
 	}

@@ -83,3 +83,10 @@ func TestSplitSearchSameAsOne(t *testing.T) {
 		}
 	}
 }
+
+// An index copied to 2 Devices on one GPU, each batch's queries spread
+// over them (device.ReplicaSearch), passes the conformance suite.
+func TestReplicaSearchParity(t *testing.T) {
+	devs := sharedDevices(t, 2)
+	searchtest.Parity(t, device.ReplicaSearch(searchers(devs)...), searchtest.Options{Cases: searchtest.DefaultCases})
+}

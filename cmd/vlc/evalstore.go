@@ -110,7 +110,7 @@ func openStoreEval(path string, sf *searchFlags, gtPath, basePath string) (_ *st
 	}
 	// With -backend, the store's segments are searched on the device
 	// (vlc.OpenOptions.Device), as a Go program or vlc serve would.
-	sd, err := vlc.OpenSearchDevice(sf.backend, sf.devices)
+	sd, err := vlc.OpenSearchDevice(sf.backend, sf.devices, sf.spreadHow)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,8 @@ type searchFlags struct {
 	query, rerank string
 	backend       string
 	devices       string
+	spread        string        // -spread as given
+	spreadHow     device.Spread // -spread, read by checkDevices
 	k, nprobe     int
 	rerankFactor  int
 	// device is the name of the device onDevice opened (Device.Name).
@@ -35,12 +37,18 @@ func (f *searchFlags) register(fs *flag.FlagSet, k int) {
 	fs.StringVar(&f.rerank, "rerank", "", "original vectors `file` to re-rank the best candidates exactly")
 	fs.IntVar(&f.rerankFactor, "rerank-factor", 10, "re-rank this many times k candidates")
 	fs.StringVar(&f.backend, "backend", "cpu", "where to search: cpu, or a GPU (cuda, webgpu) holding the index in its memory, or auto (cuda, then webgpu, then cpu)")
+	fs.StringVar(&f.spread, "spread", "lists", "with -devices, how the index is spread over them: lists (each device a share of the lists) or queries (each device the whole index, a share of each batch)")
 	fs.StringVar(&f.devices, "devices", "", "with -backend, split the index's lists over several devices of the backend and search on all at once: all, or device numbers such as 0,1 (a number twice: two shares on one device)")
 }
 
 // checkDevices refuses a -devices list that does not parse, or one
 // given where the search runs on the CPU.
 func (f *searchFlags) checkDevices() error {
+	how, err := device.ParseSpread(f.spread)
+	if err != nil {
+		return fmt.Errorf("-spread: %w", err)
+	}
+	f.spreadHow = how
 	if f.devices == "" {
 		return nil
 	}
@@ -69,7 +77,7 @@ func (f *searchFlags) onDevice(ix *index.Index, stderr io.Writer) (*index.Device
 	for _, s := range skipped {
 		slog.Info("backend skipped", "reason", s)
 	}
-	sd, ok := device.SearcherOf(dev)
+	sd, ok := device.SearcherOf(dev, f.spreadHow)
 	if !ok && f.backend == "auto" {
 		why := "none is built in"
 		if len(skipped) > 0 {

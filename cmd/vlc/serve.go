@@ -29,6 +29,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	data := fs.String("data", "", "`folder` of collections: each NAME.vlc in it is served as NAME, and collections are created there over HTTP (POST /v1/indexes); with it, INDEX arguments are optional")
 	maintain := fs.Bool("maintain", true, "after each write to an index, run its due background work (merging small segments, training) in the background; false: the indexes are opened without it (vlc.OpenOptions{Manual: true}) and only POST /v1/indexes/NAME/maintain, compact and retrain (or vlc compact, vlc retrain) run it")
 	backend := fs.String("backend", "cpu", "where to search every index served: cpu, or a GPU (cuda, webgpu) holding each segment in its memory, or auto (cuda, then webgpu, then cpu)")
+	spread := fs.String("spread", "lists", "with -devices, how each index is spread over them: lists (each device a share of the lists) or queries (each device the whole index, a share of each batch)")
 	devices := fs.String("devices", "", "with -backend, the GPUs to open by number (\"0\", \"0,1\", \"all\"; default one)")
 	d := serve.DefaultLimits
 	fs.Int64Var(&d.BodyBytes, "max-body", d.BodyBytes, "largest request body in `bytes`")
@@ -66,7 +67,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	// The device closes last: after the server and the indexes.
-	sd, err := vlc.OpenSearchDevice(*backend, *devices)
+	how, err := vlc.ParseSpread(*spread)
+	if err != nil {
+		return fmt.Errorf("-spread: %w", err)
+	}
+	sd, err := vlc.OpenSearchDevice(*backend, *devices, how)
 	if err != nil {
 		return fmt.Errorf("-backend %s: %w", *backend, err)
 	}
