@@ -69,5 +69,10 @@ func TestSearchDevices(t *testing.T) {
 		args := append(cmd, ix, "-query", deepQuery)
 		checkFails(t, append(args, "-devices", "0,1"), []string{"-devices 0,1 splits the index over GPUs: give -backend cuda, webgpu or auto too"})
 		checkFails(t, append(args, "-backend", "auto", "-devices", "0;1"), []string{`-devices 0;1: want all, or device numbers separated by commas`})
+		checkFails(t, append(args, "-backend", "auto", "-devices", "0,0", "-spread", "rows"), []string{`-spread: `, `spread "rows": want lists`})
+	}
+	code, out, errs = runVLC(t, "search", ix, "-query", deepQuery, "-k", "5", "-nprobe", "8", "-backend", "auto", "-devices", "0,0", "-spread", "queries")
+	if code != 0 || out != want {
+		t.Errorf("-backend auto -devices 0,0 -spread queries: exit %d, output equal to the CPU's: %v; stderr %q", code, out == want, errs)
 	}
 }
