@@ -10,12 +10,14 @@
 #   NPROBE   lists probed per query (64); RUNS: runs of each setting, alternating (3)
 #   DEVICES  (environment) the split's devices: all (default), or numbers such as
 #            0,1, or 0,0 (two shares on one GPU: the fan-out's cost alone)
+#   SPREAD   (environment) lists (default: each device a share of the lists) or
+#            queries (each device the whole index, a share of each batch)
 #
 # Prints each run's QPS, recall@10 and device memory, then the medians.
 set -euo pipefail
 [ $# -ge 4 ] || { sed -n '2,14p' "$0"; exit 2; }
 vlc=$1 index=$2 queries=$3 gt=$4 nprobe=${5:-64} runs=${6:-3}
-devices=${DEVICES:-all}
+devices=${DEVICES:-all} spread=${SPREAD:-lists}
 nvidia-smi -L || true
 
 # eval VLC_ARGS... prints "qps recall@10 device_mib" for one run.
@@ -33,10 +35,10 @@ for r in $(seq "$runs"); do
 	read -r q rc m <<<"$res"
 	one+=("$q")
 	printf '%-22s %4d %10s %10s %12s\n' "one GPU" "$r" "$q" "$rc" "$m"
-	res=$(eval1 -devices "$devices")
+	res=$(eval1 -devices "$devices" -spread "$spread")
 	read -r q rc m <<<"$res"
 	split+=("$q")
-	printf '%-22s %4d %10s %10s %12s\n' "-devices $devices" "$r" "$q" "$rc" "$m"
+	printf '%-22s %4d %10s %10s %12s\n' "-devices $devices -spread $spread" "$r" "$q" "$rc" "$m"
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 m1=$(median "${one[@]}") ms=$(median "${split[@]}")
