@@ -206,6 +206,9 @@ type DeviceIndex struct {
 	res    device.Resident
 	mu     sync.Mutex // one device search at a time
 	closed bool
+	// masks are the last masks built from KeyedFilters, under maskMu.
+	maskMu sync.Mutex
+	masks  []keyedMask
 }
 
 // OnDevice uploads the index to dev, a backend that searches in its own

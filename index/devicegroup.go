@@ -87,7 +87,7 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 		st.masks = make([][]uint64, len(p.parts))
 		for i, d := range p.devs {
 			if d != nil {
-				st.masks[i] = p.parts[i].mask(p.bases[i], opt.Filter)
+				st.masks[i] = d.maskFor(p.bases[i], opt.Filter)
 			}
 		}
 	}
@@ -202,6 +202,53 @@ func (p partsOnDevice) pipeline(ctx context.Context, st *deviceSearch, chunks []
 		return err
 	}
 	return ctx.Err()
+}
+
+// KeyedFilter is a Filter that says when it allows the same rows as
+// before: two searches whose filters have equal MaskKeys (comparable
+// values) share the masks built over each device copy's entries, so that
+// a store's deletions, the same for every search of a version, are
+// turned into a mask once, not once a batch.
+type KeyedFilter interface {
+	Filter
+	MaskKey() any
+}
+
+// maskFor is ix's mask for f, its rows numbered from base: built, or the
+// one built last for an equal key (KeyedFilter).
+func (di *DeviceIndex) maskFor(base int, f Filter) []uint64 {
+	kf, ok := f.(KeyedFilter)
+	if !ok {
+		return di.ix.mask(base, f)
+	}
+	key := maskKey{kf.MaskKey(), base}
+	di.maskMu.Lock()
+	for _, m := range di.masks {
+		if m.key == key {
+			di.maskMu.Unlock()
+			return m.bits
+		}
+	}
+	di.maskMu.Unlock()
+	bits := di.ix.mask(base, f)
+	di.maskMu.Lock()
+	di.masks = append(di.masks[max(0, len(di.masks)-maskCache+1):], keyedMask{key, bits})
+	di.maskMu.Unlock()
+	return bits
+}
+
+// maskCache is the masks a device copy keeps (a store's current version
+// and the one before it).
+const maskCache = 2
+
+type maskKey struct {
+	key  any
+	base int
+}
+
+type keyedMask struct {
+	key  maskKey
+	bits []uint64
 }
 
 // mask is the entries of ix whose row (numbered from base) f allows: entry

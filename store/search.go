@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/vlc-embed/vlc/index"
@@ -313,6 +314,13 @@ func (s bitset) has(row int) bool {
 type notIn struct{ gone bitset }
 
 func (f notIn) Allows(row int) bool { return !f.gone.has(row) }
+
+// MaskKey is the bitset's address: a snapshot builds its bitset once, so
+// equal keys are the same rows (index.KeyedFilter); held in a key, the
+// bitset stays allocated, and its address is not reused.
+func (f notIn) MaskKey() any { return unsafe.SliceData(f.gone) }
+
+var _ index.KeyedFilter = notIn{}
 
 // liveFilter allows the live rows, built once per snapshot.
 func (snap *snapshot) liveFilter() index.Filter {

@@ -127,3 +127,49 @@ func TestHostBuffersReturned(t *testing.T) {
 		t.Fatalf("%d buffers out after a failed batch", n)
 	}
 }
+
+// counting allows every other row, counts its calls, and says it allows
+// the same rows as any counting filter of the same key.
+type counting struct {
+	key   int
+	calls *atomic.Int64
+}
+
+func (c counting) Allows(row int) bool { c.calls.Add(1); return row%2 == 0 }
+func (c counting) MaskKey() any        { return c.key }
+
+// A filter with a mask key (a store version's deletions) is turned into
+// a device mask once for its key: the next batch with the same key asks
+// it nothing, one with another key builds anew; the hits are the same.
+func TestKeyedFilterMaskOnce(t *testing.T) {
+	b := Build(t, t.TempDir(), Case{Name: "keyed", N: 600, Dim: 16, Lists: 8, Bits: 4, Metric: index.L2, Queries: 50})
+	di, err := b.Index.OnDevice(Reference())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer di.Close()
+	var calls atomic.Int64
+	ctx := context.Background()
+	search := func(key int) [][]index.Hit {
+		h, err := di.SearchBatch(ctx, b.Queries, index.SearchOptions{K: 10, NProbe: 3, Filter: counting{key, &calls}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	first := search(1)
+	if n := calls.Load(); n < int64(b.Index.Len()) {
+		t.Fatalf("the first batch asked the filter %d times, fewer than the %d rows", n, b.Index.Len())
+	}
+	calls.Store(0)
+	if again := search(1); !reflect.DeepEqual(again, first) {
+		t.Error("the same key gave other hits")
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the same key asked the filter %d times, want 0", n)
+	}
+	search(2)
+	if n := calls.Load(); n < int64(b.Index.Len()) {
+		t.Errorf("a new key asked the filter %d times, fewer than the %d rows", n, b.Index.Len())
+	}
+}
