@@ -53,11 +53,29 @@ func (d *Device) loadSearch() error {
 	if d.smod != 0 {
 		return nil
 	}
-	ptx, src := searchPTX, "embedded"
-	if p := os.Getenv("VLC_CUDA_SEARCH_PTX"); p != "" {
+	smem := map[string]int{"vlc_s_topk": d.topkSmem()}
+	for b := 1; b <= 8; b *= 2 {
+		smem[fmt.Sprintf("vlc_s_scan%d", b)] = d.scanSmem()
+		smem[fmt.Sprintf("vlc_s_mma%d", b)] = d.scanSmem()
+	}
+	mod, err := d.loadModule("search kernels", "search.ptx", searchPTX, "VLC_CUDA_SEARCH_PTX", searchKernelNames, smem)
+	if err != nil {
+		return err
+	}
+	d.smod = mod
+	return nil
+}
+
+// loadModule loads a module of PTX (from the file the environment
+// variable env names when set, else the embedded ptx), looks up its
+// kernels names into d.fn and raises the dynamic shared memory of those
+// smem names; on an error nothing stays loaded (on the worker).
+func (d *Device) loadModule(what, file string, ptx []byte, env string, names []string, smem map[string]int) (uintptr, error) {
+	src := "embedded"
+	if p := os.Getenv(env); p != "" {
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return fmt.Errorf("cuda: VLC_CUDA_SEARCH_PTX: %w", err)
+			return 0, fmt.Errorf("cuda: %s: %w", env, err)
 		}
 		ptx, src = b, p
 	}
@@ -67,31 +85,26 @@ func (d *Device) loadSearch() error {
 	var mod uintptr
 	if err := d.drv.call("cuModuleLoadDataEx", d.drv.cuModuleLoadDataEx, uintptr(unsafe.Pointer(&mod)), uintptr(unsafe.Pointer(&image[0])),
 		uintptr(len(opts)), uintptr(unsafe.Pointer(&opts[0])), uintptr(unsafe.Pointer(&vals[0]))); err != nil {
-		return fmt.Errorf("cuda: search kernels (%s): %w", src, err)
+		return 0, fmt.Errorf("cuda: %s (%s): %w", what, src, err)
 	}
-	for _, name := range searchKernelNames {
+	fail := func(err error) (uintptr, error) {
+		d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, mod)
+		return 0, err
+	}
+	for _, name := range names {
 		var f uintptr
 		cname := append([]byte(name), 0)
 		if err := d.drv.call("cuModuleGetFunction", d.drv.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), mod, uintptr(unsafe.Pointer(&cname[0]))); err != nil {
-			d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, mod)
-			return fmt.Errorf("%w (kernel %s: is search.ptx stale? run make ptx)", err, name)
+			return fail(fmt.Errorf("%w (kernel %s: is %s stale? run make ptx)", err, name, file))
 		}
 		d.fn[name] = f
 	}
-	for b := 1; b <= 8; b *= 2 {
-		for _, k := range []string{"vlc_s_scan%d", "vlc_s_mma%d"} {
-			if err := d.drv.call("cuFuncSetAttribute", d.drv.cuFuncSetAttribute, d.fn[fmt.Sprintf(k, b)], cuFuncMaxDynSmem, uintptr(d.scanSmem())); err != nil {
-				d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, mod)
-				return err
-			}
+	for name, bytes := range smem {
+		if err := d.drv.call("cuFuncSetAttribute", d.drv.cuFuncSetAttribute, d.fn[name], cuFuncMaxDynSmem, uintptr(bytes)); err != nil {
+			return fail(err)
 		}
 	}
-	if err := d.drv.call("cuFuncSetAttribute", d.drv.cuFuncSetAttribute, d.fn["vlc_s_topk"], cuFuncMaxDynSmem, uintptr(d.topkSmem())); err != nil {
-		d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, mod)
-		return err
-	}
-	d.smod = mod
-	return nil
+	return mod, nil
 }
 
 // topkSmem is the dynamic shared memory vlc_s_topk may use for its

@@ -31,33 +31,9 @@ func (d *Device) loadCodes() error {
 	if d.cmod != 0 {
 		return nil
 	}
-	ptx, src := codesPTX, "embedded"
-	if p := os.Getenv("VLC_CUDA_CODES_PTX"); p != "" {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return fmt.Errorf("cuda: VLC_CUDA_CODES_PTX: %w", err)
-		}
-		ptx, src = b, p
-	}
-	image := append(append([]byte(nil), ptx...), 0)
-	opts := []int32{cuJitErrorLogBuffer, cuJitErrorLogBufSize}
-	vals := []uintptr{uintptr(unsafe.Pointer(&d.jitLog[0])), uintptr(len(d.jitLog))}
-	var mod uintptr
-	if err := d.drv.call("cuModuleLoadDataEx", d.drv.cuModuleLoadDataEx, uintptr(unsafe.Pointer(&mod)), uintptr(unsafe.Pointer(&image[0])),
-		uintptr(len(opts)), uintptr(unsafe.Pointer(&opts[0])), uintptr(unsafe.Pointer(&vals[0]))); err != nil {
-		return fmt.Errorf("cuda: pq and sq8 search kernels (%s): %w", src, err)
-	}
-	for _, name := range codeKernelNames {
-		var f uintptr
-		cname := append([]byte(name), 0)
-		if err := d.drv.call("cuModuleGetFunction", d.drv.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), mod, uintptr(unsafe.Pointer(&cname[0]))); err != nil {
-			d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, mod)
-			return fmt.Errorf("%w (kernel %s: is search_codes.ptx stale? run make ptx)", err, name)
-		}
-		d.fn[name] = f
-	}
-	if err := d.drv.call("cuFuncSetAttribute", d.drv.cuFuncSetAttribute, d.fn["vlc_c_scan_pq"], cuFuncMaxDynSmem, uintptr(d.codesSmem())); err != nil {
-		d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, mod)
+	mod, err := d.loadModule("pq and sq8 search kernels", "search_codes.ptx", codesPTX, "VLC_CUDA_CODES_PTX", codeKernelNames,
+		map[string]int{"vlc_c_scan_pq": d.codesSmem()})
+	if err != nil {
 		return err
 	}
 	d.cmod = mod
