@@ -116,43 +116,18 @@ func (r *refResident) search(ctx context.Context, queries []float32, nq, nprobe,
 	D := d.Dim
 	rq := make([]float32, D)
 	qp := make([]float32, D)
-	probe := make([]cand, d.Lists)
 	L := float32(int(1)<<d.Bits - 1)
 	for i := range nq {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		q := queries[i*D : (i+1)*D]
-		var qq float32
-		for _, v := range q {
-			qq += v * v
-		}
 		copy(rq, q)
 		Rotate(d, rq)
-		qa := make([]float32, d.Lists)
-		for a := range d.Lists {
-			var s float32
-			for j, v := range d.RotAnchors[a*D : (a+1)*D] {
-				s += rq[j] * v
-			}
-			qa[a] = s
-			dist := d.Norms[a] - 2*s
-			if d.IP {
-				dist = -s
-			}
-			probe[a] = cand{int32(a), dist}
-		}
-		slices.SortFunc(probe, func(x, y cand) int { return cmp.Or(cmp.Compare(x.dist, y.dist), cmp.Compare(x.e, y.e)) })
+		lists, qa, qq := ProbeLists(d, q, rq)
 		var found []cand
-		for _, p := range probe[:nprobe] {
-			a := int(p.e)
-			dot, mul, bias := false, float32(1), float32(0)
-			switch {
-			case d.IPCodes && qq-2*qa[a]+d.Norms[a] < qq:
-				mul, bias = 0.5, -(qq+d.Norms[a])/2
-			case d.IP:
-				dot, mul, bias = true, -1, -qa[a]
-			}
+		for _, a := range lists[:nprobe] {
+			dot, mul, bias := listForm(d, qq, qa[a], a)
 			var sum, sq float32
 			for j := range D {
 				qp[j] = rq[j]
