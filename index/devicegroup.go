@@ -135,15 +135,16 @@ const (
 )
 
 // pipelineShape is pipelineChunk and pipelineParts, or what
-// VLC_DEVICE_PIPELINE ("CHUNK,PARTS", for measurements) sets instead.
-func pipelineShape() (minChunk, parts int) {
+// VLC_DEVICE_PIPELINE ("CHUNK,PARTS", for measurements) sets instead,
+// read once.
+var pipelineShape = sync.OnceValues(func() (minChunk, parts int) {
 	if v := os.Getenv("VLC_DEVICE_PIPELINE"); v != "" {
 		if _, err := fmt.Sscanf(v, "%d,%d", &minChunk, &parts); err == nil && minChunk > 0 && parts > 0 {
 			return minChunk, parts
 		}
 	}
 	return pipelineChunk, pipelineParts
-}
+})
 
 // pipeline searches the chunks in three stages that overlap: prepare
 // (one goroutine), the devices (this one, a chunk at a time), finish (one
