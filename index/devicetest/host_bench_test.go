@@ -46,3 +46,28 @@ func BenchmarkHostSide(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "queries/s")
 }
+
+// BenchmarkHostSideOne is BenchmarkHostSide for one query at a time
+// (DeviceIndex.Search), cycling through the 1,000.
+func BenchmarkHostSideOne(b *testing.B) {
+	built := devicetest.Build(b, b.TempDir(), devicetest.Case{Name: "host", N: 3000, Dim: 768, Lists: 16, Bits: 4, Metric: index.L2, Queries: 1000})
+	di, err := built.Index.OnDevice(instant{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer di.Close()
+	opt := index.SearchOptions{K: 10, NProbe: 8}
+	n := built.Queries.Len()
+	qs := make([][]float32, n)
+	for i := range qs {
+		qs[i] = built.Queries.Row(i, nil)
+	}
+	i := 0
+	for b.Loop() {
+		if _, err := di.Search(qs[i%n], opt); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "queries/s")
+}
