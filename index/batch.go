@@ -97,8 +97,18 @@ func (f *firstError) get() error {
 // run calls work unless an error came first or ctx is done, keeping its
 // error; a panic in it (a bug) becomes an error naming what (the work).
 func (f *firstError) run(ctx context.Context, what string, work func() error) {
+	f.runQueries(ctx, -1, -1, what, work)
+}
+
+// runQueries is run for work on queries first to last, named "queries
+// first..last" (what when first is -1) only when it panics: a batch of
+// one query formats nothing.
+func (f *firstError) runQueries(ctx context.Context, first, last int, what string, work func() error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if first >= 0 {
+				what = fmt.Sprintf("queries %d..%d", first, last)
+			}
 			f.set(fmt.Errorf("internal error in %s: %v", what, r))
 		}
 	}()

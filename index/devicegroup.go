@@ -342,7 +342,7 @@ type chunk struct {
 	scales  []float64
 	entries [][]int32   // per part on a device
 	dists   [][]float32 // per part on a device
-	onCPU   []bool      // the queries a device could not complete
+	onCPU   []bool      // the queries a device could not complete (nil: none)
 	release func()      // gives qs back to the device that lent it
 }
 
@@ -354,18 +354,19 @@ func (p partsOnDevice) prepare(ctx context.Context, st *deviceSearch, which []in
 	scales := make([]float64, nq)
 	var errs firstError
 	par.For(nq, 64, func(a, b int) {
-		errs.run(ctx, fmt.Sprintf("queries %d..%d", which[a], which[b-1]), func() (err error) {
+		errs.runQueries(ctx, which[a], which[b-1], "", func() (err error) {
 			defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
-			s := ix.getScratch()
-			defer ix.pool.Put(s)
 			for i := a; i < b; i++ {
-				q := st.queries.Row(which[i], s.row)
+				// Read, checked and prepared in its place in qs.
+				dst := qs[i*d : (i+1)*d]
+				q := st.queries.Row(which[i], dst)
 				if _, _, err := ix.check(q, opt); err != nil {
 					return fmt.Errorf("query %d: %w", which[i], err)
 				}
-				ix.load(s, q)
-				copy(qs[i*d:(i+1)*d], s.q)
-				scales[i] = s.scale
+				if &q[0] != &dst[0] { // a row the Rows holds itself
+					copy(dst, q)
+				}
+				scales[i] = ix.loadInPlace(dst)
 			}
 			return nil
 		})
@@ -390,9 +391,25 @@ func (p partsOnDevice) queryBuffer(n int) ([]float32, func()) {
 				return buf, release
 			}
 		}
-		return make([]float32, n), func() {}
+		return heapBuffer(n)
 	}
-	return make([]float32, n), func() {}
+	return heapBuffer(n)
+}
+
+// heapQueries holds query buffers (*[]float32) that searches gave back,
+// for a device that lends none: a batch's are megabytes, which the next
+// batch would otherwise allocate and clear again.
+var heapQueries sync.Pool
+
+// heapBuffer is n float32 of the heap, from heapQueries where one there
+// is large enough, and the function that gives it back.
+func heapBuffer(n int) ([]float32, func()) {
+	b, ok := heapQueries.Get().(*[]float32)
+	if !ok || cap(*b) < n {
+		buf := make([]float32, n)
+		b = &buf
+	}
+	return (*b)[:n], func() { heapQueries.Put(b) }
 }
 
 // onDevices searches a prepared chunk on each part's device; onCPU
@@ -401,8 +418,7 @@ func (p partsOnDevice) onDevices(ctx context.Context, st *deviceSearch, c *chunk
 	nq, keep, qs := len(c.which), st.keep, c.qs
 	c.entries = make([][]int32, len(p.parts))
 	c.dists = make([][]float32, len(p.parts))
-	c.onCPU = make([]bool, nq)
-	entries, dists, onCPU := c.entries, c.dists, c.onCPU
+	entries, dists := c.entries, c.dists
 	for i, dev := range p.devs {
 		if dev == nil || p.parts[i].n == 0 {
 			continue
@@ -417,8 +433,11 @@ func (p partsOnDevice) onDevices(ctx context.Context, st *deviceSearch, c *chunk
 		if err != nil {
 			return err
 		}
+		if len(short) > 0 && c.onCPU == nil {
+			c.onCPU = make([]bool, nq)
+		}
 		for _, q := range short {
-			onCPU[q] = true
+			c.onCPU[q] = true
 		}
 	}
 	return nil
@@ -430,20 +449,40 @@ func (p partsOnDevice) onDevices(ctx context.Context, st *deviceSearch, c *chunk
 func (p partsOnDevice) finishChunk(ctx context.Context, st *deviceSearch, c *chunk, nprobe int, readOn bool) error {
 	ix, opt, keep := p.parts[0], st.opt, st.keep
 	nq, d, which, qs, scales := len(c.which), ix.d, c.which, c.qs, c.scales
-	entries, dists, onCPU := c.entries, c.dists, c.onCPU
+	onCPU := c.onCPU
 	cpuParts := false
 	for i, dev := range p.devs {
 		cpuParts = cpuParts || (dev == nil && p.parts[i].n > 0)
 	}
 	var errs firstError
-	again := make([]int, nq) // lists to read for a query that reads on
+	var again []int // lists to read for a query that reads on
+	if readOn {
+		again = make([]int, nq)
+	}
 	par.For(nq, 64, func(a, b int) {
-		errs.run(ctx, fmt.Sprintf("queries %d..%d", which[a], which[b-1]), func() (err error) {
+		errs.runQueries(ctx, which[a], which[b-1], "", func() (err error) {
 			defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
 			s := ix.getScratch()
 			defer ix.pool.Put(s)
+			out := make([]Hit, 0, (b-a)*st.k) // the block's hits, query after query
 			for i := a; i < b; i++ {
-				if onCPU[i] {
+				if !cpuParts && (onCPU == nil || !onCPU[i]) {
+					h, ok, err := p.fromDevices(st, c, i, s, nprobe, readOn)
+					if err != nil {
+						return err
+					}
+					if ok {
+						var kept []Hit // nil for none, as finish gives
+						if len(h) > 0 {
+							n0 := len(out)
+							out = append(out, h...)
+							kept = out[n0:len(out):len(out)]
+						}
+						st.hits[which[i]] = kept
+						continue
+					}
+				}
+				if onCPU != nil && onCPU[i] {
 					// The CPU's own search of this query: what the device
 					// without masks could not give.
 					h, err := searchParts(ctx, p.parts, p.bases, s, nil, st.queries.Row(which[i], s.row), opt, st.k, keep)
@@ -473,26 +512,8 @@ func (p partsOnDevice) finishChunk(ctx context.Context, st *deviceSearch, c *chu
 				if !cpuParts {
 					s.top.reset(keep)
 				}
-				for j, part := range p.parts {
-					if entries[j] == nil {
-						continue
-					}
-					for _, e := range entries[j][i*keep : (i+1)*keep] {
-						if e < 0 {
-							break
-						}
-						if int(e) >= part.n {
-							return fmt.Errorf("%s: device search returned entry %d of %d", part.path, e, part.n)
-						}
-					}
-					for t, e := range entries[j][i*keep : (i+1)*keep] {
-						if e < 0 {
-							break
-						}
-						if dist := dists[j][i*keep+t]; s.top.accepts(dist) {
-							s.top.push(Hit{ID: p.bases[j] + part.ids.at(int(e)), Distance: dist})
-						}
-					}
+				if err := p.pushDevices(c, i, keep, s); err != nil {
+					return err
 				}
 				if readOn && len(s.top.h) < keep && nprobe < ix.m {
 					if !dots {
@@ -530,6 +551,104 @@ func (p partsOnDevice) finishChunk(ctx context.Context, st *deviceSearch, c *chu
 		}
 	}
 	return nil
+}
+
+// pushDevices offers query i's entries from every part on a device to
+// s.top, as hits.
+func (p partsOnDevice) pushDevices(c *chunk, i, keep int, s *scratch) error {
+	for j, part := range p.parts {
+		if c.entries[j] == nil {
+			continue
+		}
+		for _, e := range c.entries[j][i*keep : (i+1)*keep] {
+			if e < 0 {
+				break
+			}
+			if int(e) >= part.n {
+				return fmt.Errorf("%s: device search returned entry %d of %d", part.path, e, part.n)
+			}
+		}
+		for t, e := range c.entries[j][i*keep : (i+1)*keep] {
+			if e < 0 {
+				break
+			}
+			if dist := c.dists[j][i*keep+t]; s.top.accepts(dist) {
+				s.top.push(Hit{ID: p.bases[j] + part.ids.at(int(e)), Distance: dist})
+			}
+		}
+	}
+	return nil
+}
+
+// fromDevices finishes query i of c, every part with rows on a device,
+// without the heap the general path pushes the parts' entries into:
+// each part returns its entries nearest first, so the hits they map to
+// are mostly in order already, and otherwise need one sort. It gives the
+// general path's hits and errors exactly; where that is not plain (the
+// query reads on, two hits tie in both distance and row, or the parts
+// return more than keep between them with a NaN distance, which the
+// heap's accepts turns away) it returns ok false, and the general path
+// runs. The hits returned are in s's memory.
+func (p partsOnDevice) fromDevices(st *deviceSearch, c *chunk, i int, s *scratch, nprobe int, readOn bool) (hits []Hit, ok bool, err error) {
+	ix, opt, keep := p.parts[0], st.opt, st.keep
+	mapped := s.mapped[:0]
+	nan := false
+	for j, part := range p.parts {
+		if c.entries[j] == nil {
+			continue
+		}
+		es, ds := c.entries[j][i*keep:(i+1)*keep], c.dists[j][i*keep:(i+1)*keep]
+		for _, e := range es {
+			if e < 0 {
+				break
+			}
+			if int(e) >= part.n {
+				return nil, false, fmt.Errorf("%s: device search returned entry %d of %d", part.path, e, part.n)
+			}
+		}
+		for t, e := range es {
+			if e < 0 {
+				break
+			}
+			nan = nan || ds[t] != ds[t]
+			mapped = append(mapped, Hit{ID: p.bases[j] + part.ids.at(int(e)), Distance: ds[t]})
+		}
+	}
+	s.mapped = mapped
+	if readOn && len(mapped) < keep && nprobe < ix.m {
+		return nil, false, nil
+	}
+	if len(mapped) > keep && nan {
+		return nil, false, nil
+	}
+	if !increasing(mapped) {
+		slices.SortFunc(mapped, compareHits)
+		if !increasing(mapped) {
+			return nil, false, nil
+		}
+	}
+	mapped = mapped[:min(len(mapped), keep)]
+	s.scale, s.total = c.scales[i], st.total
+	if opt.Rerank != nil {
+		d := ix.d
+		copy(s.q, c.qs[i*d:(i+1)*d])
+	}
+	hits, err = ix.finishSorted(mapped, 0, s, opt, st.k)
+	if err != nil {
+		return nil, false, fmt.Errorf("query %d: %w", c.which[i], err)
+	}
+	return hits, true, nil
+}
+
+// increasing reports whether hits are in strictly increasing compareHits
+// order: the one order that a sort of them, stable or not, gives.
+func increasing(hits []Hit) bool {
+	for t := 1; t < len(hits); t++ {
+		if compareHits(hits[t-1], hits[t]) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // readOnLists is the lists the CPU reads for a filtered query that found

@@ -65,6 +65,9 @@ type scratch struct {
 	base   int
 	total  int // rows of the index or group: hit IDs are below it
 	pairs  []partEntry
+	// A device search's hits for one query, mapped from the entries its
+	// parts returned (partsOnDevice.fromDevices).
+	mapped []Hit
 }
 
 // Search returns the K nearest vectors to q found in the NProbe nearest lists,
@@ -192,13 +195,20 @@ func (ix *Index) start(s *scratch, q []float32, nprobe, keep int) {
 // load copies query q into s, normalised for cosine.
 func (ix *Index) load(s *scratch, q []float32) {
 	copy(s.q, q)
-	s.scale = 1
+	s.scale = ix.loadInPlace(s.q)
+}
+
+// loadInPlace is load for a query already where the search reads it:
+// normalised for cosine, scaled for ip (ScaleIPQuery), in place; it
+// returns the scale.
+func (ix *Index) loadInPlace(q []float32) (scale float64) {
 	switch ix.meta.Metric {
 	case Cosine:
-		vec.Normalize(s.q)
+		vec.Normalize(q)
 	case IP:
-		s.scale = ScaleIPQuery(s.q)
+		return ScaleIPQuery(q)
 	}
+	return 1
 }
 
 // ScaleIPQuery scales an ip query whose largest magnitude lies outside
@@ -395,8 +405,12 @@ type candidate struct {
 // clamped at 0 once sorted (clampDistances). Every path that returns hits
 // (Search, SearchBatch, a Group's, a device's) ends here.
 func (ix *Index) finish(dst []Hit, s *scratch, opt SearchOptions, k int) ([]Hit, error) {
-	n0 := len(dst)
-	dst = s.top.appendSorted(dst)
+	return ix.finishSorted(s.top.appendSorted(dst), len(dst), s, opt, k)
+}
+
+// finishSorted is finish once dst[n0:] holds the kept hits, sorted by
+// compareHits.
+func (ix *Index) finishSorted(dst []Hit, n0 int, s *scratch, opt SearchOptions, k int) ([]Hit, error) {
 	hits := dst[n0:]
 	for _, h := range hits {
 		if h.ID >= s.total {
