@@ -135,10 +135,14 @@ func (ix *Index) check(q []float32, opt SearchOptions) (k, keep int, err error) 
 // has no direction; ErrZeroVector). A query that is tiny but not zero is
 // taken under cosine: load normalises it.
 func (ix *Index) checkQuery(q []float32) error {
-	// One SIMD pass answers for the usual query: a finite, normal squared
-	// length means every value is finite and one is not 0. The loop below
-	// names the value that is not, or tells an overflow from a NaN.
-	if s := vec.Dot(q, q); s >= 0x1p-126 && s <= math.MaxFloat32 {
+	// One SIMD pass answers for the usual query: a sum of squares above 0
+	// and finite means every value is finite and one is not 0, and below
+	// a quarter of the float32 range, that Dot(q, q), which adds in
+	// another order, does not overflow either (the two sums differ by a
+	// factor below 1.2 up to 2^20 values: SumSquares). The loop below
+	// decides the rest: it names the value that is not finite, or tells
+	// an overflow from a NaN.
+	if s := vec.SumSquares(q); s > 0 && s <= math.MaxFloat32/4 && len(q) <= 1<<20 {
 		return nil
 	}
 	zero := true

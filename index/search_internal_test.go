@@ -2,10 +2,13 @@ package index
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/vlc-embed/vlc/internal/vec"
 )
 
 // TestMayEnterRefinesNaN: an entry whose first estimate is NaN (a float16
@@ -90,5 +93,62 @@ func TestProbeListsMatchesHeap(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// checkQuery answers as its plain definition does (every value finite,
+// not all 0 under cosine, the squared length within float32 otherwise),
+// error for error, on queries whose squared length straddles the ends of
+// float32's range, and with NaN, infinities and zeros.
+func TestCheckQueryEdges(t *testing.T) {
+	plain := func(ix *Index, q []float32) error {
+		zero := true
+		for j, v := range q {
+			if !finite(v) {
+				return fmt.Errorf("%w: query value %d is %v", ErrArgument, j, v)
+			}
+			zero = zero && v == 0
+		}
+		if zero && ix.meta.Metric == Cosine {
+			return fmt.Errorf("%w: every value of the query is 0, and a zero vector has no direction to compare", ErrZeroVector)
+		}
+		if s := vec.Dot(q, q); ix.meta.Metric != Cosine && math.IsInf(float64(s), 1) {
+			return fmt.Errorf("%w: query too large (its squared length overflows float32)", ErrArgument)
+		}
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	big := math.Sqrt(math.MaxFloat32)
+	failed, passed := 0, 0
+	for _, n := range []int{1, 3, 31, 32, 33, 100, 768} {
+		for trial := range 400 {
+			q := make([]float32, n)
+			// Scaled so that |q|^2 lands near MaxFloat32, near 2^-126, or
+			// at 0.
+			scale := []float64{big / math.Sqrt(float64(n)), 0x1p-63 / math.Sqrt(float64(n)), 1, 0}[trial%4]
+			scale *= 1 + (rng.Float64()-0.5)/8
+			for j := range q {
+				q[j] = float32(scale * (0.9 + rng.Float64()/5))
+			}
+			if trial%17 == 0 {
+				q[rng.IntN(n)] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0}[trial%4]
+			}
+			for _, metric := range []Metric{L2, Cosine, IP} {
+				ix := &Index{}
+				ix.meta.Metric = metric
+				got, want := ix.checkQuery(q), plain(ix, q)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("n=%d trial %d %v: %v, the plain check %v (|q|^2 %v)", n, trial, metric, got, want, vec.Dot(q, q))
+				}
+				if want != nil {
+					failed++
+				} else {
+					passed++
+				}
+			}
+		}
+	}
+	if failed < 100 || passed < 100 {
+		t.Fatalf("the queries do not straddle the edges: %d refused, %d taken", failed, passed)
 	}
 }

@@ -53,6 +53,13 @@ func dotU4(q []float32, c []byte) float32 {
 	return dotU4AVX2(&q[0], &c[0], len(c))
 }
 
+func sumSquares(x []float32) float32 {
+	if !hasAVX2 || len(x) == 0 {
+		return sumSquaresGo(x)
+	}
+	return sumSquaresAVX2(&x[0], len(x))
+}
+
 func fastScan(lut, signs []byte, out *[32]uint32) {
 	if !hasAVX2 {
 		fastScanGo(lut, signs, out)

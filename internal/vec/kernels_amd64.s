@@ -247,6 +247,50 @@ donedotU4AVX2:
 	MOVSS        X0, ret+24(FP)
 	RET
 
+// func sumSquaresAVX2(x *float32, n int) float32
+// Requires: AVX, SSE
+TEXT ·sumSquaresAVX2(SB), NOSPLIT, $0-20
+	MOVQ   x+0(FP), AX
+	MOVQ   n+8(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ  CX, CX
+	JZ     doneSumSquares
+
+loopSumSquares:
+	VMOVUPS (AX), Y4
+	VMULPS  Y4, Y4, Y4
+	VADDPS  Y4, Y0, Y0
+	VMOVUPS 32(AX), Y4
+	VMULPS  Y4, Y4, Y4
+	VADDPS  Y4, Y1, Y1
+	VMOVUPS 64(AX), Y4
+	VMULPS  Y4, Y4, Y4
+	VADDPS  Y4, Y2, Y2
+	VMOVUPS 96(AX), Y4
+	VMULPS  Y4, Y4, Y4
+	VADDPS  Y4, Y3, Y3
+	ADDQ    $0x80, AX
+	SUBQ    $0x20, CX
+	JNZ     loopSumSquares
+
+doneSumSquares:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VMOVAPS      X0, X0
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+16(FP)
+	RET
+
 // func fastScanAVX2(lut *byte, signs *byte, pairs int, sums *uint16)
 // Requires: AVX, AVX2
 TEXT ·fastScanAVX2(SB), NOSPLIT, $0-32

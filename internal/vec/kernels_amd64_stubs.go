@@ -16,6 +16,11 @@ func dotU8AVX2(q *float32, c *byte, n int) float32
 // dotU4AVX2 returns sum q[j] * nibble j of c over j < 2n (nibble 2k is the low half of c[k]), n a multiple of 16, in the order foldLanes (kernels.go) documents.
 func dotU4AVX2(q *float32, c *byte, n int) float32
 
+// sumSquaresAVX2 returns sum x[j]^2 over j < n, n a multiple of 32, in the order foldLanes (kernels.go) documents.
+//
+//go:noescape
+func sumSquaresAVX2(x *float32, n int) float32
+
 // fastScanAVX2 sets sums[i] to entry 2i's and sums[16+i] to entry 2i+1's sum over pairs <= 128 chunks of lut[32p + (signs[32p+v] & 15)] + lut[32p + 16 + (signs[32p+v] >> 4)].
 //
 //go:noescape

@@ -15,6 +15,7 @@ func panel1(x, panel []float32, pstride, d int, out []float32) {
 
 func dotU8(q []float32, c []byte) float32 { return dotU8Go(q, c) }
 func dotU4(q []float32, c []byte) float32 { return dotU4Go(q, c) }
+func sumSquares(x []float32) float32      { return sumSquaresGo(x) }
 
 func diffStats(dst, a, b []float32, out *[3]float32) { diffStatsGo(dst, a, b, out) }
 

@@ -100,6 +100,44 @@ func TestKernelParity(t *testing.T) {
 		sameBits(t, fmt.Sprintf("dotU8 n=%d", b), []float32{dotU8(q, c[:b])}, []float32{dotU8Go(q, c[:b])})
 		b = n &^ 15
 		sameBits(t, fmt.Sprintf("dotU4 n=%d", b), []float32{dotU4(q, c[:b])}, []float32{dotU4Go(q, c[:b])})
+		b = n &^ 31
+		sameBits(t, fmt.Sprintf("sumSquares n=%d", b), []float32{sumSquares(q[:b])}, []float32{sumSquaresGo(q[:b])})
+	}
+}
+
+// TestSumSquares holds SumSquares to a float64 sum and to its documented
+// order (foldLanes, then the tail in order), and to Dot(x, x) within the
+// bound its doc gives; infinities and NaN come through.
+func TestSumSquares(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range lengths {
+		x := randFloats(r, n)
+		var want float64
+		for _, v := range x {
+			want += float64(v) * float64(v)
+		}
+		got := SumSquares(x)
+		if math.Abs(float64(got)-want) > 1e-6*want*float64(n) {
+			t.Errorf("SumSquares n=%d = %v, float64 sum %v", n, got, want)
+		}
+		if order := inOrder(x, x); math.Float32bits(order) != math.Float32bits(got) {
+			t.Errorf("SumSquares n=%d = %v, the documented order gives %v", n, got, order)
+		}
+		dot := Dot(x, x)
+		if bound := 2 * float64(n) * 0x1p-24 * float64(dot); math.Abs(float64(got)-float64(dot)) > bound {
+			t.Errorf("SumSquares n=%d = %v, Dot %v: further apart than %v", n, got, dot, bound)
+		}
+		for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(-1)), 0x1p70} {
+			y := append([]float32(nil), x...)
+			y[r.IntN(n)] = bad
+			want := float32(math.Inf(1))
+			if bad != bad {
+				want = bad
+			}
+			if got := SumSquares(y); math.Float32bits(got) != math.Float32bits(want) && !(want != want && got != got) {
+				t.Errorf("SumSquares n=%d with a %v = %v, want %v", n, bad, got, want)
+			}
+		}
 	}
 }
 
@@ -182,6 +220,9 @@ func BenchmarkKernels(b *testing.B) {
 			{"DotU8/go", func() { sink += dotU8Go(q, c) }},
 			{"DotU4", func() { sink += DotU4(q, c[:d/2]) }},
 			{"DotU4/go", func() { sink += dotU4Go(q, c[:d/2]) }},
+			{"SumSquares", func() { sink += SumSquares(q[:d]) }},
+			{"SumSquares/go", func() { sink += sumSquaresGo(q[:d]) }},
+			{"Dot", func() { sink += Dot(q[:d], q[:d]) }},
 			{"Dots4/m=256", func() { p.Dots4(x, out) }},
 			{"Dots4/m=256/go", func() {
 				for g := 0; g < p.Stride()/PanelWidth; g++ {

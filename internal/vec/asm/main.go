@@ -23,6 +23,7 @@ func main() {
 	panel1()
 	dotBytes(8)
 	dotBytes(4)
+	sumSquares()
 	fastScan()
 	for _, w := range []int{0, 1, 3, 7} {
 		dotLevels(w)
@@ -210,6 +211,32 @@ func dotBytes(bits int) {
 	}
 	JNZ(LabelRef(loop))
 	Label(done)
+	foldReturn(acc)
+}
+
+// sumSquares is the finiteness check's kernel: sum x[j]^2, values in
+// four accumulators of eight lanes as dotBytes keeps them, folded by
+// foldReturn.
+func sumSquares() {
+	TEXT("sumSquaresAVX2", NOSPLIT, "func(x *float32, n int) float32")
+	Pragma("noescape")
+	Doc("sumSquaresAVX2 returns sum x[j]^2 over j < n, n a multiple of 32, in the order foldLanes (kernels.go) documents.")
+	x := Load(Param("x"), GP64())
+	n := Load(Param("n"), GP64())
+	acc := zeroed(4)
+	TESTQ(n, n)
+	JZ(LabelRef("doneSumSquares"))
+	Label("loopSumSquares")
+	for i := range acc {
+		v := YMM()
+		VMOVUPS(Mem{Base: x, Disp: 32 * i}, v)
+		VMULPS(v, v, v)
+		VADDPS(v, acc[i], acc[i])
+	}
+	ADDQ(Imm(128), x)
+	SUBQ(Imm(32), n)
+	JNZ(LabelRef("loopSumSquares"))
+	Label("doneSumSquares")
 	foldReturn(acc)
 }
 
