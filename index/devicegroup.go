@@ -644,7 +644,12 @@ func (p partsOnDevice) fromDevices(st *deviceSearch, c *chunk, i int, s *scratch
 // order: the one order that a sort of them, stable or not, gives.
 func increasing(hits []Hit) bool {
 	for t := 1; t < len(hits); t++ {
-		if compareHits(hits[t-1], hits[t]) >= 0 {
+		a, b := hits[t-1], hits[t]
+		// The plain comparison settles the usual pair (no NaN) quickly.
+		if a.Distance < b.Distance || a.Distance == b.Distance && a.ID < b.ID {
+			continue
+		}
+		if compareHits(a, b) >= 0 {
 			return false
 		}
 	}

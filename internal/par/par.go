@@ -50,31 +50,42 @@ func For(n, block int, body func(lo, hi int)) {
 	}, func() { next.Store(int64(blocks)) }) // hand out no more blocks
 }
 
-// Go runs worker on w goroutines and returns when all are done. Each
-// turns memory faults into panics when the caller does
-// (debug.SetPanicOnFault: reading a mapped file cut short). A panic in a
-// worker ends that worker and calls stop (when not nil), so that the
-// others can end early; once all are done it is raised again in the
-// caller's goroutine, where the caller may recover it.
+// Go runs worker on w goroutines, the caller's one of them, and returns
+// when all are done. Each turns memory faults into panics when the
+// caller does (debug.SetPanicOnFault: reading a mapped file cut short). A
+// panic in a worker ends that worker and calls stop (when not nil), so
+// that the others can end early; once all are done it is raised again in
+// the caller's goroutine, where the caller may recover it.
+//
+// The caller works rather than waits: its worker starts at once, while
+// the others' goroutines are still being woken, and a short loop costs
+// one goroutine fewer.
 func Go(w int, worker func(), stop func()) {
+	if w < 1 {
+		return
+	}
 	var wg sync.WaitGroup
 	var once sync.Once
 	var raised any
-	faults := fault.Enabled()
-	for range w {
-		wg.Go(func() {
-			defer func() {
-				if r := recover(); r != nil {
-					once.Do(func() { raised = r })
-					if stop != nil {
-						stop()
-					}
+	run := func() {
+		defer func() {
+			if r := recover(); r != nil {
+				once.Do(func() { raised = r })
+				if stop != nil {
+					stop()
 				}
-			}()
+			}
+		}()
+		worker()
+	}
+	faults := fault.Enabled()
+	for range w - 1 {
+		wg.Go(func() {
 			debug.SetPanicOnFault(faults)
-			worker()
+			run()
 		})
 	}
+	run()
 	wg.Wait()
 	if raised != nil {
 		panic(raised)
