@@ -209,6 +209,8 @@ type DeviceIndex struct {
 	// masks are the last masks built from KeyedFilters, under maskMu.
 	maskMu sync.Mutex
 	masks  []keyedMask
+	// alone is the index as the one part of its searches.
+	alone partsOnDevice
 }
 
 // OnDevice uploads the index to dev, a backend that searches in its own
@@ -224,7 +226,9 @@ func (ix *Index) OnDevice(dev device.Searcher) (*DeviceIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DeviceIndex{ix: ix, res: res}, nil
+	di := &DeviceIndex{ix: ix, res: res}
+	di.alone = partsOnDevice{parts: []*Index{ix}, bases: []int{0, ix.n}, devs: []*DeviceIndex{di}}
+	return di, nil
 }
 
 // Index is the index the lists came from.
@@ -291,9 +295,7 @@ func (r oneRow) Row(i int, dst []float32) []float32 { return r }
 // partsOnDevice). K (times RerankFactor when re-ranking) is at most
 // device.MaxKeep.
 func (di *DeviceIndex) SearchBatch(ctx context.Context, queries Rows, opt SearchOptions) ([][]Hit, error) {
-	ix := di.ix
-	p := partsOnDevice{parts: []*Index{ix}, bases: []int{0, ix.n}, devs: []*DeviceIndex{di}}
-	return p.searchBatch(ctx, queries, opt)
+	return di.alone.searchBatch(ctx, queries, opt)
 }
 
 // searchOn runs nq prepared queries (qs) on the device over nprobe lists,

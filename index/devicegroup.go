@@ -61,7 +61,13 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 	}
 	for _, part := range p.parts {
 		part.mu.RLock()
-		defer part.mu.RUnlock()
+	}
+	defer func() {
+		for _, part := range p.parts {
+			part.mu.RUnlock()
+		}
+	}()
+	for _, part := range p.parts {
 		if part.file == nil {
 			return nil, ErrClosed
 		}
@@ -96,6 +102,16 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 	if minChunk, parts := pipelineShape(); n >= 2*minChunk && !none {
 		size = min(deviceChunk, max(minChunk, (n+parts-1)/parts))
 	}
+	if n <= size { // one chunk
+		which := make([]int, n)
+		for i := range which {
+			which[i] = i
+		}
+		if err := p.searchChunk(ctx, st, which, nprobe, !none, opt.Filter != nil); err != nil {
+			return nil, err
+		}
+		return st.hits, nil
+	}
 	var chunks [][]int
 	for lo := 0; lo < n; lo += size {
 		which := make([]int, min(lo+size, n)-lo)
@@ -104,7 +120,7 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 		}
 		chunks = append(chunks, which)
 	}
-	if len(chunks) == 1 || none {
+	if none {
 		for _, which := range chunks {
 			if err := p.searchChunk(ctx, st, which, nprobe, !none, opt.Filter != nil); err != nil {
 				return nil, err
@@ -539,11 +555,17 @@ func (p partsOnDevice) finishChunk(ctx context.Context, st *deviceSearch, c *chu
 	}
 	// The queries that read on, in batches of those that read as many
 	// lists.
-	byLists := map[int][]int{}
+	var byLists map[int][]int
 	for i, l := range again {
 		if l > 0 {
+			if byLists == nil {
+				byLists = map[int][]int{}
+			}
 			byLists[l] = append(byLists[l], which[i])
 		}
+	}
+	if byLists == nil {
+		return nil
 	}
 	for _, l := range slices.Sorted(maps.Keys(byLists)) {
 		if err := p.searchChunk(ctx, st, byLists[l], l, true, false); err != nil {
