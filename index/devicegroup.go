@@ -628,12 +628,15 @@ func (p partsOnDevice) fromDevices(st *deviceSearch, c *chunk, i int, s *scratch
 				return nil, false, fmt.Errorf("%s: device search returned entry %d of %d", part.path, e, part.n)
 			}
 		}
+		base, ids := p.bases[j], part.ids
+		mapped = slices.Grow(mapped, keep)
 		for t, e := range es {
 			if e < 0 {
 				break
 			}
-			nan = nan || ds[t] != ds[t]
-			mapped = append(mapped, Hit{ID: p.bases[j] + part.ids.at(int(e)), Distance: ds[t]})
+			dist := ds[t]
+			nan = nan || dist != dist
+			mapped = append(mapped, Hit{ID: base + ids.at(int(e)), Distance: dist})
 		}
 	}
 	s.mapped = mapped
