@@ -31,6 +31,7 @@ type Device struct {
 	// smemOptin is the most shared memory a block may have, static and
 	// dynamic together, after an opt-in.
 	smemOptin int
+	smemSM    int // the shared memory of a multiprocessor, all its blocks together
 	fn        map[string]uintptr
 	info      Info
 	variant   assignVariant   // the one Steps use
@@ -285,7 +286,7 @@ func (d *Device) init(ptx []byte, src string) error {
 	for _, a := range []struct {
 		p    *int
 		attr int
-	}{{&d.info.SMs, cuAttrSMCount}, {&d.info.CCMajor, cuAttrCCMajor}, {&d.info.CCMinor, cuAttrCCMinor}, {&d.smemOptin, cuAttrSmemOptin}} {
+	}{{&d.info.SMs, cuAttrSMCount}, {&d.info.CCMajor, cuAttrCCMajor}, {&d.info.CCMinor, cuAttrCCMinor}, {&d.smemOptin, cuAttrSmemOptin}, {&d.smemSM, cuAttrSmemSM}} {
 		if *a.p, err = attr(a.attr); err != nil {
 			d.releaseCtx()
 			return err

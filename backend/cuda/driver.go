@@ -27,6 +27,7 @@ const (
 	cuAttrCCMajor        = 75 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 	cuAttrCCMinor        = 76
 	cuAttrSmemOptin      = 97 // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+	cuAttrSmemSM         = 81 // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
 	cuJitErrorLogBuffer  = 5  // CU_JIT_ERROR_LOG_BUFFER
 	cuJitErrorLogBufSize = 6  // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
 )
@@ -49,6 +50,7 @@ type driver struct {
 	// Graphs (search replays a small batch's launches as one): optional,
 	// all or none.
 	cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate, cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy, cuStreamSynchronize uintptr
+	cuMemcpyDtoHAsync                                                                                                                    uintptr
 	graphs                                                                                                                               bool
 }
 
@@ -128,6 +130,7 @@ func loadDriver() (*driver, error) {
 			{&d.cuGraphExecDestroy, "cuGraphExecDestroy"},
 			{&d.cuGraphDestroy, "cuGraphDestroy"},
 			{&d.cuStreamSynchronize, "cuStreamSynchronize"},
+			{&d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
 		} {
 			p, err := purego.Dlsym(lib, s.name)
 			d.graphs = d.graphs && err == nil

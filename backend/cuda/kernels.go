@@ -89,7 +89,7 @@ var kernelNames = func() []string {
 }()
 
 // searchKernelNames are the entry points of search.ptx (search.go).
-var searchKernelNames = []string{"vlc_s_rotate", "vlc_s_dots", "vlc_s_dots_few", "vlc_s_dots_mma", "vlc_s_probe", "vlc_s_starts", "vlc_s_order", "vlc_s_scan1", "vlc_s_scan2", "vlc_s_scan4", "vlc_s_scan8", "vlc_s_tiles", "vlc_s_frag1", "vlc_s_frag2", "vlc_s_frag4", "vlc_s_frag8", "vlc_s_mma1", "vlc_s_mma2", "vlc_s_mma4", "vlc_s_mma8", "vlc_s_topk"}
+var searchKernelNames = []string{"vlc_s_rotate", "vlc_s_rotate1", "vlc_s_rotate2", "vlc_s_rotate4", "vlc_s_rotate8", "vlc_s_rotate16", "vlc_s_rotate32", "vlc_s_dots", "vlc_s_dots_few", "vlc_s_dots_mma", "vlc_s_probe", "vlc_s_starts", "vlc_s_order", "vlc_s_scan1", "vlc_s_scan2", "vlc_s_scan4", "vlc_s_scan8", "vlc_s_tiles", "vlc_s_frag1", "vlc_s_frag2", "vlc_s_frag4", "vlc_s_frag8", "vlc_s_mma1", "vlc_s_mma2", "vlc_s_mma4", "vlc_s_mma8", "vlc_s_mmah1", "vlc_s_mmah2", "vlc_s_mmah4", "vlc_s_mmah8", "vlc_s_topk"}
 
 // constsHeader is the text of consts.cuh.
 func constsHeader() string {

@@ -23,7 +23,7 @@
 //                             one's first candidate, and the total
 //   cnt, cursor m     int32   queries probing each list; where its pairs go
 //   order  nq x nprobe int32  the (query, rank) pairs, q*nprobe + r, by list
-//   tiles  <= nq*nprobe/QT + m  int2  the tensor-core scan's tiles: (list,
+//   tiles  <= nq*nprobe/16 + m  int2  the tensor-core scan's tiles: (list,
 //                             first pair in order), ntiles their count
 //   frag   the levels again in the tensor-core scan's fragment layout (see
 //          vlc_s_frag), for an index that scan can take
@@ -197,6 +197,59 @@ __device__ int take_smallest(Key key, Tie tie, int n, int want, Out out, unsigne
     return want;
 }
 
+// select_few calls out(at, i), at = 0 .. want-1 in no set order, with
+// the index i of each of the want least keys of keys[0..n-1] (shared
+// memory), ties to the lower index, as take_smallest does, without its
+// radix passes: a threshold from a sample of SBLOCK keys (each ranked
+// by a thread) leaves about want + 4 n/SBLOCK keys at or under it, and
+// each of those is placed by its rank among them, (key, index) being
+// distinct. It returns false, having called out for none, where the
+// threshold leaves fewer than want or more than SBLOCK keys, or n is too
+// small for a sample to pay: the caller then selects over every key.
+template <typename Out>
+__device__ bool select_few(const unsigned* keys, int n, int want, Out out) {
+    __shared__ unsigned long long s_k[SBLOCK], s_t;
+    __shared__ int s_c;
+    if (n < 2 * SBLOCK || 8 * want > n) return false;
+    const int stride = n / SBLOCK, r = (int)(((long long)want * SBLOCK + n - 1) / n) + 4;
+    const int i0 = threadIdx.x * stride;
+    unsigned long long mine = ((unsigned long long)keys[i0] << 32) | (unsigned)i0;
+    s_k[threadIdx.x] = mine;
+    if (threadIdx.x == 0) s_c = 0;
+    __syncthreads();
+    int rank = 0;
+    for (int f = 0; f < SBLOCK; f++) rank += s_k[f] < mine;
+    if (rank == r - 1) s_t = mine;
+    __syncthreads();
+    const unsigned long long t = s_t;
+    __syncthreads();  // the sample's room takes the few
+    for (int base = 0; base < n; base += SBLOCK) {
+        int i = base + threadIdx.x;
+        unsigned long long k = i < n ? ((unsigned long long)keys[i] << 32) | (unsigned)i : ~0ull;
+        bool in = i < n && k <= t;
+        unsigned ball = __ballot_sync(FULL, in);
+        int first = 0;
+        if ((threadIdx.x & 31) == 0 && ball) first = atomicAdd(&s_c, __popc(ball));
+        first = __shfl_sync(FULL, first, 0);
+        int at = first + __popc(ball & ((1u << (threadIdx.x & 31)) - 1));
+        if (in && at < SBLOCK) s_k[at] = k;
+    }
+    __syncthreads();
+    const int c = s_c;
+    if (c < want || c > SBLOCK) {
+        __syncthreads();
+        return false;
+    }
+    if ((int)threadIdx.x < c) {
+        unsigned long long k = s_k[threadIdx.x];
+        int rk = 0;
+        for (int f = 0; f < c; f++) rk += s_k[f] < k;
+        if (rk < want) out(rk, (int)(unsigned)k);
+    }
+    __syncthreads();
+    return true;
+}
+
 // vlc_s_rotate: one block per query: qq = |q|^2 and rq = P q, the
 // rotation's steps in quant.Rotation's order (each output of a butterfly
 // is the same float32 sum as on the host).
@@ -268,6 +321,112 @@ extern "C" __global__ void vlc_s_rotate(const float* __restrict__ q, const float
         l[j] = __float2half_rn(v - __half2float(hv));
     }
 }
+
+// vlc_s_rotateE: vlc_s_rotate's outputs, a warp per query (SBLOCK/32
+// queries a block, each in d floats of shared memory), for p = 32 E: the
+// window's values in registers, value r*32 + lane in v[r], so that the
+// butterflies of span h < 32 are shuffles and the rest register pairs.
+// The steps and each sum are vlc_s_rotate's (the spans in the same
+// order), without a block barrier between them: one query costs a few
+// microseconds instead of vlc_s_rotate's 18 (NVIDIA H200).
+template <int E>
+__device__ void rotate_warp(const float* __restrict__ q, const float* __restrict__ signs, int d, int p, float pscale, float* __restrict__ rq,
+                            float* __restrict__ qq, __half* __restrict__ rqh, __half* __restrict__ rql, float* __restrict__ qinv, int dp, int nq) {
+    extern __shared__ float xs[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int qi = blockIdx.x * (SBLOCK / 32) + warp;
+    if (qi >= nq) return;  // no block barrier below
+    float* x = xs + (size_t)warp * d;
+    const float* src = q + (size_t)qi * d;
+    // d < 2p = 64 E: a lane's values are at most 2E, and the loops over
+    // them unrolled put all their loads in flight at once (a loop of
+    // dependent round trips made one query cost 12 us).
+    float s = 0;
+#pragma unroll
+    for (int r = 0; r < 2 * E; r++) {
+        int j = lane + 32 * r;
+        if (j < d) {
+            float v = src[j];
+            x[j] = v;
+            s += v * v;
+        }
+    }
+    for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(FULL, s, o);
+    if (lane == 0) qq[qi] = s;
+    for (int round = 0; round < 3; round++) {
+        const float* sg = signs + (size_t)round * d;
+#pragma unroll
+        for (int r = 0; r < 2 * E; r++) {
+            int j = lane + 32 * r;
+            if (j < d) x[j] *= sg[j];
+        }
+        __syncwarp();
+        for (int start = 0;; start = d - p) {
+            float* y = x + start;
+            float v[E];
+#pragma unroll
+            for (int r = 0; r < E; r++) v[r] = y[r * 32 + lane];
+#pragma unroll
+            for (int h = 1; h < 32; h <<= 1) {
+#pragma unroll
+                for (int r = 0; r < E; r++) {
+                    float o = __shfl_xor_sync(FULL, v[r], h);
+                    v[r] = (lane & h) ? o - v[r] : v[r] + o;
+                }
+            }
+#pragma unroll
+            for (int h = 1; h < E; h <<= 1) {
+#pragma unroll
+                for (int r = 0; r < E; r++) {
+                    if (r & h) continue;
+                    float a = v[r], b = v[r + h];
+                    v[r] = a + b;
+                    v[r + h] = a - b;
+                }
+            }
+            __syncwarp();
+#pragma unroll
+            for (int r = 0; r < E; r++) y[r * 32 + lane] = v[r] * pscale;
+            __syncwarp();
+            if (start == d - p) break;
+        }
+    }
+    float* dst = rq + (size_t)qi * d;
+    float mx = 0.f;
+#pragma unroll
+    for (int r = 0; r < 2 * E; r++) {
+        int j = lane + 32 * r;
+        if (j < d) {
+            dst[j] = x[j];
+            mx = fmaxf(mx, fabsf(x[j]));
+        }
+    }
+    if (!rqh) return;
+    for (int o = 16; o; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, o));
+    int ex = 0;
+    frexpf(mx, &ex);
+    int sh = min(max(14 - ex, -100), 100);
+    float sc = ldexpf(1.f, sh);
+    if (lane == 0) qinv[qi] = ldexpf(1.f, -sh);
+    __half* h = rqh + (size_t)qi * dp;
+    __half* l = rql + (size_t)qi * dp;
+    for (int j = lane; j < dp; j += 32) {
+        float v = j < d ? x[j] * sc : 0.f;
+        __half hv = __float2half_rn(v);
+        h[j] = hv;
+        l[j] = __float2half_rn(v - __half2float(hv));
+    }
+}
+#define ROTW_ARGS                                                                                                                   \
+    const float *__restrict__ q, const float *__restrict__ signs, int d, int p, float pscale, float *__restrict__ rq, float *__restrict__ qq, \
+        __half *__restrict__ rqh, __half *__restrict__ rql, float *__restrict__ qinv, int dp, int nq
+#define ROTW_PASS q, signs, d, p, pscale, rq, qq, rqh, rql, qinv, dp, nq
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_rotate1(ROTW_ARGS) { rotate_warp<1>(ROTW_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_rotate2(ROTW_ARGS) { rotate_warp<2>(ROTW_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_rotate4(ROTW_ARGS) { rotate_warp<4>(ROTW_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_rotate8(ROTW_ARGS) { rotate_warp<8>(ROTW_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_rotate16(ROTW_ARGS) { rotate_warp<16>(ROTW_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_rotate32(ROTW_ARGS) { rotate_warp<32>(ROTW_PASS); }
 
 // vlc_s_dots: dots (nq x m) = rq (nq x d) . rotA (m x d)^T, float32, a
 // 128 x 128 tile a block of 256 threads, 8 x 8 a thread, 8 dimensions a
@@ -342,14 +501,36 @@ extern "C" __global__ void vlc_s_dots_few(const float* __restrict__ rq, const fl
 // (norms - 2 qa, or -qa for ip), ties to the lower list, in no set order;
 // coff their candidates' offsets, exclusive, and the total; cnt[a], when
 // cnt is not null, counts the batch's queries probing list a (zeroed
-// beforehand).
+// beforehand). When cached (the keys dynamic shared memory holds) is at
+// least m, the keys are computed once into shared memory and the
+// select's passes read them there (each pass over memory cost a round
+// trip per 256 lists: 14.6 us for one query of 4,096 lists on an H200);
+// with sample set, the select is select_few's where it applies (9.2 us
+// then; but 35 us instead of 25 for a batch of 1,000, whose blocks
+// overlap the radix passes' waits).
 extern "C" __global__ void vlc_s_probe(const float* __restrict__ dots, const float* __restrict__ norms,
                                        const unsigned long long* __restrict__ offs, int m, int ip, int nprobe,
-                                       int* __restrict__ probe, int* __restrict__ coff, int* __restrict__ cnt) {
+                                       int* __restrict__ probe, int* __restrict__ coff, int* __restrict__ cnt, int cached, int sample) {
+    extern __shared__ unsigned pkeys[];
     const float* qa = dots + (size_t)blockIdx.x * m;
     int* pr = probe + (size_t)blockIdx.x * nprobe;
     auto key = [&](int a) { return okey(ip ? -qa[a] : norms[a] - 2.f * qa[a]); };
-    take_smallest(key, [](int a) { return (unsigned)a; }, m, nprobe, [&](int at, int a) { pr[at] = a; });
+    auto tie = [](int a) { return (unsigned)a; };
+    if (m <= cached) {
+        unsigned lo = ~0u, hi = 0;
+#pragma unroll 8
+        for (int a = threadIdx.x; a < m; a += SBLOCK) {
+            unsigned k = key(a);
+            pkeys[a] = k;
+            lo = min(lo, k);
+            hi = max(hi, k);
+        }
+        __syncthreads();
+        if (!sample || !select_few(pkeys, m, nprobe, [&](int at, int a) { pr[at] = a; }))
+            take_smallest([&](int a) { return pkeys[a]; }, tie, m, nprobe, [&](int at, int a) { pr[at] = a; }, lo, hi, true);
+    } else {
+        take_smallest(key, tie, m, nprobe, [&](int at, int a) { pr[at] = a; });
+    }
     __syncthreads();
     int* co = coff + (size_t)blockIdx.x * (nprobe + 1);
     int run = 0;
@@ -366,14 +547,18 @@ extern "C" __global__ void vlc_s_probe(const float* __restrict__ dots, const flo
 }
 
 // vlc_s_starts: one block: cursor[a] = the exclusive prefix sum of cnt,
-// where list a's pairs start in the batch's list order.
+// where list a's pairs start in the batch's list order. Each thread sums
+// a run of consecutive lists, so the block scans once (a scan per 256
+// lists cost a round trip to memory each: 13 us for 4,096 lists).
 extern "C" __global__ void vlc_s_starts(const int* __restrict__ cnt, int m, int* __restrict__ cursor) {
-    int run = 0;
-    for (int base = 0; base < m; base += SBLOCK) {
-        int a = base + threadIdx.x, c = a < m ? cnt[a] : 0, total;
-        int at = scan_block(c, &total);
-        if (a < m) cursor[a] = run + at;
-        run += total;
+    int per = (m + SBLOCK - 1) / SBLOCK, a0 = min(m, (int)threadIdx.x * per), a1 = min(a0 + per, m);
+    int sum = 0, total;
+#pragma unroll 4
+    for (int a = a0; a < a1; a++) sum += cnt[a];
+    int run = scan_block(sum, &total);
+    for (int a = a0; a < a1; a++) {
+        cursor[a] = run;
+        run += cnt[a];
     }
 }
 
@@ -422,7 +607,7 @@ __device__ __forceinline__ unsigned allowed(const unsigned long long* __restrict
 
 // score writes the estimates of entries lo..hi-1 for the gq queries whose
 // residuals are in qp (pad values each) and constants in the s_ arrays.
-// LANES threads take an entry (4 when the batch is too small to fill the
+// LANES threads take an entry (4 or 8 when the batch is too small to fill the
 // GPU otherwise, each summing every 4th word, the sums then added across
 // them), and the blocks of grid y share a list's entries.
 template <int B, int LANES>
@@ -565,7 +750,9 @@ __device__ void scan(const float* __restrict__ rq, const float* __restrict__ qqs
             }
         }
         __syncthreads();
-        if (lanes == 4)
+        if (lanes == 8)
+            score<B, 8>(words, scal, scale[a], sqrtS[a], lo, hi, W, pad, gq, qp, s_qsum, s_sq, s_mul, s_bias, s_dot, s_out, cand, allow);
+        else if (lanes == 4)
             score<B, 4>(words, scal, scale[a], sqrtS[a], lo, hi, W, pad, gq, qp, s_qsum, s_sq, s_mul, s_bias, s_dot, s_out, cand, allow);
         else
             score<B, 1>(words, scal, scale[a], sqrtS[a], lo, hi, W, pad, gq, qp, s_qsum, s_sq, s_mul, s_bias, s_dot, s_out, cand, allow);
@@ -599,24 +786,25 @@ extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_scan8(SCAN_ARGS) { sc
 // of device.IndexData, is the float32 sum of two products, within a few
 // units of the float32 rounding of the FMA scan (in another order).
 
-#define QT 32  // queries a tile: two m16 tiles
+#define QT 32  // the most queries a tile: two m16 tiles (vlc_s_mmaB; vlc_s_mmahB takes 16)
 
 // vlc_s_tiles: one block, after vlc_s_starts and before vlc_s_order: the
-// tiles of each list with pairs, QT pairs a tile: tiles[t] = (list, first
-// pair's position in order), and their count.
-extern "C" __global__ void vlc_s_tiles(const int* __restrict__ cnt, const int* __restrict__ cursor, int m, int2* __restrict__ tiles,
+// tiles of each list with pairs, qt pairs a tile (the scan's, 16 or QT):
+// tiles[t] = (list, first pair's position in order), and their count (a
+// run of lists a thread, as in vlc_s_starts).
+extern "C" __global__ void vlc_s_tiles(const int* __restrict__ cnt, const int* __restrict__ cursor, int m, int qt, int2* __restrict__ tiles,
                                        int* __restrict__ ntiles) {
-    int run = 0;
-    for (int base = 0; base < m; base += SBLOCK) {
-        int a = base + threadIdx.x, c = a < m ? (cnt[a] + QT - 1) / QT : 0, total;
-        int at = scan_block(c, &total);
-        if (a < m) {
-            int s = cursor[a];
-            for (int j = 0; j < c; j++) tiles[run + at + j] = make_int2(a, s + j * QT);
-        }
-        run += total;
+    int per = (m + SBLOCK - 1) / SBLOCK, a0 = min(m, (int)threadIdx.x * per), a1 = min(a0 + per, m);
+    int sum = 0, total;
+#pragma unroll 4
+    for (int a = a0; a < a1; a++) sum += (cnt[a] + qt - 1) / qt;
+    int run = scan_block(sum, &total);
+    for (int a = a0; a < a1; a++) {
+        int c = (cnt[a] + qt - 1) / qt, st = cursor[a];
+        for (int j = 0; j < c; j++) tiles[run + j] = make_int2(a, st + j * qt);
+        run += c;
     }
-    if (threadIdx.x == 0) *ntiles = run;
+    if (threadIdx.x == 0) *ntiles = total;
 }
 
 __device__ __forceinline__ void mma16816(float* c, const unsigned* a, const unsigned* b) {
@@ -789,11 +977,12 @@ __device__ __forceinline__ unsigned pair_half2(const unsigned* r, int p) {
     return *reinterpret_cast<unsigned*>(&f);
 }
 
-// vlc_s_mmaB: block t takes tile t (blocks past ntiles return). kp is the
-// residuals' length in float16, 16 S (S the fragments' k-steps); shared
-// memory holds QT rows of hi and of lo, kp + 8 values each (the 8 keep
+// vlc_s_mmaB (Q = QT) and vlc_s_mmahB (Q = 16): block t takes tile t,
+// up to Q queries (blocks past ntiles return). kp is the residuals'
+// length in float16, 16 S (S the fragments' k-steps); shared memory
+// holds Q rows of hi and of lo, kp + 8 values each (the 8 keep
 // ldmatrix's rows off one bank).
-template <int B>
+template <int B, int Q>
 __device__ void mma_scan(const float* __restrict__ rq, const float* __restrict__ qqs, const float* __restrict__ dots,
                          const float* __restrict__ rotA, const float* __restrict__ norms, const unsigned long long* __restrict__ offs,
                          const float* __restrict__ scale, const float* __restrict__ sqrtS, const unsigned* __restrict__ frag,
@@ -802,24 +991,31 @@ __device__ void mma_scan(const float* __restrict__ rq, const float* __restrict__
                          const int* __restrict__ cursor, const int2* __restrict__ tiles, const int* __restrict__ ntiles, int kp,
                          const unsigned long long* __restrict__ allow) {
     extern __shared__ __align__(16) unsigned char smem[];
-    __shared__ float s_sq[QT], s_mul[QT], s_bias[QT], s_inv[QT];
-    __shared__ int s_dot[QT];
-    __shared__ long long s_out[QT];
+    __shared__ float s_sq[Q], s_mul[Q], s_bias[Q], s_inv[Q];
+    __shared__ int s_dot[Q];
+    __shared__ long long s_out[Q];
     if ((int)blockIdx.x >= *ntiles) return;
     const int stride = kp + 8;
     __half* ahi = reinterpret_cast<__half*>(smem);
-    __half* alo = ahi + QT * stride;
+    __half* alo = ahi + Q * stride;
     int2 tile = tiles[blockIdx.x];
-    int a = tile.x, p0 = tile.y, nt = min(QT, cursor[a] - p0);
+    int a = tile.x, p0 = tile.y, nt = min(Q, cursor[a] - p0);
     int lo = (int)offs[a], hi = (int)offs[a + 1];
     if (lo == hi) return;
     float na = norms[a];
-    if (threadIdx.x < QT) {
-        int k = threadIdx.x, dot = 0;
-        float mul = 1.f, bias = 0.f;
+    __shared__ int s_q[Q];
+    __shared__ float s_sc[Q];
+    if (threadIdx.x < Q) {
+        // A query's constants, and the scale of its residual: a power of
+        // two from a bound on |q'| (every |v| is at most |q'|), known
+        // from qq, qa and |a|^2 (their float32 rounding covered by the
+        // margin), so that the residual's loads below all go out at once.
+        int k = threadIdx.x, dot = 0, q = 0;
+        float mul = 1.f, bias = 0.f, sc = 1.f, inv = 1.f;
         long long out = 0;
         if (k < nt) {
-            int pair = order[p0 + k], q = pair / nprobe, r = pair % nprobe;
+            int pair = order[p0 + k], r = pair % nprobe;
+            q = pair / nprobe;
             float qq = qqs[q], qa = dots[(size_t)q * m + a];
             if (ipCodes && __fadd_rn(__fsub_rn(qq, __fmul_rn(2.f, qa)), na) < qq) {
                 mul = 0.5f;
@@ -830,87 +1026,113 @@ __device__ void mma_scan(const float* __restrict__ rq, const float* __restrict__
                 bias = -qa;
             }
             out = (long long)q * cap + coff[(size_t)q * (nprobe + 1) + r] - lo;
+            float bound = qq;
+            if (!dot) bound = fmaxf(__fadd_rn(__fsub_rn(qq, __fmul_rn(2.f, qa)), na), 0.f) + 1e-4f * (qq + na);
+            int ex = 0;
+            frexpf(sqrtf(bound) * 1.001f, &ex);     // |v| <= |q'| < 2^ex
+            int sh = min(max(14 - ex, -100), 100);  // so |v| * 2^sh < 2^14
+            sc = ldexpf(1.f, sh);
+            inv = ldexpf(1.f, -sh - 1);  // (the levels come doubled: s_inv halves too)
         }
         s_dot[k] = dot;
         s_mul[k] = mul;
         s_bias[k] = bias;
         s_out[k] = out;
+        s_q[k] = q;
+        s_sc[k] = sc;
+        s_inv[k] = inv;
     }
     __syncthreads();
     const float* anc = rotA + (size_t)a * d;
     const int warps = SBLOCK / 32;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    // Warp by warp, each query's q', |q'|^2 and halves, in one pass: the
-    // scale comes from a bound on |q'| (every |v| is at most |q'|), known
-    // before the pass from qq, qa and |a|^2 (their float32 rounding
-    // covered by the margin), so the loads all go out at once.
-    for (int k = warp; k < QT; k += warps) {
-        __half* hrow = ahi + k * stride;
-        __half* lrow = alo + k * stride;
-        if (k >= nt) {
-            for (int j = 2 * lane; j < kp; j += 64) {
-                *reinterpret_cast<unsigned*>(hrow + j) = 0u;
-                *reinterpret_cast<unsigned*>(lrow + j) = 0u;
+    // Each query's q', |q'|^2 and halves: warp w takes queries w, w + 8,
+    // ... (Q / 8 of them), a chunk of 4 float4 a lane at a time, the
+    // anchor's chunk loaded once for all of them and every query's loads
+    // in flight together. Rows past nt are left as they are: a row of A
+    // reaches only its own row of the products, which nothing reads.
+    const int QW = Q / warps;
+    float sq[QW];
+#pragma unroll
+    for (int u = 0; u < QW; u++) sq[u] = 0.f;
+    if ((d & 3) == 0) {  // float4 loads: rows start 16-byte aligned
+        const float4* a4 = reinterpret_cast<const float4*>(anc);
+        for (int c0 = 0; c0 < kp / 4; c0 += 4 * 32) {
+            float4 w[4];
+#pragma unroll
+            for (int t = 0; t < 4; t++) {
+                int j4 = c0 + t * 32 + lane;
+                w[t] = 4 * j4 < d ? a4[j4] : make_float4(0.f, 0.f, 0.f, 0.f);
             }
-            continue;
-        }
-        int q = order[p0 + k] / nprobe;
-        const float* src = rq + (size_t)q * d;
-        int dot = s_dot[k];
-        float qq = qqs[q], bound = qq;
-        if (!dot) bound = fmaxf(__fadd_rn(__fsub_rn(qq, __fmul_rn(2.f, dots[(size_t)q * m + a])), na), 0.f) + 1e-4f * (qq + na);
-        int ex = 0;
-        frexpf(sqrtf(bound) * 1.001f, &ex);     // |v| <= |q'| < 2^ex
-        int sh = min(max(14 - ex, -100), 100);  // so |v| * 2^sh < 2^14
-        float sc = ldexpf(1.f, sh);             // (the levels come doubled: s_inv halves too)
-        float sq = 0.f;
-        if ((d & 3) == 0) {  // float4 loads: rows start 16-byte aligned
-            const float4* s4 = reinterpret_cast<const float4*>(src);
-            const float4* a4 = reinterpret_cast<const float4*>(anc);
-#pragma unroll 4
-            for (int j4 = lane; j4 < kp / 4; j4 += 32) {
-                float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-                if (4 * j4 < d) {
-                    v = s4[j4];
-                    if (!dot) {
-                        float4 w = a4[j4];
-                        v = make_float4(__fsub_rn(v.x, w.x), __fsub_rn(v.y, w.y), __fsub_rn(v.z, w.z), __fsub_rn(v.w, w.w));
-                    }
+#pragma unroll
+            for (int u = 0; u < QW; u++) {
+                int k = warp + u * warps;
+                if (k >= nt) break;
+                const float4* s4 = reinterpret_cast<const float4*>(rq + (size_t)s_q[k] * d);
+                int dot = s_dot[k];
+                float sc = s_sc[k];
+                float4 v[4];
+#pragma unroll
+                for (int t = 0; t < 4; t++) {
+                    int j4 = c0 + t * 32 + lane;
+                    v[t] = 4 * j4 < d ? s4[j4] : make_float4(0.f, 0.f, 0.f, 0.f);
                 }
-                sq = fmaf(v.x, v.x, sq);
-                sq = fmaf(v.y, v.y, sq);
-                sq = fmaf(v.z, v.z, sq);
-                sq = fmaf(v.w, v.w, sq);
-                __half2 h01 = __floats2half2_rn(v.x * sc, v.y * sc), h23 = __floats2half2_rn(v.z * sc, v.w * sc);
-                __half2 l01 = __floats2half2_rn(__fsub_rn(v.x * sc, __low2float(h01)), __fsub_rn(v.y * sc, __high2float(h01)));
-                __half2 l23 = __floats2half2_rn(__fsub_rn(v.z * sc, __low2float(h23)), __fsub_rn(v.w * sc, __high2float(h23)));
-                *reinterpret_cast<uint2*>(hrow + 4 * j4) = make_uint2(*reinterpret_cast<unsigned*>(&h01), *reinterpret_cast<unsigned*>(&h23));
-                *reinterpret_cast<uint2*>(lrow + 4 * j4) = make_uint2(*reinterpret_cast<unsigned*>(&l01), *reinterpret_cast<unsigned*>(&l23));
+                __half* hrow = ahi + k * stride;
+                __half* lrow = alo + k * stride;
+#pragma unroll
+                for (int t = 0; t < 4; t++) {
+                    int j4 = c0 + t * 32 + lane;
+                    if (j4 >= kp / 4) break;
+                    float4 x = v[t];
+                    if (!dot) x = make_float4(__fsub_rn(x.x, w[t].x), __fsub_rn(x.y, w[t].y), __fsub_rn(x.z, w[t].z), __fsub_rn(x.w, w[t].w));
+                    sq[u] = fmaf(x.x, x.x, sq[u]);
+                    sq[u] = fmaf(x.y, x.y, sq[u]);
+                    sq[u] = fmaf(x.z, x.z, sq[u]);
+                    sq[u] = fmaf(x.w, x.w, sq[u]);
+                    __half2 h01 = __floats2half2_rn(x.x * sc, x.y * sc), h23 = __floats2half2_rn(x.z * sc, x.w * sc);
+                    __half2 l01 = __floats2half2_rn(__fsub_rn(x.x * sc, __low2float(h01)), __fsub_rn(x.y * sc, __high2float(h01)));
+                    __half2 l23 = __floats2half2_rn(__fsub_rn(x.z * sc, __low2float(h23)), __fsub_rn(x.w * sc, __high2float(h23)));
+                    *reinterpret_cast<uint2*>(hrow + 4 * j4) = make_uint2(*reinterpret_cast<unsigned*>(&h01), *reinterpret_cast<unsigned*>(&h23));
+                    *reinterpret_cast<uint2*>(lrow + 4 * j4) = make_uint2(*reinterpret_cast<unsigned*>(&l01), *reinterpret_cast<unsigned*>(&l23));
+                }
             }
-        } else {
+        }
+    } else {
+#pragma unroll
+        for (int u = 0; u < QW; u++) {
+            int k = warp + u * warps;
+            if (k >= nt) break;
+            const float* src = rq + (size_t)s_q[k] * d;
+            int dot = s_dot[k];
+            float sc = s_sc[k];
+            __half* hrow = ahi + k * stride;
+            __half* lrow = alo + k * stride;
             for (int j = lane; j < kp; j += 32) {
                 float v = j < d ? (dot ? src[j] : __fsub_rn(src[j], anc[j])) : 0.f;
-                sq = fmaf(v, v, sq);
+                sq[u] = fmaf(v, v, sq[u]);
                 float x = v * sc;
                 __half h = __float2half_rn(x);
                 hrow[j] = h;
                 lrow[j] = __float2half_rn(x - __half2float(h));
             }
         }
-        for (int o = 16; o; o >>= 1) sq += __shfl_xor_sync(FULL, sq, o);
-        if (lane == 0) {
-            s_sq[k] = sq;
-            s_inv[k] = ldexpf(1.f, -sh - 1);
-        }
+    }
+#pragma unroll
+    for (int u = 0; u < QW; u++) {
+        float t = sq[u];
+        for (int o = 16; o; o >>= 1) t += __shfl_xor_sync(FULL, t, o);
+        int k = warp + u * warps;
+        if (lane == 0 && k < nt) s_sq[k] = t;
     }
     __syncthreads();
     const int c = lane & 3, rr = lane >> 2;
-    const bool two = nt > 16;  // the second m16 tile holds queries
+    const bool two = Q > 16 && nt > 16;  // the second m16 tile holds queries
     float sa = scale[a], sb = sqrtS[a];
     for (int t = (lo >> 5) + warp; t < (hi + 31) >> 5; t += warps) {
-        float acc[2][4][4];
+        const int I = Q / 16;  // m16 tiles
+        float acc[I][4][4];
 #pragma unroll
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < I; i++)
 #pragma unroll
             for (int n = 0; n < 4; n++)
 #pragma unroll
@@ -927,13 +1149,13 @@ __device__ void mma_scan(const float* __restrict__ rq, const float* __restrict__
             }
 #pragma unroll
             for (int u = 0; u < KC; u++) {
-                unsigned ah[2][4], al[2][4];
+                unsigned ah[I][4], al[I][4];
                 const int arow = (lane & 15) * stride + 16 * (s0 + u) + (lane >> 4) * 8;
                 ldsm4(ah[0], ahi + arow);
                 ldsm4(al[0], alo + arow);
                 if (two) {
-                    ldsm4(ah[1], ahi + 16 * stride + arow);
-                    ldsm4(al[1], alo + 16 * stride + arow);
+                    ldsm4(ah[I - 1], ahi + 16 * stride + arow);
+                    ldsm4(al[I - 1], alo + 16 * stride + arow);
                 }
 #pragma unroll
                 for (int n = 0; n < 4; n++) {
@@ -941,8 +1163,8 @@ __device__ void mma_scan(const float* __restrict__ rq, const float* __restrict__
                     mma16816(acc[0][n], ah[0], b);
                     mma16816(acc[0][n], al[0], b);
                     if (two) {
-                        mma16816(acc[1][n], ah[1], b);
-                        mma16816(acc[1][n], al[1], b);
+                        mma16816(acc[I - 1][n], ah[I - 1], b);
+                        mma16816(acc[I - 1][n], al[I - 1], b);
                     }
                 }
             }
@@ -962,7 +1184,7 @@ __device__ void mma_scan(const float* __restrict__ rq, const float* __restrict__
                 float norm = __fmul_rn(h2f((unsigned short)(sc & 0xffff)), sa);
                 bool masked = allowed(allow, e) == 0;
 #pragma unroll
-                for (int i = 0; i < 2; i++) {
+                for (int i = 0; i < I; i++) {
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         int k = 16 * i + rr + 8 * h;
@@ -987,22 +1209,30 @@ __device__ void mma_scan(const float* __restrict__ rq, const float* __restrict__
         int kp, const unsigned long long *__restrict__ allow
 #define MMA_PASS \
     rq, qqs, dots, rotA, norms, offs, scale, sqrtS, frag, scal, d, m, W, metricIP, ipCodes, nprobe, coff, cap, cand, order, cursor, tiles, ntiles, kp, allow
-extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_mma1(MMA_ARGS) { mma_scan<1>(MMA_PASS); }
-extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_mma2(MMA_ARGS) { mma_scan<2>(MMA_PASS); }
-extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_mma4(MMA_ARGS) { mma_scan<4>(MMA_PASS); }
-extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_mma8(MMA_ARGS) { mma_scan<8>(MMA_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_mma1(MMA_ARGS) { mma_scan<1, QT>(MMA_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_mma2(MMA_ARGS) { mma_scan<2, QT>(MMA_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_mma4(MMA_ARGS) { mma_scan<4, QT>(MMA_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK) vlc_s_mma8(MMA_ARGS) { mma_scan<8, QT>(MMA_PASS); }
+// vlc_s_mmahB: tiles of 16 queries, for batches whose lists have few
+// queries each: half the shared memory and fewer registers, so that
+// three blocks share a multiprocessor where vlc_s_mmaB fits two.
+extern "C" __global__ void __launch_bounds__(SBLOCK, 3) vlc_s_mmah1(MMA_ARGS) { mma_scan<1, 16>(MMA_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK, 3) vlc_s_mmah2(MMA_ARGS) { mma_scan<2, 16>(MMA_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK, 3) vlc_s_mmah4(MMA_ARGS) { mma_scan<4, 16>(MMA_PASS); }
+extern "C" __global__ void __launch_bounds__(SBLOCK, 3) vlc_s_mmah8(MMA_ARGS) { mma_scan<8, 16>(MMA_PASS); }
 
 // vlc_s_topk: one block per query: the keep candidates of least (distance,
 // entry), sorted, padded with entry -1 and +Inf. Candidate i of a query
 // is entry offs[a] + i - coff[r] of the list a = probe[r] whose slots
 // hold it. When cached is at least the query's candidates, their keys are
 // read into shared memory once (cached of them fit) and the select's
-// passes read them there.
+// passes read them there. Dynamic shared memory holds those keys, then
+// (8-byte aligned) the selection: keep rounded up to a power of two.
 extern "C" __global__ void vlc_s_topk(const float* __restrict__ cand, int cap, const int* __restrict__ coff, const int* __restrict__ probe,
                                       const unsigned long long* __restrict__ offs, int nprobe, int keep, int cached,
                                       int* __restrict__ outE, float* __restrict__ outD) {  // outD may follow outE: one copy back
-    __shared__ unsigned long long sel[MAX_KEEP];
-    extern __shared__ unsigned keys[];
+    extern __shared__ __align__(8) unsigned keys[];
+    unsigned long long* sel = reinterpret_cast<unsigned long long*>(keys + ((cached + 1) & ~1));
     const float* c = cand + (size_t)blockIdx.x * cap;
     const int* co = coff + (size_t)blockIdx.x * (nprobe + 1);
     const int* pr = probe + (size_t)blockIdx.x * nprobe;
@@ -1020,6 +1250,7 @@ extern "C" __global__ void vlc_s_topk(const float* __restrict__ cand, int cap, c
         return (unsigned)(offs[pr[lo]] + (unsigned)(i - co[lo]));
     };
     auto tie = [&](int i) { return entry(i); };
+    bool sorted = false;  // sel holds the result in order already
     if (n <= cached) {
         // Read with 16-byte loads (cap is a multiple of 4), several in
         // flight, the least and greatest key on the way.
@@ -1044,7 +1275,7 @@ extern "C" __global__ void vlc_s_topk(const float* __restrict__ cand, int cap, c
         // margin) lie at or below it. When at least keep and at most
         // TCAND do, the keep smallest are among them, ties included, and
         // the select runs over those few; else over every key.
-        __shared__ unsigned samp[TSAMPLE];
+        __shared__ __align__(8) unsigned samp[TSAMPLE];
         __shared__ int cidx[TCAND], s_cnt;
         int ns = min(n, TSAMPLE), stride = n / ns;
         int r = min(ns, (int)(((long long)keep * ns + n - 1) / n) * 2 + 8);
@@ -1068,7 +1299,27 @@ extern "C" __global__ void vlc_s_topk(const float* __restrict__ cand, int cap, c
             __syncthreads();
             few = s_cnt >= keep && s_cnt <= TCAND;
         }
-        if (few) {
+        if (few && s_cnt <= SBLOCK) {
+            // A thread a key: its rank among the few by (key, entry), all
+            // distinct, is its place in the result, which comes out
+            // sorted (no select, no sort).
+            int c = s_cnt;
+            unsigned long long* few_k = reinterpret_cast<unsigned long long*>(samp);  // the sample is spent
+            __syncthreads();
+            unsigned long long mine = 0;
+            if (threadIdx.x < c) {
+                int i = cidx[threadIdx.x];
+                mine = ((unsigned long long)keys[i] << 32) | entry(i);
+                few_k[threadIdx.x] = mine;
+            }
+            __syncthreads();
+            if (threadIdx.x < c) {
+                int rank = 0;
+                for (int f = 0; f < c; f++) rank += few_k[f] < mine;
+                if (rank < keep) sel[rank] = mine;
+            }
+            sorted = true;
+        } else if (few) {
             int c = s_cnt;
             __syncthreads();
             take_smallest([&](int j) { return keys[cidx[j]]; }, [&](int j) { return entry(cidx[j]); }, c, keep,
@@ -1082,7 +1333,7 @@ extern "C" __global__ void vlc_s_topk(const float* __restrict__ cand, int cap, c
         take_smallest(key, tie, n, keep, [&](int at, int i) { sel[at] = ((unsigned long long)okey(c[i]) << 32) | entry(i); });
     }
     __syncthreads();
-    for (int k = 2; k <= size; k <<= 1) {
+    for (int k = 2; k <= size && !sorted; k <<= 1) {
         for (int j = k >> 1; j > 0; j >>= 1) {
             for (int i = threadIdx.x; i < size; i += SBLOCK) {
                 int l = i ^ j;

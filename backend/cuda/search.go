@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"strconv"
 	"strings"
@@ -33,7 +34,8 @@ var searchSteps = []string{"memset", "vlc_s_rotate", "vlc_s_dots", "vlc_s_probe"
 
 const (
 	scanGroup   = 8                   // GQ: the most queries a scan block scores together
-	mmaTile     = 32                  // QT: the queries of a tensor-core scan block
+	mmaTile     = 32                  // QT: the queries of a tensor-core scan block (vlc_s_mmaB)
+	mmaHalf     = 16                  // the queries of a vlc_s_mmahB block
 	mmaChunk    = 4                   // KC: the k-steps of 16 dimensions the scan loads ahead
 	fewQueries  = 8                   // up to this many, the dots go a warp per anchor (vlc_s_dots_few)
 	searchBlock = 256                 // SBLOCK
@@ -42,8 +44,9 @@ const (
 	maxBatch    = 1 << 15             // queries a launch (grid y of the scan <= 65535)
 	batchShare  = 2                   // a batch may take 1/batchShare of free memory
 	searchMaxD  = (maxSmem - 256) / 4 // a query held in shared memory as float32 (rotate's static memory aside)
-	scanStatic  = 1024                // room left for the scan's static shared memory
-	topkStatic  = 52 << 10            // vlc_s_topk's static shared memory (50,336 bytes by ptxas -v for sm_90), rounded up
+	scanStatic  = 2 << 10             // room left for the scans' static shared memory (vlc_s_mmaB: 896 bytes by ncu on an H200 before s_q and s_sc, 256 more)
+	topkStatic  = 20 << 10            // vlc_s_topk's static shared memory (17,568 bytes: 50,336 by ptxas -v for sm_90 before its selection moved to dynamic memory), rounded up
+	probeStatic = 8 << 10             // vlc_s_probe's static shared memory (two take_smallest's ties and histograms, 4.3 KiB), rounded up
 )
 
 var _ device.Searcher = (*Device)(nil)
@@ -53,10 +56,11 @@ func (d *Device) loadSearch() error {
 	if d.smod != 0 {
 		return nil
 	}
-	smem := map[string]int{"vlc_s_topk": d.topkSmem()}
+	smem := map[string]int{"vlc_s_topk": d.topkSmem(), "vlc_s_probe": d.probeSmem()}
 	for b := 1; b <= 8; b *= 2 {
 		smem[fmt.Sprintf("vlc_s_scan%d", b)] = d.scanSmem()
 		smem[fmt.Sprintf("vlc_s_mma%d", b)] = d.scanSmem()
+		smem[fmt.Sprintf("vlc_s_mmah%d", b)] = d.scanSmem()
 	}
 	mod, err := d.loadModule("search kernels", "search.ptx", searchPTX, "VLC_CUDA_SEARCH_PTX", searchKernelNames, smem)
 	if err != nil {
@@ -108,9 +112,14 @@ func (d *Device) loadModule(what, file string, ptx []byte, env string, names []s
 }
 
 // topkSmem is the dynamic shared memory vlc_s_topk may use for its
-// cache of a query's candidate keys: the opt-in limit less its static
-// arrays (the 32 KiB of selected keys, the select's histogram and ties).
+// cache of a query's candidate keys and its selection: the opt-in limit
+// less its static arrays (the sample, the few keys under its threshold,
+// the select's histogram and ties).
 func (d *Device) topkSmem() int { return max(0, d.smemOptin-topkStatic) }
+
+// probeSmem is the dynamic shared memory vlc_s_probe may use for the
+// lists' keys: the opt-in limit less room for take_smallest's arrays.
+func (d *Device) probeSmem() int { return max(0, d.smemOptin-probeStatic) }
 
 // scanSmem is the dynamic shared memory the scan kernels may use: the
 // device's opt-in limit (which counts static memory too) less room for
@@ -119,13 +128,28 @@ func (d *Device) scanSmem() int { return max(maxSmem, d.smemOptin-scanStatic) }
 
 // resident is an index on the device (device.Resident).
 type resident struct {
-	d     *Device
-	data  *device.IndexData
-	scan  string // the scan kernel for the code's bits
-	mma   string // the tensor-core scan for them, "" when its tile does not fit shared memory
-	pad   int    // levels a query residual is padded to: Words * 32/Bits
-	kp    int    // pad rounded up to 16, the tensor-core scan's residual length
-	force string // VLC_CUDA_SEARCH_SCAN: "fma" or "mma" forces that scan (tests)
+	d    *Device
+	data *device.IndexData
+	scan string // the scan kernel for the code's bits
+	mma  string // the tensor-core scan for them, "" when its tile does not fit shared memory
+	mmah string // the same with tiles of 16 queries (vlc_s_mmahB)
+	tile string // VLC_CUDA_SEARCH_TILE: "16" or "32" forces that tile (tests)
+	// cached, when positive, is VLC_CUDA_SEARCH_CACHED: the most
+	// candidates the top-k holds in shared memory (tests; even)
+	cached int
+	pad    int    // levels a query residual is padded to: Words * 32/Bits
+	kp     int    // pad rounded up to 16, the tensor-core scan's residual length
+	force  string // VLC_CUDA_SEARCH_SCAN: "fma" or "mma" forces that scan (tests)
+	// rotW is the warp-a-query rotation for the index's RotP
+	// (vlc_s_rotateE), "" where it does not apply (RotP outside 32..1024,
+	// or SBLOCK/32 queries' values past the shared memory) or
+	// VLC_CUDA_SEARCH_ROTATE=block keeps the block-a-query vlc_s_rotate.
+	rotW string
+	// lanes is the threads that share an entry in the FMA scan of a few
+	// pairs, the blocks of grid y that share a list being as many: 8, or
+	// VLC_CUDA_SEARCH_LANES (4 or 8). One query of 1M x 768, 4,096
+	// lists, nprobe 64 on an H200: its scan 18.8 us at 8, 24.9 at 4.
+	lanes int
 	// dotsKind is VLC_CUDA_SEARCH_DOTS: "fma" keeps batches on the
 	// float32 vlc_s_dots (tests); else past fewQueries they take
 	// vlc_s_dots_mma.
@@ -190,8 +214,32 @@ func (dev *Device) UploadIndex(data *device.IndexData) (device.Resident, error) 
 		return nil, fmt.Errorf("cuda: VLC_CUDA_SEARCH_SCAN=%q: want fma or mma", r.force)
 	}
 	r.kp = (r.pad + 16*mmaChunk - 1) / (16 * mmaChunk) * (16 * mmaChunk)
-	if r.mmaSmem() <= dev.scanSmem() {
+	if p := data.RotP; p >= 32 && p <= 1024 && p&(p-1) == 0 && searchBlock/32*4*data.Dim <= maxSmem && os.Getenv("VLC_CUDA_SEARCH_ROTATE") != "block" {
+		r.rotW = fmt.Sprintf("vlc_s_rotate%d", p/32)
+	}
+	switch v := os.Getenv("VLC_CUDA_SEARCH_LANES"); v {
+	case "", "8":
+		r.lanes = 8
+	case "4":
+		r.lanes = 4
+	default:
+		return nil, fmt.Errorf("cuda: VLC_CUDA_SEARCH_LANES=%q: want 4 or 8", v)
+	}
+	if r.mmaSmem(mmaTile) <= dev.scanSmem() {
 		r.mma = fmt.Sprintf("vlc_s_mma%d", data.Bits)
+		r.mmah = fmt.Sprintf("vlc_s_mmah%d", data.Bits)
+	}
+	if v := os.Getenv("VLC_CUDA_SEARCH_CACHED"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 2 || n%2 != 0 {
+			return nil, fmt.Errorf("cuda: VLC_CUDA_SEARCH_CACHED=%q: want an even number of candidates, at least 2", v)
+		}
+		r.cached = n
+	}
+	switch r.tile = os.Getenv("VLC_CUDA_SEARCH_TILE"); r.tile {
+	case "", "16", "32":
+	default:
+		return nil, fmt.Errorf("cuda: VLC_CUDA_SEARCH_TILE=%q: want 16 or 32", r.tile)
 	}
 	err := dev.run(func() error {
 		if err := dev.loadSearch(); err != nil {
@@ -340,7 +388,7 @@ func (r *resident) free() {
 
 // mmaSmem is the dynamic shared memory of the tensor-core scan: QT rows
 // of the residuals' two float16 halves, kp + 8 values a row.
-func (r *resident) mmaSmem() int { return 2 * mmaTile * (r.kp + 8) * 2 }
+func (r *resident) mmaSmem(tile int) int { return 2 * tile * (r.kp + 8) * 2 }
 
 // dropGraphs destroys the captured graphs (on the worker).
 func (r *resident) dropGraphs() {
@@ -400,7 +448,7 @@ func (r *resident) Close() error {
 // perQuery is the device memory one query of a batch takes.
 func (r *resident) perQuery(cap, nprobe, keep int) int64 {
 	x := r.data
-	return int64(8*x.Dim+4+4*x.Lists+8*nprobe+4*(nprobe+1)+8*nprobe/mmaTile+8+4*r.dp+4) + 4*int64(cap) + 8*int64(keep)
+	return int64(8*x.Dim+4+4*x.Lists+8*nprobe+4*(nprobe+1)+8*nprobe/mmaHalf+8+4*r.dp+4) + 4*int64(cap) + 8*int64(keep)
 }
 
 // ensure makes the batch buffers hold batch queries of cap candidates
@@ -424,7 +472,7 @@ func (r *resident) ensure(batch, cap, nprobe, keep int) error {
 		{&r.cnt, int64(x.Lists) * 4},
 		{&r.cursor, int64(x.Lists) * 4},
 		{&r.order, int64(batch) * int64(nprobe) * 4},
-		{&r.tiles, (int64(batch)*int64(nprobe)/mmaTile + int64(x.Lists) + 1) * 8},
+		{&r.tiles, (int64(batch)*int64(nprobe)/mmaHalf + int64(x.Lists) + 1) * 8},
 		{&r.ntiles, 4},
 		{&r.rqh, int64(batch) * int64(r.dp) * 2},
 		{&r.rql, int64(batch) * int64(r.dp) * 2},
@@ -568,11 +616,6 @@ func (r *resident) upAllow(allow []uint64) error {
 func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, masked bool, entries []int32, dists []float32) error {
 	d, x := r.d, r.data
 	qb := int64(len(queries)) * 4
-	t0 := time.Now()
-	if err := r.upQueries(queries, qb); err != nil {
-		return err
-	}
-	r.copies[0] += time.Since(t0)
 	ip := b32(x.IP)
 	npairs := nq * nprobe
 	var allow uint64
@@ -596,9 +639,9 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, masked boo
 	ordered := g > 1 || useMMA
 	lanes, split := 1, 1
 	if npairs < 4*d.info.SMs {
-		// A few pairs: each entry's words split between 4 threads, and
-		// each list's entries between 4 blocks.
-		lanes, split = 4, 4
+		// A few pairs: each entry's words split between r.lanes threads,
+		// and each list's entries between as many blocks.
+		lanes, split = r.lanes, r.lanes
 	}
 	var cnt, order uint64
 	if ordered {
@@ -615,54 +658,104 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, masked boo
 	}
 	scan := step{r.scan, (npairs + g - 1) / g, split, 4 * scanGroup * r.pad, []uint64{r.rq, r.qq, r.dots, r.rotA, r.norms, r.offs, r.scale, r.sqrtS, r.words, r.scal,
 		i32(x.Dim), i32(x.Lists), i32(x.Words), ip, b32(x.IPCodes), i32(nprobe), r.probe, r.coff, i32(cap), r.cand, order, i32(npairs), i32(g), i32(lanes), allow}}
+	// The tensor-core scan's tile: 32 queries, or 16 where the lists have
+	// fewer than 24 pairs each on average. 1M x 768, 4,096 lists, nprobe
+	// 64, batches of 1,000 (15.6 pairs a list), one H200: the scan took
+	// 457 us a batch in tiles of 16, 529 in tiles of 32 (ncu).
+	tile, mma := mmaTile, r.mma
+	if (r.tile == "" && npairs < 24*x.Lists) || r.tile == "16" {
+		tile, mma = mmaHalf, r.mmah
+	}
 	if useMMA {
-		scan = step{r.mma, npairs/mmaTile + x.Lists, 1, r.mmaSmem(), []uint64{r.rq, r.qq, r.dots, r.rotA, r.norms, r.offs, r.scale, r.sqrtS, r.frag, r.scal,
+		scan = step{mma, npairs/tile + x.Lists, 1, r.mmaSmem(tile), []uint64{r.rq, r.qq, r.dots, r.rotA, r.norms, r.offs, r.scale, r.sqrtS, r.frag, r.scal,
 			i32(x.Dim), i32(x.Lists), i32(x.Words), ip, b32(x.IPCodes), i32(nprobe), r.coff, i32(cap), r.cand, r.order, r.cursor, r.tiles, r.ntiles, i32(r.kp), allow}}
 	}
-	cached := min(cap, d.topkSmem()/4) // candidates a query's top-k reads into shared memory
+	// The candidates a query's top-k reads into shared memory: as many as
+	// fit, or, for a batch of several waves, as many as let two blocks
+	// share a multiprocessor where that holds most queries' (the mean
+	// query's candidates with a margin); a query with more selects from
+	// memory. Sized for the largest query (nprobe 64 of 1M x 768 in 4,096
+	// lists, one H200) a block took the whole multiprocessor: occupancy
+	// 12.5 % by ncu, 145 us a batch of 1,000.
+	selBytes := 8 * (1 << bits.Len(uint(keep-1)))
+	cached := min(cap, (d.topkSmem()-selBytes)/4&^1) // even: the selection after it is 8-byte aligned (cap is a multiple of 4)
+	if two := (d.smemSM/2 - 1024 - topkStatic - selBytes) / 4 &^ 1; nq > d.info.SMs && cached > two && float64(two) >= 1.3*float64(nprobe)*float64(x.N)/float64(x.Lists) {
+		cached = two
+	}
+	if r.cached > 0 {
+		cached = min(cached, r.cached)
+	}
+	rotate := step{"vlc_s_rotate", nq, 1, 4 * x.Dim, []uint64{r.q, r.signs, i32(x.Dim), i32(x.RotP), f32(x.RotScale), r.rq, r.qq, rqh, rql, r.qinv, i32(r.dp)}}
+	if r.rotW != "" {
+		const per = searchBlock / 32 // queries a block
+		rotate = step{r.rotW, (nq + per - 1) / per, 1, per * 4 * x.Dim, append(rotate.args, i32(nq))}
+	}
+	probeKeys, probeSmem := 0, 0 // the lists' keys the probe holds in shared memory
+	if 4*x.Lists <= d.probeSmem() {
+		probeKeys, probeSmem = x.Lists, 4*x.Lists
+	}
 	steps := []step{
-		{"vlc_s_rotate", nq, 1, 4 * x.Dim, []uint64{r.q, r.signs, i32(x.Dim), i32(x.RotP), f32(x.RotScale), r.rq, r.qq, rqh, rql, r.qinv, i32(r.dp)}},
+		rotate,
 		dots,
-		{"vlc_s_probe", nq, 1, 0, []uint64{r.dots, r.norms, r.offs, i32(x.Lists), ip, i32(nprobe), r.probe, r.coff, cnt}},
+		{"vlc_s_probe", nq, 1, probeSmem, []uint64{r.dots, r.norms, r.offs, i32(x.Lists), ip, i32(nprobe), r.probe, r.coff, cnt, i32(probeKeys), b32(nq <= fewQueries)}},
 		{"vlc_s_starts", 1, 1, 0, []uint64{r.cnt, i32(x.Lists), r.cursor}},
-		{"vlc_s_tiles", 1, 1, 0, []uint64{r.cnt, r.cursor, i32(x.Lists), r.tiles, r.ntiles}},
+		{"vlc_s_tiles", 1, 1, 0, []uint64{r.cnt, r.cursor, i32(x.Lists), i32(tile), r.tiles, r.ntiles}},
 		{"vlc_s_order", nq, 1, 0, []uint64{r.probe, i32(nprobe), r.cursor, r.order}},
 		scan,
-		{"vlc_s_topk", nq, 1, 4 * cached, []uint64{r.cand, i32(cap), r.coff, r.probe, r.offs, i32(nprobe), i32(keep), i32(cached), r.out, r.out + uint64(nq*keep*4)}},
+		{"vlc_s_topk", nq, 1, 4*cached + selBytes, []uint64{r.cand, i32(cap), r.coff, r.probe, r.offs, i32(nprobe), i32(keep), i32(cached), r.out, r.out + uint64(nq*keep*4)}},
 	}
 	var live []step // the steps this pass launches
 	for _, s := range steps {
 		if (!ordered && (s.name == "vlc_s_starts" || s.name == "vlc_s_order")) || (!useMMA && s.name == "vlc_s_tiles") {
 			s.name = "" // skipped (timed as nothing)
 		}
-		if s.smem > maxSmem && ((s.name != r.scan && s.name != r.mma && s.name != "vlc_s_topk") || s.smem > max(d.scanSmem(), d.topkSmem())) {
+		if s.smem > maxSmem && ((s.name != r.scan && s.name != r.mma && s.name != r.mmah && s.name != "vlc_s_topk" && s.name != "vlc_s_probe") || s.smem > max(d.scanSmem(), d.topkSmem(), d.probeSmem())) {
 			return fmt.Errorf("cuda: %s needs %d bytes of shared memory", s.name, s.smem)
 		}
 		live = append(live, s)
 	}
 	if nq <= fewQueries && !ordered && !r.timing && d.drv.graphs && os.Getenv("VLC_CUDA_SEARCH_GRAPH") != "0" {
-		if err := r.replay([4]int{nq, nprobe, keep, int(b32(masked))}, live); err != nil {
+		// The queries go up and the results come back inside the graph,
+		// through the staging buffer: one launch and one wait a pass.
+		stage, err := d.staging()
+		if err != nil {
 			return err
 		}
-	} else {
-		if err := r.record(0); err != nil {
+		out := (qb + 255) &^ 255 // the results' place in the stage
+		n := nq * keep
+		if out+8*int64(n) <= int64(len(stage)) {
+			copy(stage[:qb], unsafe.Slice((*byte)(unsafe.Pointer(&queries[0])), qb))
+			io := graphIO{in: unsafe.Pointer(&stage[0]), inBytes: qb, out: unsafe.Pointer(&stage[out]), outBytes: 8 * int64(n)}
+			if err := r.replay([4]int{nq, nprobe, keep, int(b32(masked))}, live, io); err != nil {
+				return err
+			}
+			copy(entries[:n], unsafe.Slice((*int32)(unsafe.Pointer(&stage[out])), n))
+			copy(dists[:n], unsafe.Slice((*float32)(unsafe.Pointer(&stage[out+4*int64(n)])), n))
+			return nil
+		}
+	}
+	t0 := time.Now()
+	if err := r.upQueries(queries, qb); err != nil {
+		return err
+	}
+	r.copies[0] += time.Since(t0)
+	if err := r.record(0); err != nil {
+		return err
+	}
+	if ordered {
+		if err := d.memset8(r.cnt, 0, int64(x.Lists)*4); err != nil {
 			return err
 		}
-		if ordered {
-			if err := d.memset8(r.cnt, 0, int64(x.Lists)*4); err != nil {
-				return err
-			}
+	}
+	for i, s := range live {
+		if err := r.record(i + 1); err != nil {
+			return err
 		}
-		for i, s := range live {
-			if err := r.record(i + 1); err != nil {
-				return err
-			}
-			if s.name == "" {
-				continue
-			}
-			if err := d.launch(s.name, s.gx, s.gy, searchBlock, s.smem, s.args...); err != nil {
-				return err
-			}
+		if s.name == "" {
+			continue
+		}
+		if err := d.launch(s.name, s.gx, s.gy, searchBlock, s.smem, s.args...); err != nil {
+			return err
 		}
 	}
 	if err := r.record(len(steps) + 1); err != nil {
@@ -686,9 +779,18 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, masked boo
 	return nil
 }
 
-// replay launches steps as the graph captured for key, capturing it on
-// the first call, and waits for it (on the worker).
-func (r *resident) replay(key [4]int, steps []step) error {
+// graphIO is a replayed pass's copies: inBytes of queries from in to the
+// device before its kernels, outBytes of results from the device to out
+// after them (both page-locked host memory at fixed addresses: the graph
+// holds them).
+type graphIO struct {
+	in, out           unsafe.Pointer
+	inBytes, outBytes int64
+}
+
+// replay launches steps, between io's copies, as the graph captured for
+// key, capturing it on the first call, and waits for it (on the worker).
+func (r *resident) replay(key [4]int, steps []step, io graphIO) error {
 	d, dr := r.d, r.d.drv
 	if r.stream == 0 {
 		st, err := d.newStream()
@@ -706,11 +808,14 @@ func (r *resident) replay(key [4]int, steps []step) error {
 		if err := dr.call("cuStreamBeginCapture", dr.cuStreamBeginCapture, r.stream, relaxed); err != nil {
 			return err
 		}
-		var lerr error
+		lerr := dr.call("cuMemcpyHtoDAsync", dr.cuMemcpyHtoDAsync, uintptr(r.q), uintptr(io.in), uintptr(io.inBytes), r.stream)
 		for _, s := range steps {
 			if s.name != "" && lerr == nil {
 				lerr = d.launchOn(r.stream, s.name, s.gx, s.gy, searchBlock, s.smem, s.args...)
 			}
+		}
+		if lerr == nil {
+			lerr = dr.call("cuMemcpyDtoHAsync", dr.cuMemcpyDtoHAsync, uintptr(io.out), uintptr(r.out), uintptr(io.outBytes), r.stream)
 		}
 		var g uintptr
 		err := dr.call("cuStreamEndCapture", dr.cuStreamEndCapture, r.stream, uintptr(unsafe.Pointer(&g)))

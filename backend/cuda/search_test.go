@@ -5,9 +5,11 @@ package cuda
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vlc-embed/vlc/device"
@@ -100,6 +102,86 @@ func TestSearchScans(t *testing.T) {
 		})
 	}
 }
+
+// The kernels a setting switches give the CPU's hits too: the
+// block-a-query rotation (VLC_CUDA_SEARCH_ROTATE=block, against the
+// warp-a-query one every other test takes), 4 threads an entry in the
+// scan of a few pairs (VLC_CUDA_SEARCH_LANES=4, against 8), and the
+// tensor-core scan's tiles of 16 and of 32 queries, and a top-k that
+// holds at most 64 candidates in shared memory (most queries select
+// from memory). The cases add the rotation's block lengths of 128 and
+// 256.
+func TestSearchVariants(t *testing.T) {
+	dev := gpuDevice(t)
+	cases := append(append([]searchtest.Case(nil), searchtest.DefaultCases...),
+		searchtest.Case{Name: "l2-d130-b4", N: 500, Dim: 130, Lists: 6, Bits: 4, Metric: index.L2, Queries: 20},
+		searchtest.Case{Name: "ip-d300-b2", N: 500, Dim: 300, Lists: 7, Bits: 2, Metric: index.IP, Queries: 20},
+		searchtest.Case{Name: "l2-d1536-b4", N: 400, Dim: 1536, Lists: 5, Bits: 4, Metric: index.L2, Queries: 20})
+	for _, env := range [][]string{
+		{"VLC_CUDA_SEARCH_ROTATE", "block"},
+		{"VLC_CUDA_SEARCH_LANES", "4"},
+		{"VLC_CUDA_SEARCH_SCAN", "mma", "VLC_CUDA_SEARCH_TILE", "16"},
+		{"VLC_CUDA_SEARCH_SCAN", "mma", "VLC_CUDA_SEARCH_TILE", "32"},
+		{"VLC_CUDA_SEARCH_CACHED", "64"},
+	} {
+		t.Run(strings.Join(env, ","), func(t *testing.T) {
+			for i := 0; i < len(env); i += 2 {
+				t.Setenv(env[i], env[i+1])
+			}
+			searchtest.Parity(t, dev, searchtest.Options{Cases: cases})
+		})
+	}
+}
+
+// Many lists and a few probed: the probe takes its sampled selection
+// (at least 512 lists, nprobe at most an eighth of them), one query at
+// a time and in batches, ties included (queries on an anchor's exact
+// copy have lists at equal distance).
+func TestSearchManyLists(t *testing.T) {
+	dev := gpuDevice(t)
+	c := searchtest.Case{Name: "l2-d64-b4-many", N: 6000, Dim: 64, Lists: 700, Bits: 4, Metric: index.L2, Queries: 40}
+	b := searchtest.Build(t, t.TempDir(), c)
+	di, err := b.Index.OnDevice(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer di.Close()
+	scale := 0.0
+	for i := range b.Base.Len() {
+		var s float64
+		for _, v := range b.Base.Row(i, nil) {
+			s += float64(v) * float64(v)
+		}
+		scale = max(scale, math.Sqrt(s))
+	}
+	for _, nprobe := range []int{1, 3, 20, 64, 87} {
+		so := index.SearchOptions{K: 10, NProbe: nprobe}
+		want, err := b.Index.SearchBatch(context.Background(), b.Queries, so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := di.SearchBatch(context.Background(), b.Queries, so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		searchtest.Compare(t, fmt.Sprintf("nprobe %d", nprobe), b.Queries, scale, want, got)
+		for i := range 3 {
+			q := b.Queries.Row(i, nil)
+			one, err := di.Search(q, so)
+			if err != nil {
+				t.Fatal(err)
+			}
+			searchtest.Compare(t, fmt.Sprintf("nprobe %d, query %d alone", nprobe, i), queryRow(q), scale, want[i:i+1], [][]index.Hit{one})
+		}
+	}
+}
+
+// queryRow is one query as index.Rows.
+type queryRow []float32
+
+func (q queryRow) Len() int                           { return 1 }
+func (q queryRow) Dim() int                           { return len(q) }
+func (q queryRow) Row(i int, dst []float32) []float32 { return q }
 
 // synthetic is an index of random codes (the search's arithmetic does
 // not need them to come from vectors): n entries of dim levels of bits
