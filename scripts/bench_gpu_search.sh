@@ -5,7 +5,7 @@
 # batches of 10,000 and 1,000 and one query at a time, the CPU, PyTorch's exact
 # search, a store of 10 segments with 5 % deleted (ids outside every query's
 # true top 10, so the ground truth stands) against itself compacted, vlc serve
-# under load (loadtest, requests of 100) on the device and the CPU, and sq8.
+# under load (loadtest, requests of 100) on the device and the CPU, sq8 and pq.
 # Builds nothing: give it binaries built with -tags cuda.
 #
 # usage: scripts/bench_gpu_search.sh VLC LOADTEST [DIR]
@@ -46,3 +46,6 @@ for b in 10000 1000; do "$vlc" eval -backend cuda $Q -batch $b -min-time 2s "$D/
 for be in cuda cpu; do echo "== loadtest $be"; "$loadtest" -backend $be -index "$D/i.vlc" -query "$D/q.fvecs" -nprobe 64 -clients 32 -duration 5s -only '100 queries a request'; done
 "$vlc" compress -backend cuda -bits 8 -code sq8 -anchors 4096 -seed 1 -dim 768 -o "$D/sq8.vlc" "$D/base.f16" | tail -1
 "$vlc" eval -backend cuda $Q -batch 10000 -min-time 2s "$D/sq8.vlc" 2>&1 | show "sq8, cuda, batches of 10000"
+"$vlc" compress -backend cuda -bits 4 -code pq -anchors 4096 -seed 1 -dim 768 -o "$D/pq.vlc" "$D/base.f16" | tail -1
+"$vlc" eval -backend cuda $Q -batch 10000 -min-time 2s "$D/pq.vlc" 2>&1 | show "pq, cuda, batches of 10000"
+"$vlc" eval -backend cpu $Q "$D/pq.vlc" 2>&1 | show "pq, cpu"
