@@ -613,7 +613,7 @@ func (p partsOnDevice) pushDevices(c *chunk, i, keep int, s *scratch) error {
 // runs. The hits returned are in s's memory.
 func (p partsOnDevice) fromDevices(st *deviceSearch, c *chunk, i int, s *scratch, nprobe int, readOn bool) (hits []Hit, ok bool, err error) {
 	ix, opt, keep := p.parts[0], st.opt, st.keep
-	mapped := s.mapped[:0]
+	mapped, runs := s.mapped[:0], s.runs[:0]
 	nan := false
 	for j, part := range p.parts {
 		if c.entries[j] == nil {
@@ -629,6 +629,7 @@ func (p partsOnDevice) fromDevices(st *deviceSearch, c *chunk, i int, s *scratch
 			}
 		}
 		base, ids := p.bases[j], part.ids
+		runs = append(runs, len(mapped))
 		mapped = slices.Grow(mapped, keep)
 		for t, e := range es {
 			if e < 0 {
@@ -639,14 +640,23 @@ func (p partsOnDevice) fromDevices(st *deviceSearch, c *chunk, i int, s *scratch
 			mapped = append(mapped, Hit{ID: base + ids.at(int(e)), Distance: dist})
 		}
 	}
-	s.mapped = mapped
+	s.mapped, s.runs = mapped, runs
 	if readOn && len(mapped) < keep && nprobe < ix.m {
 		return nil, false, nil
 	}
 	if len(mapped) > keep && nan {
 		return nil, false, nil
 	}
-	if !increasing(mapped) {
+	if len(runs) > 1 && len(mapped) > keep {
+		// Several parts: the first keep of their runs, each nearest
+		// first, merged (a sort of all of them cost the most of a
+		// store's batch of ten segments).
+		s.merged = mergeRuns(s.merged[:0], mapped, runs, keep)
+		mapped = s.merged
+		if !increasing(mapped) {
+			return nil, false, nil
+		}
+	} else if !increasing(mapped) {
 		slices.SortFunc(mapped, compareHits)
 		if !increasing(mapped) {
 			return nil, false, nil
@@ -663,6 +673,43 @@ func (p partsOnDevice) fromDevices(st *deviceSearch, c *chunk, i int, s *scratch
 		return nil, false, fmt.Errorf("query %d: %w", c.which[i], err)
 	}
 	return hits, true, nil
+}
+
+// mergeRuns appends to dst the first keep hits, in compareHits order, of
+// hits, whose runs start at runs[0], runs[1], ... (each sorted first
+// where it is not in order already): what a sort of all of hits would
+// put first.
+func mergeRuns(dst, hits []Hit, runs []int, keep int) []Hit {
+	var head [16]int
+	heads := head[:0]
+	for r, lo := range runs {
+		hi := len(hits)
+		if r+1 < len(runs) {
+			hi = runs[r+1]
+		}
+		if !increasing(hits[lo:hi]) {
+			slices.SortFunc(hits[lo:hi], compareHits)
+		}
+		heads = append(heads, lo)
+	}
+	for len(dst) < keep {
+		best := -1
+		for r, at := range heads {
+			end := len(hits)
+			if r+1 < len(runs) {
+				end = runs[r+1]
+			}
+			if at < end && (best < 0 || compareHits(hits[at], hits[heads[best]]) < 0) {
+				best = r
+			}
+		}
+		if best < 0 {
+			break
+		}
+		dst = append(dst, hits[heads[best]])
+		heads[best]++
+	}
+	return dst
 }
 
 // increasing reports whether hits are in strictly increasing compareHits

@@ -68,6 +68,8 @@ type scratch struct {
 	// A device search's hits for one query, mapped from the entries its
 	// parts returned (partsOnDevice.fromDevices).
 	mapped []Hit
+	runs   []int // where each part's hits start in mapped
+	merged []Hit // the first keep of mapped's runs merged
 }
 
 // Search returns the K nearest vectors to q found in the NProbe nearest lists,
