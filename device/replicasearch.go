@@ -71,6 +71,7 @@ type maskedReplicaResident struct{ *replicaResident }
 var (
 	_ MaskedResident = maskedReplicaResident{}
 	_ HostBuffers    = (*replicaResident)(nil)
+	_ LanedResident  = (*replicaResident)(nil)
 )
 
 // UploadIndex uploads d to every device at once.
@@ -152,6 +153,31 @@ func (r maskedReplicaResident) SearchMasked(ctx context.Context, queries []float
 	return r.each(ctx, queries, nq, keep, entries, dists, func(ctx context.Context, res Resident, q []float32, n int, e []int32, d []float32) error {
 		return res.(MaskedResident).SearchMasked(ctx, q, n, nprobe, keep, allow, e, d)
 	})
+}
+
+// Lanes is the copies: one a device, each of which takes a call at once.
+func (r *replicaResident) Lanes() int { return len(r.res) }
+
+// SearchLane searches the nq queries on lane's copy alone (LanedResident).
+func (r *replicaResident) SearchLane(ctx context.Context, lane int, queries []float32, nq, nprobe, keep int, allow []uint64, entries []int32, dists []float32) error {
+	if r.closed {
+		return ErrClosed
+	}
+	if lane < 0 || lane >= len(r.res) {
+		return fmt.Errorf("%w: lane %d of a replicated search over %d devices", ErrArgument, lane, len(r.res))
+	}
+	var err error
+	if allow == nil {
+		err = r.res[lane].Search(ctx, queries, nq, nprobe, keep, entries, dists)
+	} else if mr, ok := r.res[lane].(MaskedResident); ok {
+		err = mr.SearchMasked(ctx, queries, nq, nprobe, keep, allow, entries, dists)
+	} else {
+		return fmt.Errorf("%w: %s searches without a mask", ErrArgument, r.names[lane])
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.names[lane], err)
+	}
+	return nil
 }
 
 // each cuts the nq queries into one contiguous part a device (fewer parts

@@ -25,7 +25,8 @@ func TestReplicaSearchParity(t *testing.T) {
 
 // Each query is searched whole on one device: the entries and distances
 // are one device's to the bit, for batches of fewer queries than devices
-// too, masked or not; every copy holds the whole index.
+// too, masked or not, and on each lane alone (LanedResident); every copy
+// holds the whole index.
 func TestReplicaSearchSameAsOne(t *testing.T) {
 	c := devicetest.DefaultCases[0]
 	d, q := indexData(t, c)
@@ -60,6 +61,29 @@ func TestReplicaSearchSameAsOne(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameResults(t, what+"/masked", me, ge, md, gd)
+			lr := r.(device.LanedResident)
+			for lane := range lr.Lanes() {
+				for _, mask := range [][]uint64{nil, allow} {
+					le, ld := make([]int32, nq*keep), make([]float32, nq*keep)
+					if err := lr.SearchLane(context.Background(), lane, q, nq, 3, keep, mask, le, ld); err != nil {
+						t.Fatal(err)
+					}
+					if mask == nil {
+						sameResults(t, fmt.Sprintf("%s/lane %d", what, lane), we, le, wd, ld)
+					} else {
+						sameResults(t, fmt.Sprintf("%s/lane %d/masked", what, lane), me, le, md, ld)
+					}
+				}
+			}
+		}
+	}
+	if lanes := r.(device.LanedResident).Lanes(); lanes != 3 {
+		t.Errorf("3 copies, %d lanes", lanes)
+	}
+	for _, lane := range []int{-1, 3} {
+		err := r.(device.LanedResident).SearchLane(context.Background(), lane, q, 1, 1, 1, nil, make([]int32, 1), make([]float32, 1))
+		if !errors.Is(err, device.ErrArgument) {
+			t.Errorf("lane %d of 3: %v, want ErrArgument", lane, err)
 		}
 	}
 	if err := r.Close(); err != nil {
@@ -67,6 +91,9 @@ func TestReplicaSearchSameAsOne(t *testing.T) {
 	}
 	if err := r.Search(context.Background(), q, 1, 1, 1, make([]int32, 1), make([]float32, 1)); !errors.Is(err, device.ErrClosed) {
 		t.Errorf("search after Close: %v", err)
+	}
+	if err := r.(device.LanedResident).SearchLane(context.Background(), 0, q, 1, 1, 1, nil, make([]int32, 1), make([]float32, 1)); !errors.Is(err, device.ErrClosed) {
+		t.Errorf("a lane's search after Close: %v", err)
 	}
 }
 

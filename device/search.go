@@ -50,6 +50,22 @@ type Resident interface {
 	Close() error
 }
 
+// LanedResident is a Resident of several copies, each of which takes a
+// call at once (a ReplicaSearch's: a copy on each device). Search cuts
+// each batch over them; a caller with several batches in hand (the
+// chunks of a pipelined batch) gives each lane whole ones instead, so
+// that every copy searches a full chunk (a chunk cut in two shares each
+// list among half the queries).
+type LanedResident interface {
+	Resident
+	// Lanes is how many calls may run at once, one a lane.
+	Lanes() int
+	// SearchLane is Search (allow nil) or SearchMasked on copy lane
+	// alone (0 <= lane < Lanes()). Calls on different lanes may run at
+	// once; a lane takes one call at a time.
+	SearchLane(ctx context.Context, lane int, queries []float32, nq, nprobe, keep int, allow []uint64, entries []int32, dists []float32) error
+}
+
 // MaskedResident is a Resident that can leave entries out of a search on
 // the device itself (a store's deleted rows, a filter's allowed rows),
 // so that a search asks for only the k it needs. Where a backend lacks

@@ -204,7 +204,7 @@ func (ix *Index) fillCodes(d *device.IndexData, t0, t1 int, words, scalars []uin
 type DeviceIndex struct {
 	ix     *Index
 	res    device.Resident
-	mu     sync.Mutex // one device search at a time
+	mu     sync.RWMutex // one device search at a time, or (read-locked) one a lane
 	closed bool
 	// masks are the last masks built from KeyedFilters, under maskMu.
 	maskMu sync.Mutex
@@ -321,6 +321,31 @@ func (di *DeviceIndex) searchOn(ctx context.Context, qs []float32, nq, nprobe, k
 	}
 	short, err = di.searchDropping(ctx, qs, nq, nprobe, keep, allow, entries, dists)
 	return entries, dists, short, err
+}
+
+// lanes is how many calls the device copy takes at once, with masks
+// when masked (device.LanedResident; 1 for any other).
+func (di *DeviceIndex) lanes(masked bool) int {
+	lr, ok := di.res.(device.LanedResident)
+	if !ok {
+		return 1
+	}
+	if _, ok := di.res.(device.MaskedResident); masked && !ok {
+		return 1
+	}
+	return max(lr.Lanes(), 1)
+}
+
+// searchLane is searchOn on one lane of a device.LanedResident (see
+// lanes), beside the other lanes' calls.
+func (di *DeviceIndex) searchLane(ctx context.Context, lane int, qs []float32, nq, nprobe, keep int, allow []uint64) (entries []int32, dists []float32, err error) {
+	di.mu.RLock()
+	defer di.mu.RUnlock()
+	if di.closed {
+		return nil, nil, ErrClosed
+	}
+	entries, dists = make([]int32, nq*keep), make([]float32, nq*keep)
+	return entries, dists, di.res.(device.LanedResident).SearchLane(ctx, lane, qs, nq, nprobe, keep, allow, entries, dists)
 }
 
 // searchDropping is searchOn's widening search on a device without masks.

@@ -100,6 +100,9 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 	n := queries.Len()
 	size := deviceChunk
 	if minChunk, parts := pipelineShape(); n >= 2*minChunk && !none {
+		if lanes := p.lanes(st); lanes > 1 {
+			parts = max(parts, 2*lanes) // two chunks a lane
+		}
 		size = min(deviceChunk, max(minChunk, (n+parts-1)/parts))
 	}
 	if n <= size { // one chunk
@@ -139,7 +142,9 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 // one the host prepares the next and finishes the last: the device then
 // waits on the host only at the ends. Fewer parts leave the host's ends
 // longer; more make the device's passes smaller, and its scan shares
-// each list among fewer queries.
+// each list among fewer queries. Where the devices take several chunks
+// at once (lanes: replicas, each GPU a copy of the index), a batch goes
+// in at least two chunks a lane.
 //
 // Measured (1M x 768, 4 bits, 4,096 lists, nprobe 64, vlc eval -batch
 // 10000 -min-time 2s, NVIDIA H200, one call of 2026-11-27): 952K QPS in
@@ -164,10 +169,32 @@ var pipelineShape = sync.OnceValues(func() (minChunk, parts int) {
 	return pipelineChunk, pipelineParts
 })
 
+// lanes is how many chunks the devices take at once: the lanes every
+// part's device copy has (device.LanedResident: a ReplicaSearch's copy on
+// each device), 1 where a part has no lanes, or masks its lanes cannot
+// apply, or a part is searched on the CPU.
+func (p partsOnDevice) lanes(st *deviceSearch) int {
+	n := 0
+	for i, d := range p.devs {
+		if p.parts[i].n == 0 {
+			continue
+		}
+		if d == nil {
+			return 1
+		}
+		l := d.lanes(st.masks != nil)
+		if n == 0 || l < n {
+			n = l
+		}
+	}
+	return max(n, 1)
+}
+
 // pipeline searches the chunks in three stages that overlap: prepare
-// (one goroutine), the devices (this one, a chunk at a time), finish (one
-// goroutine; a query that reads on is searched again on the devices from
-// there, DeviceIndex's lock keeping their calls one at a time).
+// (one goroutine), the devices (a goroutine a lane, each taking whole
+// chunks), finish (one goroutine; a query that reads on is searched
+// again on the devices from there, DeviceIndex's lock keeping that call
+// apart from the lanes').
 func (p partsOnDevice) pipeline(ctx context.Context, st *deviceSearch, chunks [][]int, nprobe int, readOn bool) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -203,18 +230,28 @@ func (p partsOnDevice) pipeline(ctx context.Context, st *deviceSearch, chunks []
 			c.release()
 		}
 	}()
-	for c := range prepared {
-		if ctx.Err() != nil {
-			c.release()
-			continue
+	lanes := p.lanes(st)
+	var devs sync.WaitGroup
+	for lane := range lanes {
+		if lanes == 1 {
+			lane = -1 // the whole copy
 		}
-		if err := p.onDevices(ctx, st, c, nprobe); err != nil {
-			cancel(err)
-			c.release()
-			continue
-		}
-		searched <- c
+		devs.Go(func() {
+			for c := range prepared {
+				if ctx.Err() != nil {
+					c.release()
+					continue
+				}
+				if err := p.onLane(ctx, st, c, nprobe, lane); err != nil {
+					cancel(err)
+					c.release()
+					continue
+				}
+				searched <- c
+			}
+		})
 	}
+	devs.Wait()
 	close(searched)
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -433,6 +470,12 @@ func heapBuffer(n int) ([]float32, func()) {
 // onDevices searches a prepared chunk on each part's device; onCPU
 // marks the queries a device could not complete (searchOn's short ones).
 func (p partsOnDevice) onDevices(ctx context.Context, st *deviceSearch, c *chunk, nprobe int) error {
+	return p.onLane(ctx, st, c, nprobe, -1)
+}
+
+// onLane is onDevices on lane lane of every part's device copy (see
+// lanes), or on the whole copies for lane -1.
+func (p partsOnDevice) onLane(ctx context.Context, st *deviceSearch, c *chunk, nprobe, lane int) error {
 	nq, keep, qs := len(c.which), st.keep, c.qs
 	c.entries = make([][]int32, len(p.parts))
 	c.dists = make([][]float32, len(p.parts))
@@ -447,7 +490,11 @@ func (p partsOnDevice) onDevices(ctx context.Context, st *deviceSearch, c *chunk
 		}
 		var short []int
 		var err error
-		entries[i], dists[i], short, err = dev.searchOn(ctx, qs, nq, nprobe, keep, mask)
+		if lane >= 0 {
+			entries[i], dists[i], err = dev.searchLane(ctx, lane, qs, nq, nprobe, keep, mask)
+		} else {
+			entries[i], dists[i], short, err = dev.searchOn(ctx, qs, nq, nprobe, keep, mask)
+		}
 		if err != nil {
 			return err
 		}

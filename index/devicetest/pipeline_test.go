@@ -173,3 +173,95 @@ func TestKeyedFilterMaskOnce(t *testing.T) {
 		t.Errorf("a new key asked the filter %d times, fewer than the %d rows", n, b.Index.Len())
 	}
 }
+
+// sizing is the reference device recording the queries of each batch it
+// is given (under mu, in sizes).
+type sizing struct {
+	mu    *sync.Mutex
+	sizes *[]int
+}
+
+type sizingResident struct {
+	device.MaskedResident
+	s sizing
+}
+
+func (s sizing) UploadIndex(d *device.IndexData) (device.Resident, error) {
+	r, err := Reference().UploadIndex(d)
+	if err != nil {
+		return nil, err
+	}
+	return sizingResident{r.(device.MaskedResident), s}, nil
+}
+
+func (r sizingResident) note(nq int) {
+	r.s.mu.Lock()
+	*r.s.sizes = append(*r.s.sizes, nq)
+	r.s.mu.Unlock()
+}
+
+func (r sizingResident) Search(ctx context.Context, q []float32, nq, nprobe, keep int, e []int32, d []float32) error {
+	r.note(nq)
+	return r.MaskedResident.Search(ctx, q, nq, nprobe, keep, e, d)
+}
+
+func (r sizingResident) SearchMasked(ctx context.Context, q []float32, nq, nprobe, keep int, allow []uint64, e []int32, d []float32) error {
+	r.note(nq)
+	return r.MaskedResident.SearchMasked(ctx, q, nq, nprobe, keep, allow, e, d)
+}
+
+// A pipelined batch on replicas (device.ReplicaSearch, a LanedResident)
+// gives each copy whole chunks, in flight beside the other's, and the
+// hits of one device; a small batch is still cut over the copies.
+func TestPipelinedLanes(t *testing.T) {
+	b := Build(t, t.TempDir(), Case{Name: "lanes", N: 600, Dim: 16, Lists: 8, Bits: 4, Metric: index.L2, Queries: 5000})
+	one, err := b.Index.OnDevice(Reference())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	var mu sync.Mutex
+	var sizes [2][]int
+	two, err := b.Index.OnDevice(device.ReplicaSearch(sizing{&mu, &sizes[0]}, sizing{&mu, &sizes[1]}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer two.Close()
+	ctx := context.Background()
+	for _, opt := range []index.SearchOptions{{K: 10, NProbe: 2}, {K: 5, NProbe: 3, Filter: NewFilter(b.Index.Len(), 0.5, false)}} {
+		sizes = [2][]int{}
+		want, err := one.SearchBatch(ctx, b.Queries, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := two.SearchBatch(ctx, b.Queries, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("filter %v: replicas' hits differ from one device's", opt.Filter != nil)
+		}
+		total := 0
+		for i, s := range sizes {
+			if len(s) == 0 {
+				t.Fatalf("filter %v: copy %d searched nothing (batches %v)", opt.Filter != nil, i, sizes)
+			}
+			for _, n := range s {
+				total += n
+				if n < 900 { // the chunks are 2048, 2048 and 904 queries
+					t.Fatalf("filter %v: copy %d searched a batch of %d, not a whole chunk (batches %v)", opt.Filter != nil, i, n, sizes)
+				}
+			}
+		}
+		if total != b.Queries.Len() {
+			t.Fatalf("filter %v: the copies searched %d queries, want %d", opt.Filter != nil, total, b.Queries.Len())
+		}
+	}
+	sizes = [2][]int{}
+	if _, err := two.SearchBatch(ctx, part{b.Queries, 0, 100}, index.SearchOptions{K: 10, NProbe: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes[0]) != 1 || len(sizes[1]) != 1 || sizes[0][0]+sizes[1][0] != 100 {
+		t.Fatalf("a batch of 100: copies searched %v, want one part of it each", sizes)
+	}
+}
