@@ -98,6 +98,9 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 		}
 	}
 	n := queries.Len()
+	if n == 0 {
+		return st.hits, nil
+	}
 	size := deviceChunk
 	if minChunk, parts := pipelineShape(); n >= 2*minChunk && !none {
 		if lanes := p.lanes(st); lanes > 1 {
@@ -413,7 +416,7 @@ func (p partsOnDevice) prepare(ctx context.Context, st *deviceSearch, which []in
 			defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
 			for i := a; i < b; i++ {
 				// Read, checked and prepared in its place in qs.
-				dst := qs[i*d : (i+1)*d]
+				dst := qs[i*d : (i+1)*d : (i+1)*d] // no room past the row: the next is another block's
 				q := st.queries.Row(which[i], dst)
 				if _, _, err := ix.check(q, opt); err != nil {
 					return fmt.Errorf("query %d: %w", which[i], err)

@@ -46,7 +46,7 @@ const (
 	searchMaxD  = (maxSmem - 256) / 4 // a query held in shared memory as float32 (rotate's static memory aside)
 	scanStatic  = 2 << 10             // room left for the scans' static shared memory (vlc_s_mmaB: 896 bytes by ncu on an H200 before s_q and s_sc, 256 more)
 	topkStatic  = 20 << 10            // vlc_s_topk's static shared memory (17,568 bytes: 50,336 by ptxas -v for sm_90 before its selection moved to dynamic memory), rounded up
-	probeStatic = 8 << 10             // vlc_s_probe's static shared memory (two take_smallest's ties and histograms, 4.3 KiB), rounded up
+	probeStatic = 8 << 10             // vlc_s_probe's static shared memory (two take_smallest's and select_few's arrays, about 6.3 KiB in the PTX), rounded up
 )
 
 var _ device.Searcher = (*Device)(nil)
@@ -141,14 +141,17 @@ type resident struct {
 	kp     int    // pad rounded up to 16, the tensor-core scan's residual length
 	force  string // VLC_CUDA_SEARCH_SCAN: "fma" or "mma" forces that scan (tests)
 	// rotW is the warp-a-query rotation for the index's RotP
-	// (vlc_s_rotateE), "" where it does not apply (RotP outside 32..1024,
-	// or SBLOCK/32 queries' values past the shared memory) or
-	// VLC_CUDA_SEARCH_ROTATE=block keeps the block-a-query vlc_s_rotate.
+	// (vlc_s_rotateE), "" where it does not apply (RotP outside 32..1024
+	// or not the largest power of two within Dim, or SBLOCK/32 queries'
+	// values past the shared memory) or
+	// VLC_CUDA_SEARCH_ROTATE=block keeps the block-a-query vlc_s_rotate
+	// (warp, or unset: this one where it applies).
 	rotW string
 	// lanes is the threads that share an entry in the FMA scan of a few
 	// pairs, the blocks of grid y that share a list being as many: 8, or
 	// VLC_CUDA_SEARCH_LANES (4 or 8). One query of 1M x 768, 4,096
-	// lists, nprobe 64 on an H200: its scan 18.8 us at 8, 24.9 at 4.
+	// lists, nprobe 64, one build on an H200: its scan 18.8 us at 8, 24.9
+	// at 4 (ncu).
 	lanes int
 	// dotsKind is VLC_CUDA_SEARCH_DOTS: "fma" keeps batches on the
 	// float32 vlc_s_dots (tests); else past fewQueries they take
@@ -189,7 +192,7 @@ type resident struct {
 	// launches as one CUDA graph on stream, captured the first time for
 	// each (nq, nprobe, keep, masked): five launches cost more than the
 	// kernels. The graphs hold the batch buffers' addresses, so they go
-	// when those do.
+	// when those do, and the staging buffer's (the Device's for its life).
 	stream uintptr
 	graphs map[[4]int]uintptr
 
@@ -214,8 +217,16 @@ func (dev *Device) UploadIndex(data *device.IndexData) (device.Resident, error) 
 		return nil, fmt.Errorf("cuda: VLC_CUDA_SEARCH_SCAN=%q: want fma or mma", r.force)
 	}
 	r.kp = (r.pad + 16*mmaChunk - 1) / (16 * mmaChunk) * (16 * mmaChunk)
-	if p := data.RotP; p >= 32 && p <= 1024 && p&(p-1) == 0 && searchBlock/32*4*data.Dim <= maxSmem && os.Getenv("VLC_CUDA_SEARCH_ROTATE") != "block" {
-		r.rotW = fmt.Sprintf("vlc_s_rotate%d", p/32)
+	switch v := os.Getenv("VLC_CUDA_SEARCH_ROTATE"); v {
+	case "", "warp":
+		// vlc_s_rotateE loads a lane's 2E values: the block must be the
+		// largest power of two within the dimension.
+		if p := data.RotP; p >= 32 && p <= 1024 && p&(p-1) == 0 && p <= data.Dim && 2*p > data.Dim && searchBlock/32*4*data.Dim <= maxSmem {
+			r.rotW = fmt.Sprintf("vlc_s_rotate%d", p/32)
+		}
+	case "block":
+	default:
+		return nil, fmt.Errorf("cuda: VLC_CUDA_SEARCH_ROTATE=%q: want warp or block", v)
 	}
 	switch v := os.Getenv("VLC_CUDA_SEARCH_LANES"); v {
 	case "", "8":
@@ -678,7 +689,7 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, masked boo
 	// lists, one H200) a block took the whole multiprocessor: occupancy
 	// 12.5 % by ncu, 145 us a batch of 1,000.
 	selBytes := 8 * (1 << bits.Len(uint(keep-1)))
-	cached := min(cap, (d.topkSmem()-selBytes)/4&^1) // even: the selection after it is 8-byte aligned (cap is a multiple of 4)
+	cached := max(0, min(cap, (d.topkSmem()-selBytes)/4&^1)) // even: the selection after it is 8-byte aligned (cap is a multiple of 4)
 	if two := (d.smemSM/2 - 1024 - topkStatic - selBytes) / 4 &^ 1; nq > d.info.SMs && cached > two && float64(two) >= 1.3*float64(nprobe)*float64(x.N)/float64(x.Lists) {
 		cached = two
 	}

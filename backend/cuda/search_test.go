@@ -135,8 +135,8 @@ func TestSearchVariants(t *testing.T) {
 
 // Many lists and a few probed: the probe takes its sampled selection
 // (at least 512 lists, nprobe at most an eighth of them), one query at
-// a time and in batches, ties included (queries on an anchor's exact
-// copy have lists at equal distance).
+// a time and in batches. (Lists at equal distance, which it breaks to the
+// lower list, are not among these queries'.)
 func TestSearchManyLists(t *testing.T) {
 	dev := gpuDevice(t)
 	c := searchtest.Case{Name: "l2-d64-b4-many", N: 6000, Dim: 64, Lists: 700, Bits: 4, Metric: index.L2, Queries: 40}
