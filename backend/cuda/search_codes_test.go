@@ -11,7 +11,7 @@ import (
 )
 
 // The pq and sq8 searches give the CPU path's hits (the suite's
-// CodeCases; TestSearchParity runs them too, after the rotated cases).
+// CodeCases).
 func TestCodesParity(t *testing.T) {
 	searchtest.Parity(t, gpuDevice(t), searchtest.Options{Cases: searchtest.CodeCases})
 }

@@ -22,7 +22,7 @@ import (
 // every bits setting and metric, entry counts and lists that straddle the
 // 32-entry tiles and the 256-thread blocks, nprobe 1 to all lists).
 func TestSearchParity(t *testing.T) {
-	searchtest.Parity(t, gpuDevice(t), searchtest.Options{})
+	searchtest.Parity(t, gpuDevice(t), searchtest.Options{Cases: searchtest.DefaultCases}) // the codes' cases: TestCodesParity
 }
 
 // A batch larger than one pass is split into passes with the same hits.

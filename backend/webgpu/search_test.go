@@ -24,7 +24,7 @@ import (
 // of a tile, an empty list, nprobe 1 to every list, k 1 to 100, batches
 // of one query to 300, re-ranking; hits against the CPU path's.
 func TestSearchParity(t *testing.T) {
-	devicetest.Parity(t, gpuDevice(t), devicetest.Options{})
+	devicetest.Parity(t, gpuDevice(t), devicetest.Options{Cases: devicetest.DefaultCases}) // the codes' cases: TestSearchCodes
 }
 
 // Shapes the default cases do not reach: wide queries (2048 and 1536
