@@ -730,7 +730,8 @@ func (p partsOnDevice) fromDevices(st *deviceSearch, c *chunk, i int, s *scratch
 // mergeRuns appends to dst the first keep hits, in compareHits order, of
 // hits, whose runs start at runs[0], runs[1], ... (each sorted first
 // where it is not in order already): what a sort of all of hits would
-// put first.
+// put first. No distance may be NaN (the plain comparison below is
+// compareHits' order then).
 func mergeRuns(dst, hits []Hit, runs []int, keep int) []Hit {
 	var head [16]int
 	heads := head[:0]
@@ -751,7 +752,7 @@ func mergeRuns(dst, hits []Hit, runs []int, keep int) []Hit {
 			if r+1 < len(runs) {
 				end = runs[r+1]
 			}
-			if at < end && (best < 0 || compareHits(hits[at], hits[heads[best]]) < 0) {
+			if at < end && (best < 0 || hitLess(hits[at], hits[heads[best]])) {
 				best = r
 			}
 		}
@@ -762,6 +763,11 @@ func mergeRuns(dst, hits []Hit, runs []int, keep int) []Hit {
 		heads[best]++
 	}
 	return dst
+}
+
+// hitLess is compareHits(a, b) < 0 for distances that are not NaN.
+func hitLess(a, b Hit) bool {
+	return a.Distance < b.Distance || a.Distance == b.Distance && a.ID < b.ID
 }
 
 // increasing reports whether hits are in strictly increasing compareHits

@@ -49,7 +49,7 @@ func (r *countingResident) Close() error {
 // segmentedStore builds a store of 10 segments (a trained file of 1,000
 // rows of deep2k, 9 adds of 90) with 5 % of its rows deleted, and
 // returns its path, the ids left and 50 queries.
-func segmentedStore(t *testing.T) (string, [][]float32) {
+func segmentedStore(t testing.TB) (string, [][]float32) {
 	t.Helper()
 	ctx := context.Background()
 	docs := deepDocs(t, "../testdata/deep2k/base.f16", 0, 1810)
