@@ -637,8 +637,9 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, masked boo
 	// the GPU (small batches, single queries; the pairs are then scanned
 	// as they come), else scanGroup, the pairs ordered by list first so
 	// that a block finds several queries of one list. Batches that give
-	// a list several queries take the tensor-core scan (QT pairs of a
-	// list a block) where its tile fits shared memory.
+	// a list several queries take the tensor-core scan (up to 32 or 16
+	// pairs of a list a block: the tile below) where its tile fits shared
+	// memory.
 	g := min(scanGroup, max(1, npairs/(8*d.info.SMs)))
 	useMMA := r.mma != "" && g == scanGroup
 	switch r.force {
