@@ -241,22 +241,6 @@ func TestSearchTransfers(t *testing.T) {
 	t.Logf("upload: %d bytes; search: %d up, %d down", up0, up-up0, down)
 }
 
-// maxNorm is the largest |x|^2 of the rows (the scale of Compare's
-// tolerance).
-func maxNorm(r index.Rows) float64 {
-	var big float64
-	x := make([]float32, r.Dim())
-	for i := range r.Len() {
-		r.Row(i, x)
-		var s float64
-		for _, v := range x {
-			s += float64(v) * float64(v)
-		}
-		big = max(big, s)
-	}
-	return big
-}
-
 // rss is the process's resident memory in bytes (0 where /proc is missing).
 func rss() int64 {
 	b, err := os.ReadFile("/proc/self/statm")
@@ -302,7 +286,7 @@ func TestSearchCycles(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i == 0 {
-			devicetest.Compare(t, "cycle 0", b.Queries, maxNorm(b.Base), want, got)
+			devicetest.Compare(t, "cycle 0", b.Queries, devicetest.MaxNorm(b.Base), want, got)
 			bytes = di.DeviceBytes()
 		}
 		if n := di.DeviceBytes(); n <= uploaded || n != bytes || liveSearchBytes.Load()-base != n {

@@ -183,7 +183,7 @@ func Parity(t *testing.T, dev device.Searcher, opt Options) {
 				t.Fatal(err)
 			}
 			defer di.Close()
-			scale := maxNorm(b.Base)
+			scale := MaxNorm(b.Base)
 			for _, nprobe := range []int{1, max(2, c.Lists/3), c.Lists + 1} {
 				for _, k := range []int{1, 10, 100} {
 					so := index.SearchOptions{K: k, NProbe: nprobe}
@@ -233,7 +233,7 @@ var FilterShares = []float64{0.5, 0.05, 0.01}
 // small), nprobe 1 and a third of the lists, k 10; and every hit allowed.
 func Filtered(t *testing.T, b Built, di *index.DeviceIndex, lists int) {
 	t.Helper()
-	scale := maxNorm(b.Base)
+	scale := MaxNorm(b.Base)
 	for _, share := range FilterShares {
 		for _, set := range []bool{false, true} {
 			f := NewFilter(b.Index.Len(), share, set)
@@ -300,8 +300,9 @@ func (s rowSet) Each(yield func(int) bool) {
 	}
 }
 
-// maxNorm is the largest |x|^2 of the rows.
-func maxNorm(r index.Rows) float64 {
+// MaxNorm is the largest |x|^2 of the rows: the scale of Compare's
+// tolerance.
+func MaxNorm(r index.Rows) float64 {
 	var big float64
 	x := make([]float32, r.Dim())
 	for i := range r.Len() {
