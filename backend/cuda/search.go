@@ -193,8 +193,9 @@ type resident struct {
 	// each (nq, nprobe, keep, masked): five launches cost more than the
 	// kernels. The graphs hold the batch buffers' addresses, so they go
 	// when those do, and the staging buffer's (the Device's for its life).
-	stream uintptr
-	graphs map[[4]int]uintptr
+	stream  uintptr
+	graphs  map[[4]int]uintptr
+	noGraph bool // VLC_CUDA_SEARCH_GRAPH=0: every pass launches its kernels one by one
 
 	mu     sync.Mutex
 	closed bool
@@ -212,7 +213,7 @@ func (dev *Device) UploadIndex(data *device.IndexData) (device.Resident, error) 
 		return nil, fmt.Errorf("%w: cuda: dimension %d: the scan holds %d queries' residuals in shared memory, at most %d values each on %s", device.ErrNoSearch, data.Dim, scanGroup, dev.scanSmem()/4/scanGroup, dev.info.Name)
 	}
 	r := &resident{d: dev, data: data, scan: fmt.Sprintf("vlc_s_scan%d", data.Bits), pad: data.Words * 32 / data.Bits, caps: map[int]int{}, sizes: map[[3]int]int{},
-		timing: os.Getenv("VLC_CUDA_SEARCH_TIMES") != "", force: os.Getenv("VLC_CUDA_SEARCH_SCAN"), dotsKind: os.Getenv("VLC_CUDA_SEARCH_DOTS")}
+		timing: os.Getenv("VLC_CUDA_SEARCH_TIMES") != "", noGraph: os.Getenv("VLC_CUDA_SEARCH_GRAPH") == "0", force: os.Getenv("VLC_CUDA_SEARCH_SCAN"), dotsKind: os.Getenv("VLC_CUDA_SEARCH_DOTS")}
 	if r.force != "" && r.force != "fma" && r.force != "mma" {
 		return nil, fmt.Errorf("cuda: VLC_CUDA_SEARCH_SCAN=%q: want fma or mma", r.force)
 	}
@@ -726,7 +727,7 @@ func (r *resident) pass(queries []float32, nq, nprobe, keep, cap int, masked boo
 		}
 		live = append(live, s)
 	}
-	if nq <= fewQueries && !ordered && !r.timing && d.drv.graphs && os.Getenv("VLC_CUDA_SEARCH_GRAPH") != "0" {
+	if nq <= fewQueries && !ordered && !r.timing && d.drv.graphs && !r.noGraph {
 		// The queries go up and the results come back inside the graph,
 		// through the staging buffer: one launch and one wait a pass.
 		stage, err := d.staging()
