@@ -66,8 +66,11 @@ func TestL2DistancesNeverNegative(t *testing.T) {
 			name := fmt.Sprintf("%v/%v-%dbits", metric, c.kind, c.bits)
 			t.Run(name, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "i.vlc")
-				err := index.Write(path, index.Plan{Rows: rows, Anchors: anchors, Assign: assign,
-					Meta: index.Meta{Code: uint32(c.kind), Bits: uint32(c.bits), Metric: metric, Seed: 1}})
+				meta := index.Meta{Code: uint32(c.kind), Bits: uint32(c.bits), Metric: metric, Seed: 1}
+				if c.kind == quant.KindPQ && testing.Short() {
+					meta.Subspaces = 12 // training the default's codebooks took 7.5 s a metric under -race
+				}
+				err := index.Write(path, index.Plan{Rows: rows, Anchors: anchors, Assign: assign, Meta: meta})
 				if err != nil {
 					t.Fatal(err)
 				}
