@@ -181,7 +181,7 @@ func TestCUDABuildWithoutDriver(t *testing.T) {
 	}
 	code, stderr = run("compress", in, "-dim", "8", "-o", filepath.Join(dir, "w.vlc"), "-backend", "cuda")
 	checkOneLineError(t, code, stderr)
-	if !strings.HasPrefix(stderr, "vlc compress: device: backend not available: cuda: no CUDA driver:") {
+	if !strings.HasPrefix(stderr, "vlc compress: backend not available: cuda: no CUDA driver:") {
 		t.Errorf("-backend cuda: stderr %q", stderr)
 	}
 	code, stderr = run("test-cuda")
