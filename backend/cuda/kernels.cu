@@ -907,6 +907,35 @@ extern "C" __global__ void vlc_scatter(const int* __restrict__ assign, unsigned*
         perm[atomicAdd(cursor + assign[i], 1u)] = (unsigned)i;
 }
 
+// ---------------------------------------------------------------------------
+// The exchange of a point set split over devices (exchange.go): a share
+// adds another share's partial sums to its own, and copies parts of the
+// total from the others. The source may be another GPU's memory, read
+// directly where the driver granted peer access. The sums are fixed
+// point, so integer adds give the one-device total in any order (wrapping
+// as the reduce's own adds do).
+
+extern "C" __global__ void vlc_add_i64(long long* __restrict__ dst, const long long* __restrict__ src, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        dst[i] = (long long)((unsigned long long)dst[i] + (unsigned long long)src[i]);
+}
+
+extern "C" __global__ void vlc_add_u32(unsigned* __restrict__ dst, const unsigned* __restrict__ src, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        dst[i] += src[i];
+}
+
+extern "C" __global__ void vlc_copy_u64(unsigned long long* __restrict__ dst, const unsigned long long* __restrict__ src,
+                                        long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
+
+extern "C" __global__ void vlc_copy_u32(unsigned* __restrict__ dst, const unsigned* __restrict__ src, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
+
 // reduce_runs is vlc_reduce_runs for d <= 256 G: lane l holds dimensions
 // 256 g + 8 l .. +7 for g < G (one 16-byte load of 8 float16 values per
 // group; rows of X are 128-byte aligned), and the fixed-point sums of the

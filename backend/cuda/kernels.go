@@ -79,7 +79,8 @@ var assignVariants = []assignVariant{
 // files; TestPTXFresh checks that the committed PTX defines each.
 var kernelNames = func() []string {
 	names := []string{"vlc_finalize", "vlc_reduce", "vlc_update", "vlc_rot_sumsq", "vlc_rot_encode", "vlc_pp_gather", "vlc_pp_dist",
-		"vlc_pp_blocksums", "vlc_pp_draw", "vlc_hist", "vlc_scan", "vlc_scatter", "vlc_reduce_runs1", "vlc_reduce_runs2", "vlc_reduce_runs3", "vlc_reduce_runs4"}
+		"vlc_pp_blocksums", "vlc_pp_draw", "vlc_hist", "vlc_scan", "vlc_scatter", "vlc_reduce_runs1", "vlc_reduce_runs2", "vlc_reduce_runs3", "vlc_reduce_runs4",
+		"vlc_add_i64", "vlc_add_u32", "vlc_copy_u64", "vlc_copy_u32"}
 	for _, v := range assignVariants {
 		if !v.hopper {
 			names = append(names, "vlc_assign_"+v.name)
