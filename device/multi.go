@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/vlc-embed/vlc/internal/kmeans"
 )
@@ -22,7 +23,9 @@ import (
 //     sums the shares before it left, as its one-device reduce does.
 //   - cuda sums in 64-bit fixed point, whose integer sums combine in any
 //     order; every share uses the scales of the whole set (its n and a
-//     bound over all shares, agreed in Link).
+//     bound over all shares, agreed in Link). Its Fold adds the scalars
+//     alone: the sums are combined between the devices in Apply (the
+//     shares' Applies wait for each other there), never on the host.
 
 // ShardDevice is a Device whose point sets can be split over several
 // devices (Multi).
@@ -55,16 +58,20 @@ type Shard interface {
 	SetAnchors(anchors []float32, m int) error
 	// Reduce assigns the share's points to the anchors (when again is
 	// nil) and reduces them as Step (move) or Assign does, keeping what
-	// Fold needs: its partial sums (cuda), or only the assignment when
-	// the sums must be carried in order (cpu, whose Fold reduces). With
+	// Fold and Apply need: its partial sums (cuda), or only the
+	// assignment when the sums must be carried in order (cpu, whose Fold
+	// reduces). With
 	// again, the total of the last round whose Again was true, it
 	// reduces the same assignment once more.
 	Reduce(p StepParams, move bool, again ShardSums) error
-	// Fold adds the share's partial sums to acc, or begins a total with
-	// them when acc is nil, and returns the total.
+	// Fold adds the share's part of the pass (its partial sums, or only
+	// its scalars where Apply combines the sums on the devices) to acc,
+	// or begins a total with it when acc is nil, and returns the total.
 	Fold(acc ShardSums) (ShardSums, error)
 	// Apply ends the pass: with move it moves the share's copy of the
-	// anchors as Step does, from the total's sums.
+	// anchors as Step does, from the total's sums. Every shard's Apply of
+	// a pass is called at once: a backend may have them wait for each
+	// other (cuda combines the sums between its devices there).
 	Apply(p StepParams, move bool, total ShardSums) error
 	Anchors(dst []float32) error
 	Assignments(dst []int32) error
@@ -84,6 +91,43 @@ type ShardSums interface {
 	StepStats() StepStats
 	// Stats are the pass's counts and variances (Dataset.Stats).
 	Stats(counts []int64, variance []float32) error
+}
+
+// Exchanger is a Shard whose backend combines the shares' partial sums
+// between the devices itself (cuda), for reports (SplitReport).
+type Exchanger interface {
+	// Exchanged returns the bytes copied between devices for the whole
+	// set since it was loaded, this share's wall time in the exchange,
+	// and how the bytes travel.
+	Exchanged() (bytes int64, wall time.Duration, path string)
+}
+
+// SplitReporter is a Dataset split over several devices (Multi's).
+type SplitReporter interface {
+	SplitReport() SplitReport
+}
+
+// SplitReport is what a split point set did since it was loaded.
+type SplitReport struct {
+	Passes int // Steps and Assigns, each counted once however often it reduced
+	Shares []ShareReport
+	// Combine is the wall time from the end of every share's Reduce to
+	// the end of every share's Apply, summed over the passes: the fold,
+	// the exchange of sums and the update of the anchors.
+	Combine time.Duration
+	// ExchangeBytes were copied between devices, ExchangePath says how
+	// ("" where the host folds the sums).
+	ExchangeBytes int64
+	ExchangePath  string
+}
+
+// ShareReport is one share's part of a SplitReport.
+type ShareReport struct {
+	Device string // its device's name
+	Rows   int
+	// Reduce is the wall time of its Reduce calls (the assign and reduce
+	// on its device), Exchange its own wall time in the exchange.
+	Reduce, Exchange time.Duration
 }
 
 // MultiDevice trains on several devices at once (Multi).
@@ -216,6 +260,7 @@ func (md *MultiDevice) Load(p Points) (Dataset, error) {
 	}
 	s := &multiSet{pts: p}
 	var devs []ShardDevice
+	var names []string
 	lo := 0
 	for i, d := range md.devs {
 		if sizes[i] == 0 {
@@ -226,11 +271,13 @@ func (md *MultiDevice) Load(p Points) (Dataset, error) {
 			return nil, fmt.Errorf("device: %s cannot hold a share of a split point set", d.Name())
 		}
 		devs = append(devs, sd)
+		names = append(names, d.Name())
 		s.lo = append(s.lo, lo)
 		lo += sizes[i]
 	}
 	s.lo = append(s.lo, p.N)
 	s.shards = make([]Shard, len(devs))
+	s.names, s.reduced = names, make([]time.Duration, len(devs))
 	err := s.each(func(i int, _ Shard) error {
 		var err error
 		s.shards[i], err = devs[i].LoadShard(p, s.lo[i], s.lo[i+1])
@@ -258,6 +305,25 @@ type multiSet struct {
 	lo     []int
 	m      int
 	last   ShardSums // the total of the last pass
+	// For SplitReport: device names, the passes, each shard's time in
+	// Reduce, and the time from the Reduces' end to the Applies' end.
+	names   []string
+	passes  int
+	reduced []time.Duration
+	combine time.Duration
+}
+
+// SplitReport says what the set did since it was loaded.
+func (s *multiSet) SplitReport() SplitReport {
+	r := SplitReport{Passes: s.passes, Combine: s.combine}
+	for i, sh := range s.shards {
+		sr := ShareReport{Device: s.names[i], Rows: s.lo[i+1] - s.lo[i], Reduce: s.reduced[i]}
+		if ex, ok := sh.(Exchanger); ok {
+			r.ExchangeBytes, sr.Exchange, r.ExchangePath = ex.Exchanged()
+		}
+		r.Shares = append(r.Shares, sr)
+	}
+	return r
 }
 
 var (
@@ -310,14 +376,21 @@ func (s *multiSet) pass(p StepParams, move bool) (StepStats, error) {
 	}
 	s.last = nil
 	var total ShardSums
+	var combine time.Time // the end of the last round's Reduces
 	for round := 0; ; round++ {
 		if round == maxRounds {
 			return StepStats{}, fmt.Errorf("device: the shards asked to reduce again %d times", round)
 		}
 		again := total
-		if err := s.each(func(_ int, sh Shard) error { return sh.Reduce(p, move, again) }); err != nil {
+		if err := s.each(func(i int, sh Shard) error {
+			start := time.Now()
+			err := sh.Reduce(p, move, again)
+			s.reduced[i] += time.Since(start)
+			return err
+		}); err != nil {
 			return StepStats{}, err
 		}
+		combine = time.Now()
 		total = nil
 		for _, sh := range s.shards {
 			var err error
@@ -333,6 +406,8 @@ func (s *multiSet) pass(p StepParams, move bool) (StepStats, error) {
 		return StepStats{}, err
 	}
 	s.last = total
+	s.passes++
+	s.combine += time.Since(combine)
 	return total.StepStats(), nil
 }
 

@@ -277,6 +277,10 @@ func (s *dataset) upload(data []uint16, lo, hi int) error {
 // freeAll releases every buffer (on the worker).
 func (s *dataset) freeAll() {
 	s.freePP()
+	if s.share != nil {
+		s.dev.free(s.share.scratch)
+		s.share.scratch, s.share.scratchBytes = 0, 0
+	}
 	for _, p := range []*uint64{&s.x, &s.assign, &s.dist, &s.keys, &s.sc, &s.perm, &s.a32, &s.a16, &s.anorm, &s.stats, &s.hcount, &s.cursor} {
 		s.dev.free(*p)
 		*p = 0

@@ -22,9 +22,10 @@ import (
 const (
 	cudaSuccess          = 0
 	cudaErrOutOfMemory   = 2
-	cuFuncMaxDynSmem     = 8  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-	cuAttrSMCount        = 16 // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-	cuAttrCCMajor        = 75 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+	cudaErrPeerEnabled   = 704 // CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+	cuFuncMaxDynSmem     = 8   // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+	cuAttrSMCount        = 16  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+	cuAttrCCMajor        = 75  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 	cuAttrCCMinor        = 76
 	cuAttrSmemOptin      = 97 // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 	cuAttrSmemSM         = 81 // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
@@ -44,6 +45,8 @@ type driver struct {
 	cuGetErrorName, cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime           uintptr
 	cuEventDestroy, cuMemAllocHost, cuMemFreeHost                                                  uintptr
 	cuStreamCreate, cuStreamDestroy, cuMemcpyHtoDAsync                                             uintptr
+	// Peers (a point set split over devices, shard.go).
+	cuDeviceCanAccessPeer, cuCtxEnablePeerAccess, cuMemcpyPeerAsync uintptr
 	// cuTensorMapEncodeTiled (CUDA 12.0 and later) is optional: without it
 	// the tma assign variant is not offered.
 	cuTensorMapEncodeTiled uintptr
@@ -107,6 +110,9 @@ func loadDriver() (*driver, error) {
 			{&d.cuStreamCreate, "cuStreamCreate"},
 			{&d.cuStreamDestroy, "cuStreamDestroy_v2"},
 			{&d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
+			{&d.cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer"},
+			{&d.cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess"},
+			{&d.cuMemcpyPeerAsync, "cuMemcpyPeerAsync"},
 		} {
 			p, err := purego.Dlsym(lib, s.name)
 			if err != nil {
@@ -155,6 +161,16 @@ func (d *driver) call(name string, fn uintptr, args ...uintptr) error {
 	r, _, _ := purego.SyscallN(fn, args...)
 	if res := int32(r); res != cudaSuccess {
 		return d.resultError(name, res)
+	}
+	return nil
+}
+
+// enablePeer gives the current context access to ctx's memory (already
+// given counts as given).
+func (d *driver) enablePeer(ctx uintptr) error {
+	r, _, _ := purego.SyscallN(d.cuCtxEnablePeerAccess, ctx, 0)
+	if res := int32(r); res != cudaSuccess && res != cudaErrPeerEnabled {
+		return d.resultError("cuCtxEnablePeerAccess", res)
 	}
 	return nil
 }

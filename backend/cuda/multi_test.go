@@ -5,7 +5,9 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,13 +17,33 @@ import (
 	"github.com/vlc-embed/vlc/internal/synth"
 )
 
-// sharedDevices opens k more Devices on GPU 0 (OpenDevices with 0
-// repeated: shares on one GPU, each with its own worker and buffers),
-// closed when t ends; t skips without a GPU.
+// testDevices are the GPUs the split tests spread their shares over:
+// VLC_CUDA_TEST_DEVICES (device numbers, such as 0,1), else GPU 0 alone.
+func testDevices() []int {
+	var out []int
+	for _, f := range strings.Split(os.Getenv("VLC_CUDA_TEST_DEVICES"), ",") {
+		if o, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+			out = append(out, o)
+		}
+	}
+	if len(out) == 0 {
+		return []int{0}
+	}
+	return out
+}
+
+// sharedDevices opens k more Devices, share i on GPU testDevices()[i %
+// len] (several shares on one GPU each have their own worker and buffers,
+// the GPU's context shared), closed when t ends; t skips without a GPU.
 func sharedDevices(t *testing.T, k int) []*Device {
 	t.Helper()
 	gpuDevice(t)
-	devs, err := OpenDevices(slices.Repeat([]int{0}, k))
+	gpus := testDevices()
+	ordinals := make([]int, k)
+	for i := range ordinals {
+		ordinals[i] = gpus[i%len(gpus)]
+	}
+	devs, err := OpenDevices(ordinals)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,39 +175,57 @@ func TestMultiDeviceTrain(t *testing.T) {
 	}
 }
 
-// A steady-state Step of a split set moves, per share, the scalars, the
-// counts, the weighted sums and the weights down (m x (d x 8 + 12) + 16
-// bytes) and the totals of the last three up; an Assign only the scalars
-// and counts down. Stats brings every share's sums of squares down.
+// A steady-state Step of a split set brings only each share's scalars to
+// the host; the counts, weighted sums and weights (m x (d x 8 + 12) bytes)
+// are combined between the devices, each share moving (k-1)/k of them
+// twice (reduce-scatter, all-gather). An Assign combines the counts alone.
+// Stats combines the sums of squares (the reduce-scatter alone) and brings
+// the total back once, in parts, and the counts from the first share.
 func TestMultiDeviceTransfers(t *testing.T) {
-	devs := sharedDevices(t, 2)
 	const n, d, m = 3000, 64, 50
 	pts := synth.Clusters(n, d, 20, 9)
-	ds := devicetest.Load(t, multi(devs, device.EvenSplit), pts)
-	if err := ds.SetAnchors(synth.AnchorsNear(pts, m, 0.1, 2), m); err != nil {
-		t.Fatal(err)
+	for _, k := range []int{2, 3} {
+		t.Run(fmt.Sprintf("shares=%d", k), func(t *testing.T) {
+			ds := devicetest.Load(t, multi(sharedDevices(t, k), device.EvenSplit), pts)
+			if err := ds.SetAnchors(synth.AnchorsNear(pts, m, 0.1, 2), m); err != nil {
+				t.Fatal(err)
+			}
+			inf := float32(math.Inf(1))
+			lloyd := device.StepParams{Tau: inf, Rate: 1, MaxMove: inf}
+			for range 2 { // the first passes may reduce again
+				if _, err := ds.Step(lloyd); err != nil {
+					t.Fatal(err)
+				}
+			}
+			exchanged := func() int64 {
+				b, _, _ := ds.(interface{ Shards() []device.Shard }).Shards()[0].(device.Exchanger).Exchanged()
+				return b
+			}
+			kk := int64(k)
+			check := func(what string, f func() error, up, down, between int64) {
+				t.Helper()
+				u0, d0 := ds.Transfer()
+				x0 := exchanged()
+				if err := f(); err != nil {
+					t.Fatal(err)
+				}
+				u1, d1 := ds.Transfer()
+				x1 := exchanged()
+				if u1-u0 != up || d1-d0 != down || x1-x0 != between {
+					t.Errorf("%s moved %d bytes up, %d down and %d between devices over %d shares; want %d, %d and %d", what, u1-u0, d1-d0, x1-x0, k, up, down, between)
+				}
+			}
+			check("a Step", func() error { _, err := ds.Step(lloyd); return err }, 0, kk*scalarSize, 2*(kk-1)*(m*d*8+m*12))
+			check("an Assign", func() error { _, err := ds.Assign(); return err }, 0, kk*scalarSize, 2*(kk-1)*m*4)
+			check("Stats", func() error { return ds.Stats(make([]int64, m), make([]float32, m*d)) }, 0, m*d*8+m*4, (kk-1)*m*d*8)
+			check("Stats again", func() error { return ds.Stats(make([]int64, m), make([]float32, m*d)) }, 0, 0, 0)
+			r := ds.(device.SplitReporter).SplitReport()
+			if r.Passes != 4 || len(r.Shares) != k || r.ExchangePath != "within one GPU" && len(testDevices()) < 2 {
+				t.Errorf("report: %+v", r)
+			}
+			t.Logf("%+v", r)
+		})
 	}
-	inf := float32(math.Inf(1))
-	lloyd := device.StepParams{Tau: inf, Rate: 1, MaxMove: inf}
-	for range 2 { // the first passes may reduce again
-		if _, err := ds.Step(lloyd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	check := func(what string, f func() error, up, down int64) {
-		t.Helper()
-		u0, d0 := ds.Transfer()
-		if err := f(); err != nil {
-			t.Fatal(err)
-		}
-		u1, d1 := ds.Transfer()
-		if u1-u0 != 2*up || d1-d0 != 2*down {
-			t.Errorf("%s moved %d bytes up and %d down over 2 shares; want %d and %d", what, u1-u0, d1-d0, 2*up, 2*down)
-		}
-	}
-	check("a Step", func() error { _, err := ds.Step(lloyd); return err }, m*d*8+m*12, scalarSize+m*d*8+m*12)
-	check("an Assign", func() error { _, err := ds.Assign(); return err }, 0, scalarSize+m*4)
-	check("Stats", func() error { return ds.Stats(make([]int64, m), make([]float32, m*d)) }, 0, m*d*8)
 }
 
 // A device number the driver does not have is refused by name.

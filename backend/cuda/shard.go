@@ -4,7 +4,7 @@ package cuda
 
 import (
 	"fmt"
-	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/vlc-embed/vlc/device"
@@ -14,20 +14,23 @@ import (
 // A share of a point set split over several devices (device.Multi) is a
 // dataset of its rows whose pass stops before the update: Reduce assigns
 // and reduces the share with the scales of the whole set (its n, gn, and
-// the bound over every share, agreed in Link), and brings back the
-// scalars and, unless a point was beyond the scales, the partial sums
-// the update needs (counts; for a Step, the weighted sums and weights).
-// Fold adds them on the host: they are 64-bit fixed point, so the total
-// is the integer one device would have summed, whatever the split, even
-// where a sum wrapped. When some point was beyond the scales (Again), every
-// share reduces once more with scales for the largest distance of all, as
-// finishPass does on one device. Apply uploads the total to every share
-// and runs vlc_update there: every share moves its anchors to the same
-// bits, those of one device. The variances' sums stay on the devices
-// until Stats asks for them.
+// the bound over every share, agreed in Link) and brings back its
+// scalars alone (16 bytes). Fold adds the scalars on the host. Apply
+// combines the partial sums the update needs (counts; for a Step, the
+// weighted sums and weights) on the devices themselves, and each share
+// then runs vlc_update on the total: every share moves its anchors to the
+// same bits, those of one device. The sums are 64-bit fixed point, so the
+// total is the integer one device would have summed, whatever the split
+// and the order of the adds, even where a sum wrapped. When some point was
+// beyond the scales (Again), every share reduces once more with scales for
+// the largest distance of all, as finishPass does on one device.
 //
-// Per Step and share: 16 bytes of scalars, m x 4 of counts, m x d x 8 of
-// sums and m x 8 of weights come back; the totals of the last three go up.
+// The combination (exchange.go) is a reduce-scatter and an all-gather
+// over the shares' own buffers: share i adds every other share's part i of
+// the sums to its own (copied device to device), then, once every share
+// has its part, copies part j of the total from share j. The squared sums
+// of the variances are combined the same way, and only their reduce-scatter,
+// when Stats asks: each share then brings back its part.
 
 var (
 	_ device.ShardDevice = (*Device)(nil)
@@ -36,15 +39,19 @@ var (
 
 // share is what a dataset keeps as a share: its part of the last round.
 type share struct {
-	sc      scalars
-	fix     fixScales // the scales of the round
-	round   int       // 0, or 1 when reduced again
-	move    bool
-	fetched bool // cnt, and for a Step sum and wsum, came back
-	sum     []int64
-	wsum    []int64
-	cnt     []uint32
-	own     *fixedSums // the total this share begins when it folds first
+	sc    scalars
+	fix   fixScales // the scales of the round
+	round int       // 0, or 1 when reduced again
+	move  bool
+	own   *fixedSums // the total this share begins when it folds first
+	group *exchange  // every share of the set, from Link
+	index int        // this share's place in group
+	// scratch receives another share's part of the sums before it is
+	// added (device memory, scratchBytes long).
+	scratch      uint64
+	scratchBytes int64
+	// exchanged is the wall time of this share's exchanges (Apply, Stats).
+	exchanged time.Duration
 }
 
 // LoadShard uploads rows lo to hi-1 of p: a share of p (device.Multi).
@@ -60,9 +67,11 @@ func (d *Device) LoadShard(p device.Points, lo, hi int) (device.Shard, error) {
 	return s, nil
 }
 
-// Link takes the largest |x| of every share as the bound of the scales.
+// Link takes the largest |x| of every share as the bound of the scales,
+// and joins the shares' exchange (its peer access, between GPUs).
 func (s *dataset) Link(all []device.Shard) error {
-	for _, o := range all {
+	shares := make([]*dataset, len(all))
+	for i, o := range all {
 		od, ok := o.(*dataset)
 		if !ok || od.share == nil {
 			return fmt.Errorf("cuda: a share cannot be split with %T", o)
@@ -71,13 +80,27 @@ func (s *dataset) Link(all []device.Shard) error {
 			return fmt.Errorf("cuda: shares of %d x %d and %d x %d points", s.gn, s.d, od.gn, od.d)
 		}
 		s.xBound = max(s.xBound, od.xBound)
+		shares[i] = od
+		if od == s {
+			s.share.index = i
+		}
 	}
-	return nil
+	if s.share.index == 0 && shares[0] == s {
+		s.share.group = newExchange(shares)
+	} else {
+		// The first share made the group in its own Link (Multi links
+		// the shares in order).
+		if shares[0].share.group == nil {
+			return fmt.Errorf("cuda: share %d linked before the first", s.share.index)
+		}
+		s.share.group = shares[0].share.group
+	}
+	return s.share.group.enablePeers(s)
 }
 
 // Reduce runs the assign (first round only), finalize and reduce of a
 // pass on the share, or with again the reduce alone with scales for the
-// largest distance of every share, and brings back its part.
+// largest distance of every share, and brings back its scalars.
 func (s *dataset) Reduce(p device.StepParams, move bool, again device.ShardSums) error {
 	sh := s.share
 	if sh == nil {
@@ -138,54 +161,33 @@ func (s *dataset) Reduce(p device.StepParams, move bool, again device.ShardSums)
 			s.rescaled++
 			sh.round = prev.round + 1
 		}
+		// The copy waits for the pass's kernels: when it returns, the
+		// share's sums are complete for the others to read.
 		if err := d.dtoh(unsafe.Pointer(&sh.sc), s.sc, scalarSize); err != nil {
 			return fmt.Errorf("cuda: step: %w", err)
 		}
 		s.toHost.Add(scalarSize)
 		sh.fix, sh.move = s.fix, move
-		// A share that met a point beyond the scales knows that every
-		// share reduces again: its sums are not needed.
-		sh.fetched = prev != nil || sh.sc.maxDist <= s.fix.smax
-		if !sh.fetched {
-			return nil
-		}
-		md := s.m * s.d
-		if len(sh.cnt) != s.m || len(sh.sum) != md {
-			sh.cnt, sh.wsum, sh.sum = make([]uint32, s.m), make([]int64, s.m), make([]int64, md)
-		}
-		if err := d.dtoh(unsafe.Pointer(&sh.cnt[0]), s.cnt, int64(s.m)*4); err != nil {
-			return err
-		}
-		s.toHost.Add(int64(s.m) * 4)
-		if !move {
-			return nil
-		}
-		if err := d.dtoh(unsafe.Pointer(&sh.sum[0]), s.sum, int64(md)*8); err != nil {
-			return err
-		}
-		if err := d.dtoh(unsafe.Pointer(&sh.wsum[0]), s.wsum, int64(s.m)*8); err != nil {
-			return err
-		}
-		s.toHost.Add(int64(md)*8 + int64(s.m)*8)
 		return nil
 	})
 }
 
-// fixedSums is the total of a pass over the shares: integer sums, exact.
+// fixedSums is the total of a pass over the shares: its scalars, summed on
+// the host; the sums themselves are combined on the devices (Apply).
 type fixedSums struct {
 	m, d, gn int
 	fix      fixScales
 	round    int
 	move     bool
-	complete bool // every share's sums are in
 
 	energy  int64 // fixed point, scale fix.energy
 	changed int
 	maxDist float32
-	sum     []int64 // m*d, Steps only
-	wsum    []int64 // m, Steps only
-	cnt     []uint32
-	shards  []*dataset // for Stats
+	shards  []*dataset // in share order
+	// stats: Stats brought back the variances' sums, into sq and cnt.
+	stats bool
+	sq    []int64
+	cnt   []uint32
 }
 
 // Again: the first round met a point beyond its scales (on any share).
@@ -196,7 +198,7 @@ func (t *fixedSums) StepStats() device.StepStats {
 	return device.StepStats{Energy: float64(t.energy) / float64(t.fix.energy) / float64(t.gn), Changed: t.changed}
 }
 
-// Fold adds the share's part to the total.
+// Fold adds the share's scalars to the total.
 func (s *dataset) Fold(acc device.ShardSums) (device.ShardSums, error) {
 	sh := s.share
 	if sh == nil {
@@ -207,14 +209,11 @@ func (s *dataset) Fold(acc device.ShardSums) (device.ShardSums, error) {
 	if acc == nil {
 		t = sh.own
 		if t == nil || t.m != m || t.d != d {
-			t = &fixedSums{m: m, d: d, sum: make([]int64, m*d), wsum: make([]int64, m), cnt: make([]uint32, m)}
+			t = &fixedSums{m: m, d: d}
 			sh.own = t
 		}
-		clear(t.sum)
-		clear(t.wsum)
-		clear(t.cnt)
-		t.gn, t.fix, t.round, t.move, t.complete = s.gn, sh.fix, sh.round, sh.move, true
-		t.energy, t.changed, t.maxDist, t.shards = 0, 0, 0, t.shards[:0]
+		t.gn, t.fix, t.round, t.move = s.gn, sh.fix, sh.round, sh.move
+		t.energy, t.changed, t.maxDist, t.shards, t.stats = 0, 0, 0, t.shards[:0], false
 	} else {
 		var ok bool
 		t, ok = acc.(*fixedSums)
@@ -225,54 +224,43 @@ func (s *dataset) Fold(acc device.ShardSums) (device.ShardSums, error) {
 			return nil, fmt.Errorf("cuda: shares of one pass disagree (anchors %d / %d, scales %+v / %+v, round %d / %d)", t.m, m, t.fix, sh.fix, t.round, sh.round)
 		}
 	}
+	if len(t.shards) != sh.index || sh.group == nil || (len(t.shards) > 0 && t.shards[0].share.group != sh.group) {
+		return nil, fmt.Errorf("cuda: share %d folded out of order or into another set's total", sh.index)
+	}
 	t.energy += sh.sc.energy // wraps as the device's sum does
 	t.changed += int(sh.sc.changed)
 	t.maxDist = max(t.maxDist, sh.sc.maxDist)
 	t.shards = append(t.shards, s)
-	if !sh.fetched {
-		t.complete = false
-		return t, nil
-	}
-	for a, c := range sh.cnt {
-		t.cnt[a] += c
-	}
-	if t.move {
-		for a, w := range sh.wsum {
-			t.wsum[a] += w
-		}
-		par.For(len(t.sum), 1<<16, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				t.sum[i] += sh.sum[i]
-			}
-		})
-	}
 	return t, nil
 }
 
-// Apply uploads the total's sums and counts and moves the anchors (vlc_update),
-// then takes the next pass's scales, as finishPass.
+// complete: every share of the set folded into t.
+func (t *fixedSums) complete() bool {
+	return len(t.shards) > 0 && len(t.shards) == len(t.shards[0].share.group.shares)
+}
+
+// Apply combines the shares' counts, and for a Step their weighted sums
+// and weights, on the devices, then moves the anchors from the total
+// (vlc_update) and takes the next pass's scales, as finishPass. Every
+// share's Apply must run at once (device.Shard): the exchange waits for
+// all of them between its halves.
 func (s *dataset) Apply(p device.StepParams, move bool, total device.ShardSums) error {
 	t, ok := total.(*fixedSums)
+	var err error
 	switch {
+	case s.share == nil:
+		return fmt.Errorf("cuda: Apply on a dataset that is not a share")
 	case !ok:
-		return fmt.Errorf("cuda: cannot apply %T", total)
-	case !t.complete || t.fix != s.fix || t.m != s.m || t.move != move:
-		return fmt.Errorf("cuda: the total of a pass is incomplete or not this pass's")
+		err = fmt.Errorf("cuda: cannot apply %T", total)
+	case !t.complete() || t.fix != s.fix || t.m != s.m || t.move != move || t.shards[s.share.index] != s:
+		err = fmt.Errorf("cuda: the total of a pass is incomplete or not this pass's")
 	}
-	return s.run(func() error {
+	parts := []statsPart{partCnt}
+	if move {
+		parts = []statsPart{partSum, partWsum, partCnt}
+	}
+	return s.share.group.allReduce(s, parts, err, func() error {
 		if move {
-			d := s.dev
-			md := int64(s.m) * int64(s.d)
-			for _, c := range []struct {
-				dst   uint64
-				src   unsafe.Pointer
-				bytes int64
-			}{{s.sum, unsafe.Pointer(&t.sum[0]), md * 8}, {s.wsum, unsafe.Pointer(&t.wsum[0]), int64(s.m) * 8}, {s.cnt, unsafe.Pointer(&t.cnt[0]), int64(s.m) * 4}} {
-				if err := d.htod(c.dst, c.src, c.bytes); err != nil {
-					return err
-				}
-				s.toDev.Add(c.bytes)
-			}
 			if err := s.launchUpdate(p, true); err != nil {
 				return err
 			}
@@ -283,49 +271,35 @@ func (s *dataset) Apply(p device.StepParams, move bool, total device.ShardSums) 
 	})
 }
 
-// Stats brings back every share's sums of squares (they stay on the
-// devices during the passes) and adds them, as the one device's Stats.
+// Stats combines the shares' sums of squares on the devices (they stay
+// there during the passes), brings each share's part of the total back
+// and the counts from the first, as the one device's Stats.
 func (t *fixedSums) Stats(counts []int64, variance []float32) error {
-	if !t.complete {
+	if !t.complete() {
 		return fmt.Errorf("cuda: Stats of an incomplete pass")
 	}
 	md := t.m * t.d
-	parts := make([][]int64, len(t.shards))
-	errs := make([]error, len(t.shards))
-	var wg sync.WaitGroup
-	for i, s := range t.shards {
-		parts[i] = make([]int64, md)
-		wg.Go(func() {
-			errs[i] = s.run(func() error {
-				if err := s.dev.dtoh(unsafe.Pointer(&parts[i][0]), s.sq, int64(md)*8); err != nil {
-					return err
-				}
-				s.toHost.Add(int64(md) * 8)
-				return nil
-			})
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
+	if !t.stats {
+		if len(t.sq) != md || len(t.cnt) != t.m {
+			t.sq, t.cnt = make([]int64, md), make([]uint32, t.m)
+		}
+		if err := t.shards[0].share.group.fetchSq(t.shards, t.sq, t.cnt); err != nil {
 			return err
 		}
-	}
-	sq := parts[0]
-	for _, q := range parts[1:] {
-		for i, v := range q {
-			sq[i] += v // wraps as the device's sum does
-		}
+		t.stats = true
 	}
 	for a := 0; a < t.m && a < len(counts); a++ {
 		counts[a] = int64(t.cnt[a])
 	}
-	for i := 0; i < md && i < len(variance); i++ {
-		if c := t.cnt[i/t.d]; c > 0 {
-			variance[i] = float32(float64(sq[i]) / float64(t.fix.sq) / float64(c))
-		} else {
-			variance[i] = 0
+	scale := float64(t.fix.sq)
+	par.For(min(md, len(variance)), 1<<14, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if c := t.cnt[i/t.d]; c > 0 {
+				variance[i] = float32(float64(t.sq[i]) / scale / float64(c))
+			} else {
+				variance[i] = 0
+			}
 		}
-	}
+	})
 	return nil
 }
