@@ -41,6 +41,10 @@ type Summary struct {
 	EncodeTime      time.Duration // encoding and writing the index
 	Encoder         string        // "host", or the backend that encoded (the rotated code of float16 input on a GPU)
 	Total           time.Duration
+	// Split is training's record of the shares of a point set split over
+	// several devices (Options' devices), when every row trained; zero
+	// otherwise.
+	Split device.SplitReport
 }
 
 // OpenInput opens the vectors in input (.f16 with Options.Dim, .npy or
@@ -353,6 +357,9 @@ func (p *planned) train(ctx context.Context) (*trained, error) {
 		}
 		t.assign = model.Assign
 		p.sum.Energy = model.Energy
+		if r, ok := t.ds.(device.SplitReporter); ok {
+			p.sum.Split = r.SplitReport()
+		}
 	}
 	setTrained(&t.meta, model)
 	t.anchors = model.Anchors

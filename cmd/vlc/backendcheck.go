@@ -267,6 +267,18 @@ func checkBackend(ctx context.Context, dev device.Device, label string, cfg cros
 // go on from where the timed steps left them) and the fused assign's
 // TFLOP/s for every variant.
 func profileCUDA(ds device.Dataset, step func() error, flop float64, w io.Writer) error {
+	if split, ok := ds.(device.SplitReporter); ok {
+		// A split set: each device's share of 5 Steps, and the exchange.
+		before := split.SplitReport()
+		for range 5 {
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(w, "split over %d devices, 5 Steps:\n", len(before.Shares))
+		splitDelta(before, split.SplitReport()).print(w, "  ")
+		return nil
+	}
 	prof, ok := ds.(cuda.Profiler)
 	if !ok {
 		return nil

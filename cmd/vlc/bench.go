@@ -34,6 +34,8 @@ type benchResult struct {
 	ToDevice     int64     `json:"bytes_to_device_per_iteration"`
 	ToHost       int64     `json:"bytes_to_host_per_iteration"`
 	Ms           []float64 `json:"ms"`
+	// Split: per-device figures of a split set (-devices), per iteration.
+	Split *splitFigures `json:"split,omitempty"`
 }
 
 // runBench times annealing iterations (assign + reduce + update, Lloyd
@@ -94,11 +96,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	up0, down0 := ds.Transfer()
+	split, isSplit := ds.(device.SplitReporter)
+	var rep0 device.SplitReport
+	if isSplit {
+		rep0 = split.SplitReport()
+	}
 	ms, _, err := crosscheck.TimeSteps(ctx, ds, *iters, lloyd)
 	if err != nil {
 		return err
 	}
 	up1, down1 := ds.Transfer()
+	if isSplit {
+		f := splitDelta(rep0, split.SplitReport())
+		res.Split = &f
+	}
 	flop := 2 * float64(*n) * float64(*m) * float64(*d)
 	res.Ms, res.MsPerIter = ms, crosscheck.Median(ms)
 	res.MsPerIterMin = ms[0]
@@ -110,6 +121,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	fmt.Fprintf(stderr, "%s: load %.1f ms; %d iterations (assign + reduce + update, wall clock per Step): %.3f ms median, %.3f min; %.3g TFLOP/s effective (2*n*m*d / median); %d B to the device and %d B to the host per iteration\n",
 		res.Backend, res.LoadMs, *iters, res.MsPerIter, res.MsPerIterMin, res.TFLOPS, res.ToDevice, res.ToHost)
+	if res.Split != nil {
+		res.Split.print(stderr, "  ")
+	}
 	if _, ok := ds.(cuda.Profiler); ok {
 		step := func() error { _, err := ds.Step(lloyd(0)); return err }
 		if err := profileCUDA(ds, step, flop, stderr); err != nil {

@@ -148,6 +148,10 @@ func printSummary(stderr io.Writer, input, out, anchorsFrom string, devMem int64
 	}
 	fmt.Fprintf(stderr, "  time          %s (input %s%s%s, encoding on %s and writing %s)\n", sum.Total.Round(time.Millisecond),
 		sum.ReadTime.Round(time.Millisecond), train, assign, sum.Encoder, sum.EncodeTime.Round(time.Millisecond))
+	if len(sum.Split.Shares) > 1 {
+		fmt.Fprintf(stderr, "  training on   %d devices, %d passes:\n", len(sum.Split.Shares), sum.Split.Passes)
+		splitDelta(device.SplitReport{Shares: make([]device.ShareReport, len(sum.Split.Shares))}, sum.Split).print(stderr, "                ")
+	}
 	if rssOK {
 		fmt.Fprintf(stderr, "  peak memory   %s anonymous (RssAnon, sampled every %s)\n", mib(rss), memorySampleEvery)
 	}
