@@ -226,6 +226,7 @@ func (md *MultiDevice) Load(p Points) (Dataset, error) {
 			return nil, fmt.Errorf("device: %s cannot hold a share of a split point set", d.Name())
 		}
 		devs = append(devs, sd)
+		s.devs = append(s.devs, i)
 		s.lo = append(s.lo, lo)
 		lo += sizes[i]
 	}
@@ -258,6 +259,9 @@ type multiSet struct {
 	lo     []int
 	m      int
 	last   ShardSums // the total of the last pass
+	devs   []int     // the device of each shard: its place in Multi's list
+	// encoded is each share's part of the last encode (multiencode.go).
+	encoded []ShareTime
 }
 
 var (
