@@ -148,6 +148,13 @@ func printSummary(stderr io.Writer, input, out, anchorsFrom string, devMem int64
 	}
 	fmt.Fprintf(stderr, "  time          %s (input %s%s%s, encoding on %s and writing %s)\n", sum.Total.Round(time.Millisecond),
 		sum.ReadTime.Round(time.Millisecond), train, assign, sum.Encoder, sum.EncodeTime.Round(time.Millisecond))
+	if len(sum.EncodeShares) > 1 {
+		parts := make([]string, len(sum.EncodeShares))
+		for i, sh := range sum.EncodeShares {
+			parts[i] = fmt.Sprintf("device %d %s (%d entries)", sh.Device, sh.Time.Round(time.Millisecond), sh.Entries)
+		}
+		fmt.Fprintf(stderr, "  encoding      %s\n", strings.Join(parts, ", "))
+	}
 	if rssOK {
 		fmt.Fprintf(stderr, "  peak memory   %s anonymous (RssAnon, sampled every %s)\n", mib(rss), memorySampleEvery)
 	}
