@@ -72,8 +72,8 @@ var (
 	_ ShareTimer           = (*multiSet)(nil)
 )
 
-// EncodeShares returns each share's part of the last encode that
-// succeeded, in share order; nil before one.
+// EncodeShares returns each share's part of the last encode, in share
+// order; nil when it did not succeed.
 func (s *multiSet) EncodeShares() []ShareTime { return s.encoded }
 
 func (s *multiSet) EncodeRotated(l RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
@@ -85,6 +85,7 @@ func (s *multiSet) EncodeRotated(l RotatedLayout, anchors []float32, ids []uint3
 // once every entry before its end is in place, whichever shards hold
 // them.
 func (s *multiSet) EncodeRotatedStream(l RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
+	s.encoded = nil
 	m, n, cb := len(offsets)-1, len(ids), l.CodeBytes()
 	switch {
 	case m < 1 || len(anchors) != m*l.Dim || l.Dim != s.pts.Dim:
