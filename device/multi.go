@@ -272,6 +272,7 @@ func (md *MultiDevice) Load(p Points) (Dataset, error) {
 		}
 		devs = append(devs, sd)
 		names = append(names, d.Name())
+		s.devs = append(s.devs, i)
 		s.lo = append(s.lo, lo)
 		lo += sizes[i]
 	}
@@ -311,6 +312,9 @@ type multiSet struct {
 	passes  int
 	reduced []time.Duration
 	combine time.Duration
+	devs    []int // the device of each shard: its place in Multi's list
+	// encoded is each share's part of the last encode (multiencode.go).
+	encoded []ShareTime
 }
 
 // SplitReport says what the set did since it was loaded.

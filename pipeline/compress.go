@@ -37,9 +37,10 @@ type Summary struct {
 	SizeRatio       float64       // index bytes / (n * dim * 2), i.e. against float16
 	ReadTime        time.Duration // opening and checking the input, opening the backend
 	TrainTime       time.Duration
-	AssignTime      time.Duration // assigning every row after training on a sample, or under AnchorsFrom
-	EncodeTime      time.Duration // encoding and writing the index
-	Encoder         string        // "host", or the backend that encoded (the rotated code of float16 input on a GPU)
+	AssignTime      time.Duration      // assigning every row after training on a sample, or under AnchorsFrom
+	EncodeTime      time.Duration      // encoding and writing the index
+	Encoder         string             // "host", or the backend that encoded (the rotated code of float16 input on a GPU)
+	EncodeShares    []device.ShareTime // each device's part of an encode split over several (Device: its place in Options.Devices); nil otherwise
 	Total           time.Duration
 	// Split is training's record of the shares of a point set split over
 	// several devices (Options' devices), when every row trained; zero
@@ -404,6 +405,9 @@ func (p *planned) write(ctx context.Context, t *trained) error {
 	p.sum.EncodeTime = time.Since(start)
 	if onDevice {
 		p.sum.Encoder = p.dev.Name()
+		if st, ok := t.ds.(device.ShareTimer); ok {
+			p.sum.EncodeShares = st.EncodeShares()
+		}
 	}
 	return nil
 }

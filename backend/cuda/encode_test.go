@@ -5,8 +5,11 @@ package cuda
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
+	"github.com/vlc-embed/vlc/anneal/devicetest"
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/synth"
@@ -128,5 +131,191 @@ func TestEncodeRotatedStream(t *testing.T) {
 				t.Fatalf("entry %d (run of %v): the device's code differs from the host's", e, runs)
 			}
 		}
+	}
+}
+
+// listsOf groups the points by anchor as an index does: rows ascending
+// within a list.
+func listsOf(assign []int32, m int) (ids []uint32, offsets []uint64) {
+	offsets = make([]uint64, m+1)
+	for _, a := range assign {
+		offsets[a+1]++
+	}
+	for a := range m {
+		offsets[a+1] += offsets[a]
+	}
+	ids, fill := make([]uint32, len(assign)), slices.Clone(offsets[:m])
+	for i, a := range assign {
+		ids[fill[a]] = uint32(i)
+		fill[a]++
+	}
+	return ids, offsets
+}
+
+// Split over 2 and 3 Devices on one GPU, the conformance suite's encode
+// cases (every bits setting, both forms, 1 to 5,000 points, empty lists)
+// give the host's golden bytes, as one Device does.
+func TestMultiDeviceEncodeGolden(t *testing.T) {
+	devs := sharedDevices(t, 3)
+	for _, k := range []int{2, 3} {
+		for _, split := range []func(n, k int) []int{device.EvenSplit, devicetest.Skewed, devicetest.Sizes(1, encodeBlock+1)} {
+			t.Run(fmt.Sprintf("devices=%d/split=%v", k, split(5000, k)), func(t *testing.T) {
+				devicetest.EncodeGolden(t, multi(devs[:k], split))
+			})
+		}
+	}
+}
+
+// Split over 2 and 3 Devices on one GPU, the encode writes one Device's
+// codes and list parameters, for 4 and 8 bits in both forms, with shares
+// that straddle the kernel's blocks (encodeBlock) and its runs (whole
+// rounds of 32 threads a SM here), one list empty; the runs come in order,
+// each once every code before its end is one Device's, after every list
+// parameter; each share reports its entries.
+func TestMultiDeviceEncode(t *testing.T) {
+	one := gpuDevice(t)
+	devs := sharedDevices(t, 3)
+	for _, dv := range append([]*Device{one}, devs...) {
+		saved := dv.encodePerSM
+		dv.encodePerSM = 32
+		t.Cleanup(func() { dv.encodePerSM = saved })
+	}
+	round := 32 * one.info.SMs
+	const n, d, m = 20000, 40, 9
+	pts := synth.Clusters(n, d, 12, 3)
+	anchors := synth.AnchorsNear(pts, m, 0.1, 4)
+	for j := range d { // a list no point is in
+		anchors[(m-1)*d+j] = 1000
+	}
+	for i, v := range anchors { // as an index stores them
+		anchors[i] = f16.ToFloat32(f16.FromFloat32(v))
+	}
+	assigned := func(t *testing.T, ds device.Dataset) []int32 {
+		t.Helper()
+		if err := ds.SetAnchors(anchors, m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ds.Assign(); err != nil {
+			t.Fatal(err)
+		}
+		assign := make([]int32, n)
+		if err := ds.Assignments(assign); err != nil {
+			t.Fatal(err)
+		}
+		return assign
+	}
+	ds := devicetest.Load(t, one, pts)
+	assign := assigned(t, ds)
+	ids, offsets := listsOf(assign, m)
+	if offsets[m] != offsets[m-1] {
+		t.Fatalf("%d points in the far list", offsets[m]-offsets[m-1])
+	}
+	type want struct {
+		layout        device.RotatedLayout
+		codes, params []byte
+	}
+	var specs []quant.Spec
+	var wants []want
+	for _, bits := range []int{4, 8} {
+		for _, ip := range []bool{false, true} {
+			spec := quant.Spec{Kind: quant.KindRotated, Dim: d, Bits: bits, IP: ip, Seed: 1}
+			code, err := quant.New(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			code.SetAnchors(anchors)
+			w := want{layout: code.(*quant.Rotated).Layout(), codes: make([]byte, n*code.CodeBytes()), params: make([]byte, m*code.ParamBytes())}
+			if err := ds.(device.RotatedEncoder).EncodeRotated(w.layout, anchors, ids, offsets, w.codes, w.params); err != nil {
+				t.Fatal(err)
+			}
+			specs, wants = append(specs, spec), append(wants, w)
+		}
+	}
+	splits := []func(n, k int) []int{device.EvenSplit, devicetest.Skewed, devicetest.Sizes(encodeBlock-1, round+1), devicetest.Sizes(3*round + encodeBlock + 1)}
+	for _, k := range []int{2, 3} {
+		for _, split := range splits {
+			sizes := split(n, k)
+			t.Run(fmt.Sprintf("devices=%d/split=%v", k, sizes), func(t *testing.T) {
+				mds := devicetest.Load(t, multi(devs[:k], split), pts)
+				if !slices.Equal(assigned(t, mds), assign) {
+					t.Fatal("the split set's assignments differ from one Device's")
+				}
+				for si, w := range wants {
+					cb := w.layout.CodeBytes()
+					codes, params := make([]byte, len(w.codes)), make([]byte, len(w.params))
+					next, runs := 0, 0
+					err := mds.(device.RotatedStreamEncoder).EncodeRotatedStream(w.layout, anchors, ids, offsets, codes, params, func(lo, hi int) {
+						// On a shard's worker: Errorf, not Fatalf.
+						switch {
+						case lo != next || hi <= lo || hi > n:
+							t.Errorf("bits=%d ip=%v: run %d to %d after %d", specs[si].Bits, specs[si].IP, lo, hi, next)
+						case !bytes.Equal(params, w.params):
+							t.Errorf("bits=%d ip=%v: run %d to %d before every list parameter", specs[si].Bits, specs[si].IP, lo, hi)
+						case !bytes.Equal(codes[:hi*cb], w.codes[:hi*cb]):
+							t.Errorf("bits=%d ip=%v: run %d to %d: the codes before %d are not all one Device's", specs[si].Bits, specs[si].IP, lo, hi, hi)
+						}
+						next = hi
+						runs++
+					})
+					if err != nil {
+						t.Fatalf("bits=%d ip=%v: %v", specs[si].Bits, specs[si].IP, err)
+					}
+					if next != n {
+						t.Errorf("bits=%d ip=%v: %d runs up to %d of %d entries", specs[si].Bits, specs[si].IP, runs, next, n)
+					}
+					if !bytes.Equal(params, w.params) {
+						t.Errorf("bits=%d ip=%v: list parameters % x, one Device % x", specs[si].Bits, specs[si].IP, params, w.params)
+					}
+					if !bytes.Equal(codes, w.codes) {
+						for e := range n {
+							if !bytes.Equal(codes[e*cb:(e+1)*cb], w.codes[e*cb:(e+1)*cb]) {
+								t.Fatalf("bits=%d ip=%v: entry %d (point %d) first differs from one Device's", specs[si].Bits, specs[si].IP, e, ids[e])
+							}
+						}
+					}
+				}
+				shares := mds.(device.ShareTimer).EncodeShares()
+				var got []int
+				for _, s := range shares {
+					got = append(got, s.Entries)
+				}
+				if !slices.Equal(got, slices.DeleteFunc(slices.Clone(sizes), func(s int) bool { return s == 0 })) {
+					t.Errorf("shares encoded %v entries, split %v", got, sizes)
+				}
+				t.Logf("shares: %+v", shares)
+			})
+		}
+	}
+}
+
+// A split set one of whose shares streams its points in batches is not
+// encoded on the devices: ErrNotResident, nothing written, nothing handed
+// over, so the host encodes.
+func TestMultiDeviceEncodeNotResident(t *testing.T) {
+	devs := sharedDevices(t, 2)
+	const n, d, m = 3000, 16, 4
+	pts := synth.Clusters(n, d, 4, 1)
+	setBatch(t, []int{0, 256}, devs...)
+	ds := devicetest.Load(t, multi(devs, device.EvenSplit), pts)
+	anchors := synth.AnchorsNear(pts, m, 0.1, 2)
+	if err := ds.SetAnchors(anchors, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ds.Assign(); err != nil {
+		t.Fatal(err)
+	}
+	assign := make([]int32, n)
+	if err := ds.Assignments(assign); err != nil {
+		t.Fatal(err)
+	}
+	ids, offsets := listsOf(assign, m)
+	code, _ := quant.New(quant.Spec{Kind: quant.KindRotated, Dim: d, Bits: 4, Seed: 1})
+	code.SetAnchors(anchors)
+	codes, params := make([]byte, n*code.CodeBytes()), make([]byte, m*code.ParamBytes())
+	err := ds.(device.RotatedStreamEncoder).EncodeRotatedStream(code.(*quant.Rotated).Layout(), anchors, ids, offsets, codes, params, func(lo, hi int) {
+		t.Errorf("run %d to %d handed over", lo, hi)
+	})
+	if !errors.Is(err, device.ErrNotResident) || !bytes.Equal(codes, make([]byte, len(codes))) || !bytes.Equal(params, make([]byte, len(params))) {
+		t.Fatalf("a batched share: %v", err)
 	}
 }

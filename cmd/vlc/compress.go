@@ -152,6 +152,13 @@ func printSummary(stderr io.Writer, input, out, anchorsFrom string, devMem int64
 		fmt.Fprintf(stderr, "  training on   %d devices, %d passes:\n", len(sum.Split.Shares), sum.Split.Passes)
 		splitDelta(device.SplitReport{Shares: make([]device.ShareReport, len(sum.Split.Shares))}, sum.Split).print(stderr, "                ")
 	}
+	if len(sum.EncodeShares) > 1 {
+		parts := make([]string, len(sum.EncodeShares))
+		for i, sh := range sum.EncodeShares {
+			parts[i] = fmt.Sprintf("device %d %s (%d entries)", sh.Device, sh.Time.Round(time.Millisecond), sh.Entries)
+		}
+		fmt.Fprintf(stderr, "  encoding      %s\n", strings.Join(parts, ", "))
+	}
 	if rssOK {
 		fmt.Fprintf(stderr, "  peak memory   %s anonymous (RssAnon, sampled every %s)\n", mib(rss), memorySampleEvery)
 	}
