@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"time"
 
 	"github.com/vlc-embed/vlc/device"
 )
@@ -27,6 +28,17 @@ type Model struct {
 	Converged  bool // stopped by the tolerance, not by MaxIter
 	Merged     int  // anchors merged by maintenance, in total
 	Split      int  // anchors split by maintenance, in total
+
+	Times Times // where the training's wall time went
+}
+
+// Times are the wall times of training's parts.
+type Times struct {
+	Load     time.Duration // the points to the device (Device.Load)
+	Seed     time.Duration // k-means++ and the first anchors to the device
+	Steps    time.Duration // every Step
+	Maintain time.Duration // maintenance: statistics, merges and splits, the anchors back up
+	Final    time.Duration // the final Assign and bringing the model back
 }
 
 // Train learns cfg.M anchors for pts on dev. The same points, configuration
@@ -62,10 +74,18 @@ func TrainResident(ctx context.Context, dev device.Device, pts device.Points, cf
 	m, d := cfg.M, pts.Dim
 	rng := rand.New(rand.NewPCG(cfg.Seed, rngStream))
 
+	var times Times
+	clock := time.Now()
+	lap := func(d *time.Duration) {
+		now := time.Now()
+		*d += now.Sub(clock)
+		clock = now
+	}
 	ds, err := dev.Load(pts)
 	if err != nil {
 		return nil, nil, err
 	}
+	lap(&times.Load)
 	defer func() {
 		if err != nil {
 			ds.Close()
@@ -78,6 +98,7 @@ func TrainResident(ctx context.Context, dev device.Device, pts device.Points, cf
 	if err := ds.SetAnchors(anchors, m); err != nil {
 		return nil, nil, err
 	}
+	lap(&times.Seed)
 
 	model := &Model{M: m, Dim: d}
 	counts := make([]int64, m)
@@ -95,6 +116,7 @@ func TrainResident(ctx context.Context, dev device.Device, pts device.Points, cf
 		if err != nil {
 			return nil, nil, err
 		}
+		lap(&times.Steps)
 		if it == 1 {
 			model.InitEnergy = st.Energy
 		}
@@ -117,6 +139,7 @@ func TrainResident(ctx context.Context, dev device.Device, pts device.Points, cf
 			}
 			model.Merged += merged
 			model.Split += split
+			lap(&times.Maintain)
 			if temp == 0 {
 				cold++
 				if merged+split == 0 {
@@ -164,6 +187,8 @@ func TrainResident(ctx context.Context, dev device.Device, pts device.Points, cf
 	if err := ds.Assignments(model.Assign); err != nil {
 		return nil, nil, err
 	}
+	lap(&times.Final)
+	model.Times = times
 	return model, ds, nil
 }
 

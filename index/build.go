@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index/format"
@@ -66,6 +67,14 @@ type Plan struct {
 	// encodes, or after each run of rows the device hands over
 	// (device.RotatedStreamEncoder). Calls do not overlap.
 	Progress func(done, total int)
+	// Times, when set, receives Write's wall times: building the
+	// sections (encoding and packing) and writing the file.
+	Times *WriteTimes
+}
+
+// WriteTimes are the wall times of Write's two parts.
+type WriteTimes struct {
+	Build, Write time.Duration
 }
 
 // Build encodes every vector as its anchor's list entry plus a residual code
@@ -450,11 +459,17 @@ func Write(path string, p Plan) error {
 func WriteContext(ctx context.Context, path string, p Plan) error {
 	arena := &spill.Arena{Dir: p.SpillDir, Min: spillMin}
 	defer arena.Close()
+	start := time.Now()
 	secs, err := build(ctx, p, arena)
 	if err != nil {
 		return err
 	}
-	return format.WriteFileContext(ctx, path, secs)
+	built := time.Now()
+	err = format.WriteFileContext(ctx, path, secs)
+	if p.Times != nil {
+		p.Times.Build, p.Times.Write = built.Sub(start), time.Since(built)
+	}
+	return err
 }
 
 // spillMin is the smallest array a Plan's SpillDir takes: smaller ones

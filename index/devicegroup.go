@@ -102,9 +102,10 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 		return st.hits, nil
 	}
 	size := deviceChunk
-	if minChunk, parts := pipelineShape(); n >= 2*minChunk && !none {
+	if shape := pipelineShape(); n >= 2*shape[0] && !none {
+		minChunk, parts, perLane := shape[0], shape[1], shape[2]
 		if lanes := p.lanes(st); lanes > 1 {
-			parts = max(parts, 2*lanes) // two chunks a lane
+			parts = max(parts, perLane*lanes)
 		}
 		size = min(deviceChunk, max(minChunk, (n+parts-1)/parts))
 	}
@@ -156,20 +157,27 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 // Batches of 1,000 (a later call, one H200, the host's share cut by
 // then): 632K-680K in one pass, 579K in 2 chunks of 500, 505K in 3.
 const (
-	pipelineChunk = 2048
-	pipelineParts = 3
+	pipelineChunk   = 2048
+	pipelineParts   = 3
+	pipelinePerLane = 2
 )
 
-// pipelineShape is pipelineChunk and pipelineParts, or what
-// VLC_DEVICE_PIPELINE ("CHUNK,PARTS", for measurements) sets instead,
-// read once.
-var pipelineShape = sync.OnceValues(func() (minChunk, parts int) {
+// pipelineShape is pipelineChunk, pipelineParts and pipelinePerLane, or
+// what VLC_DEVICE_PIPELINE ("CHUNK,PARTS" or "CHUNK,PARTS,PERLANE", for
+// measurements) sets instead, read once.
+var pipelineShape = sync.OnceValue(func() (shape [3]int) {
+	shape = [3]int{pipelineChunk, pipelineParts, pipelinePerLane}
 	if v := os.Getenv("VLC_DEVICE_PIPELINE"); v != "" {
-		if _, err := fmt.Sscanf(v, "%d,%d", &minChunk, &parts); err == nil && minChunk > 0 && parts > 0 {
-			return minChunk, parts
+		var c, p, l int
+		k, _ := fmt.Sscanf(v, "%d,%d,%d", &c, &p, &l)
+		if k >= 2 && c > 0 && p > 0 {
+			shape[0], shape[1] = c, p
+		}
+		if k == 3 && l > 0 {
+			shape[2] = l
 		}
 	}
-	return pipelineChunk, pipelineParts
+	return shape
 })
 
 // lanes is how many chunks the devices take at once: the lanes every

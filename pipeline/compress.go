@@ -37,8 +37,10 @@ type Summary struct {
 	SizeRatio       float64       // index bytes / (n * dim * 2), i.e. against float16
 	ReadTime        time.Duration // opening and checking the input, opening the backend
 	TrainTime       time.Duration
+	TrainTimes      anneal.Times       // where TrainTime went
 	AssignTime      time.Duration      // assigning every row after training on a sample, or under AnchorsFrom
 	EncodeTime      time.Duration      // encoding and writing the index
+	WriteTimes      index.WriteTimes   // where EncodeTime went: encoding and packing, writing the file
 	Encoder         string             // "host", or the backend that encoded (the rotated code of float16 input on a GPU)
 	EncodeShares    []device.ShareTime // each device's part of an encode split over several (Device: its place in Options.Devices); nil otherwise
 	Total           time.Duration
@@ -365,6 +367,7 @@ func (p *planned) train(ctx context.Context) (*trained, error) {
 	setTrained(&t.meta, model)
 	t.anchors = model.Anchors
 	p.sum.Iterations, p.sum.Converged = model.Iterations, model.Converged
+	p.sum.TrainTimes = model.Times
 	p.sum.TrainTime = time.Since(start)
 	return t, ctx.Err()
 }
@@ -398,6 +401,7 @@ func (p *planned) write(ctx context.Context, t *trained) error {
 	if enc, ok := t.ds.(device.RotatedEncoder); ok && src.F16 != nil && !p.normalise && p.spec.Kind == quant.KindRotated {
 		plan.Device = recordingEncoder{enc, &onDevice}
 	}
+	plan.Times = &p.sum.WriteTimes
 	start := time.Now()
 	if err := index.WriteContext(ctx, p.job.Output, plan); err != nil {
 		return err

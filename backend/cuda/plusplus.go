@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/internal/par"
 )
 
 // ppState is the device side of one k-means++ initialisation: the sample's
@@ -133,22 +134,36 @@ func (s *dataset) ppSetup(rows []int) error {
 		s.freePP()
 		return err
 	}
+	x, dp := s.x, s.dp
 	if !local {
 		// The points stream from the host, or some are another share's:
-		// gather there.
-		t := make([]uint16, n*s.d)
-		for i, r := range rows {
-			for j := range s.d {
-				t[j*n+i] = s.all[r*s.d+j]
+		// the rows are gathered on the host (a copy each, on all cores),
+		// uploaded, and transposed on the device as resident rows are.
+		// (Gathered column-major on the host, a write every n values, on
+		// one core, k-means++ took 0.98 s split over two H200s against
+		// 0.39 s on one, at 4M x 768 and 4,096 anchors.)
+		gathered := make([]uint16, n*s.d)
+		par.For(n, 1024, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				r := rows[i]
+				copy(gathered[i*s.d:(i+1)*s.d], s.all[r*s.d:(r+1)*s.d])
 			}
-		}
-		if err := d.htod(s.pp.t, unsafe.Pointer(&t[0]), int64(len(t))*2); err != nil {
+		})
+		hx, err := d.alloc(int64(len(gathered)) * 2)
+		if err != nil {
 			s.freePP()
 			return err
 		}
-		s.toDev.Add(int64(len(t)) * 2)
-		s.pp.rows, s.pp.s = &rows[0], n
-		return nil
+		defer d.free(hx)
+		if err := d.htod(hx, unsafe.Pointer(&gathered[0]), int64(len(gathered))*2); err != nil {
+			s.freePP()
+			return err
+		}
+		s.toDev.Add(int64(len(gathered)) * 2)
+		x, dp = hx, s.d
+		for i := range r32 {
+			r32[i] = int32(i)
+		}
 	}
 	rb, err := d.alloc(int64(n) * 4)
 	if err != nil {
@@ -161,7 +176,7 @@ func (s *dataset) ppSetup(rows []int) error {
 		return err
 	}
 	s.toDev.Add(int64(n) * 4)
-	if err := d.launch("vlc_pp_gather", 4*d.info.SMs, 1, 256, 0, s.x, i32(s.dp), rb, i32(n), i32(s.d), s.pp.t); err != nil {
+	if err := d.launch("vlc_pp_gather", 4*d.info.SMs, 1, 256, 0, x, i32(dp), rb, i32(n), i32(s.d), s.pp.t); err != nil {
 		s.freePP()
 		return err
 	}

@@ -148,16 +148,24 @@ func printSummary(stderr io.Writer, input, out, anchorsFrom string, devMem int64
 	}
 	fmt.Fprintf(stderr, "  time          %s (input %s%s%s, encoding on %s and writing %s)\n", sum.Total.Round(time.Millisecond),
 		sum.ReadTime.Round(time.Millisecond), train, assign, sum.Encoder, sum.EncodeTime.Round(time.Millisecond))
+	if tt := sum.TrainTimes; anchorsFrom == "" {
+		ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+		fmt.Fprintf(stderr, "  training      loading %s, k-means++ %s, %d steps %s, maintenance %s, final assign %s\n",
+			ms(tt.Load), ms(tt.Seed), sum.Iterations, ms(tt.Steps), ms(tt.Maintain), ms(tt.Final))
+	}
 	if len(sum.Split.Shares) > 1 {
 		fmt.Fprintf(stderr, "  training on   %d devices, %d passes:\n", len(sum.Split.Shares), sum.Split.Passes)
 		splitDelta(device.SplitReport{Shares: make([]device.ShareReport, len(sum.Split.Shares))}, sum.Split).print(stderr, "                ")
+	}
+	if wt := sum.WriteTimes; wt.Build > 0 {
+		fmt.Fprintf(stderr, "  encoding      %s, writing the file %s\n", wt.Build.Round(time.Millisecond), wt.Write.Round(time.Millisecond))
 	}
 	if len(sum.EncodeShares) > 1 {
 		parts := make([]string, len(sum.EncodeShares))
 		for i, sh := range sum.EncodeShares {
 			parts[i] = fmt.Sprintf("device %d %s (%d entries)", sh.Device, sh.Time.Round(time.Millisecond), sh.Entries)
 		}
-		fmt.Fprintf(stderr, "  encoding      %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(stderr, "  on devices    %s\n", strings.Join(parts, ", "))
 	}
 	if rssOK {
 		fmt.Fprintf(stderr, "  peak memory   %s anonymous (RssAnon, sampled every %s)\n", mib(rss), memorySampleEvery)
