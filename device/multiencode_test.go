@@ -193,31 +193,9 @@ func newEncodeInput(t *testing.T, n, d, m int, ip bool) encodeInput {
 		in.anchors[i] = f16.ToFloat32(f16.FromFloat32(v))
 	}
 	ds := anneal.Load(t, cpu.New(), in.pts)
-	if err := ds.SetAnchors(in.anchors, m); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ds.Assign(); err != nil {
-		t.Fatal(err)
-	}
-	assign := make([]int32, n)
-	if err := ds.Assignments(assign); err != nil {
-		t.Fatal(err)
-	}
-	in.offsets = make([]uint64, m+1)
-	for _, a := range assign {
-		in.offsets[a+1]++
-	}
-	if in.offsets[m] != 0 {
-		t.Fatalf("%d points in the far list", in.offsets[m])
-	}
-	for a := range m {
-		in.offsets[a+1] += in.offsets[a]
-	}
-	in.ids = make([]uint32, n)
-	fill := slices.Clone(in.offsets[:m])
-	for i, a := range assign {
-		in.ids[fill[a]] = uint32(i)
-		fill[a]++
+	in.ids, in.offsets = anneal.Lists(anneal.Assigned(t, ds, in.anchors, m, n), m)
+	if far := in.offsets[m] - in.offsets[m-1]; far != 0 {
+		t.Fatalf("%d points in the far list", far)
 	}
 	c, err := quant.New(quant.Spec{Kind: quant.KindRotated, Dim: d, Bits: 4, IP: ip, Seed: testSeed})
 	if err != nil {

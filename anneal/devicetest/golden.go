@@ -211,9 +211,9 @@ func sqDist64(a, b []float32) float64 {
 	return s
 }
 
-// lists groups the points by anchor as an index does: rows ascending
-// within a list.
-func lists(assign []int32, m int) (ids []uint32, offsets []uint64) {
+// Lists groups the points by anchor as an index does (rows ascending
+// within a list): the rows in list order, and where each list starts.
+func Lists(assign []int32, m int) (ids []uint32, offsets []uint64) {
 	offsets = make([]uint64, m+1)
 	for _, a := range assign {
 		offsets[a+1]++
@@ -228,6 +228,23 @@ func lists(assign []int32, m int) (ids []uint32, offsets []uint64) {
 		fill[a]++
 	}
 	return ids, offsets
+}
+
+// Assigned sets m anchors on ds, runs an Assign and returns every one of
+// the n points' anchors.
+func Assigned(t testing.TB, ds device.Dataset, anchors []float32, m, n int) []int32 {
+	t.Helper()
+	if err := ds.SetAnchors(anchors, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ds.Assign(); err != nil {
+		t.Fatal(err)
+	}
+	assign := make([]int32, n)
+	if err := ds.Assignments(assign); err != nil {
+		t.Fatal(err)
+	}
+	return assign
 }
 
 // hostEncode returns a case's golden lines: for every code of encSpecs,
@@ -246,7 +263,7 @@ func hostEncode(c encCase) []string {
 // index does on the host.
 func (in encInput) hostCodes(c encCase, spec quant.Spec) (codes, params []byte) {
 	d := c.d
-	ids, offsets := lists(in.assign, c.m)
+	ids, offsets := Lists(in.assign, c.m)
 	code, err := quant.New(spec)
 	if err != nil {
 		panic(err) // encSpecs are valid codes
@@ -303,7 +320,7 @@ func EncodeGolden(t *testing.T, dev device.Device) {
 			if i := slices.Compare(got, in.assign); i != 0 {
 				t.Fatalf("assignments differ from the case's (every point is far nearer its own anchor)")
 			}
-			ids, offsets := lists(in.assign, c.m)
+			ids, offsets := Lists(in.assign, c.m)
 			for _, spec := range encSpecs(c.d) {
 				code, err := quant.New(spec)
 				if err != nil {

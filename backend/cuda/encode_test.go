@@ -62,16 +62,7 @@ func TestEncodeRotatedStream(t *testing.T) {
 	for i, v := range anchors { // as an index stores them
 		anchors[i] = f16.ToFloat32(f16.FromFloat32(v))
 	}
-	if err := ds.SetAnchors(anchors, m); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ds.Assign(); err != nil {
-		t.Fatal(err)
-	}
-	assign := make([]int32, n)
-	if err := ds.Assignments(assign); err != nil {
-		t.Fatal(err)
-	}
+	assign := devicetest.Assigned(t, ds, anchors, m, n)
 	offsets := make([]uint64, m+1)
 	for _, a := range assign {
 		offsets[a+1]++
@@ -134,24 +125,6 @@ func TestEncodeRotatedStream(t *testing.T) {
 	}
 }
 
-// listsOf groups the points by anchor as an index does: rows ascending
-// within a list.
-func listsOf(assign []int32, m int) (ids []uint32, offsets []uint64) {
-	offsets = make([]uint64, m+1)
-	for _, a := range assign {
-		offsets[a+1]++
-	}
-	for a := range m {
-		offsets[a+1] += offsets[a]
-	}
-	ids, fill := make([]uint32, len(assign)), slices.Clone(offsets[:m])
-	for i, a := range assign {
-		ids[fill[a]] = uint32(i)
-		fill[a]++
-	}
-	return ids, offsets
-}
-
 // Split over 2 and 3 Devices on one GPU, the conformance suite's encode
 // cases (every bits setting, both forms, 1 to 5,000 points, empty lists)
 // give the host's golden bytes, as one Device does.
@@ -192,21 +165,11 @@ func TestMultiDeviceEncode(t *testing.T) {
 	}
 	assigned := func(t *testing.T, ds device.Dataset) []int32 {
 		t.Helper()
-		if err := ds.SetAnchors(anchors, m); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ds.Assign(); err != nil {
-			t.Fatal(err)
-		}
-		assign := make([]int32, n)
-		if err := ds.Assignments(assign); err != nil {
-			t.Fatal(err)
-		}
-		return assign
+		return devicetest.Assigned(t, ds, anchors, m, n)
 	}
 	ds := devicetest.Load(t, one, pts)
 	assign := assigned(t, ds)
-	ids, offsets := listsOf(assign, m)
+	ids, offsets := devicetest.Lists(assign, m)
 	if offsets[m] != offsets[m-1] {
 		t.Fatalf("%d points in the far list", offsets[m]-offsets[m-1])
 	}
@@ -298,17 +261,8 @@ func TestMultiDeviceEncodeNotResident(t *testing.T) {
 	setBatch(t, []int{0, 256}, devs...)
 	ds := devicetest.Load(t, multi(devs, device.EvenSplit), pts)
 	anchors := synth.AnchorsNear(pts, m, 0.1, 2)
-	if err := ds.SetAnchors(anchors, m); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ds.Assign(); err != nil {
-		t.Fatal(err)
-	}
-	assign := make([]int32, n)
-	if err := ds.Assignments(assign); err != nil {
-		t.Fatal(err)
-	}
-	ids, offsets := listsOf(assign, m)
+	assign := devicetest.Assigned(t, ds, anchors, m, n)
+	ids, offsets := devicetest.Lists(assign, m)
 	code, _ := quant.New(quant.Spec{Kind: quant.KindRotated, Dim: d, Bits: 4, Seed: 1})
 	code.SetAnchors(anchors)
 	codes, params := make([]byte, n*code.CodeBytes()), make([]byte, m*code.ParamBytes())
