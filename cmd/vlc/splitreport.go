@@ -56,7 +56,7 @@ func (f splitFigures) print(w io.Writer, indent string) {
 	if f.ExchangePath != "" {
 		rate := ""
 		if f.ExchangeMs > 0 {
-			rate = fmt.Sprintf(", %.1f GB/s", float64(f.ExchangeBytes)/(f.ExchangeMs*1e-3)/1e9)
+			rate = fmt.Sprintf(", %.1f GB/s over all devices", float64(f.ExchangeBytes)/(f.ExchangeMs*1e-3)/1e9)
 		}
 		fmt.Fprintf(w, "; exchange %.3f ms, %.1f MB between devices (%s%s)", f.ExchangeMs, float64(f.ExchangeBytes)/1e6, f.ExchangePath, rate)
 	}
