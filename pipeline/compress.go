@@ -37,13 +37,16 @@ type Summary struct {
 	SizeRatio       float64       // index bytes / (n * dim * 2), i.e. against float16
 	ReadTime        time.Duration // opening and checking the input, opening the backend
 	TrainTime       time.Duration
-	TrainTimes      anneal.Times       // where TrainTime went
-	AssignTime      time.Duration      // assigning every row after training on a sample, or under AnchorsFrom
-	EncodeTime      time.Duration      // encoding and writing the index
-	WriteTimes      index.WriteTimes   // where EncodeTime went: encoding and packing, writing the file
-	Encoder         string             // "host", or the backend that encoded (the rotated code of float16 input on a GPU)
-	EncodeShares    []device.ShareTime // each device's part of an encode split over several (Device: its place in Options.Devices); nil otherwise
-	Total           time.Duration
+	TrainTimes      anneal.Times     // where TrainTime went
+	AssignTime      time.Duration    // assigning every row after training on a sample, or under AnchorsFrom
+	EncodeTime      time.Duration    // encoding and writing the index
+	WriteTimes      index.WriteTimes // where EncodeTime went: encoding and packing, writing the file
+	// SpillDir is the folder where the encoding kept the code arrays in
+	// memory-mapped files (index.Plan.SpillDir), "" when they fit in memory.
+	SpillDir     string
+	Encoder      string             // "host", or the backend that encoded (the rotated code of float16 input on a GPU)
+	EncodeShares []device.ShareTime // each device's part of an encode split over several (Device: its place in Options.Devices); nil otherwise
+	Total        time.Duration
 	// Split is training's record of the shares of a point set split over
 	// several devices (Options' devices), when every row trained; zero
 	// otherwise.
@@ -402,6 +405,7 @@ func (p *planned) write(ctx context.Context, t *trained) error {
 		plan.Device = recordingEncoder{enc, &onDevice}
 	}
 	plan.Times = &p.sum.WriteTimes
+	p.sum.SpillDir = plan.SpillDir
 	start := time.Now()
 	if err := index.WriteContext(ctx, p.job.Output, plan); err != nil {
 		return err

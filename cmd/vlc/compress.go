@@ -158,7 +158,11 @@ func printSummary(stderr io.Writer, input, out, anchorsFrom string, devMem int64
 		splitDelta(device.SplitReport{Shares: make([]device.ShareReport, len(sum.Split.Shares))}, sum.Split).print(stderr, "                ")
 	}
 	if wt := sum.WriteTimes; wt.Build > 0 {
-		fmt.Fprintf(stderr, "  encoding      %s, writing the file %s\n", wt.Build.Round(time.Millisecond), wt.Write.Round(time.Millisecond))
+		spill := ""
+		if sum.SpillDir != "" {
+			spill = fmt.Sprintf(" (the codes kept in files in %s: twice their size is over a quarter of the available memory)", sum.SpillDir)
+		}
+		fmt.Fprintf(stderr, "  encoding      %s, writing the file %s%s\n", wt.Build.Round(time.Millisecond), wt.Write.Round(time.Millisecond), spill)
 	}
 	if len(sum.EncodeShares) > 1 {
 		parts := make([]string, len(sum.EncodeShares))
