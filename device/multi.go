@@ -295,6 +295,9 @@ func (md *MultiDevice) Load(p Points) (Dataset, error) {
 		s.Close()
 		return nil, err
 	}
+	if s.encoders() {
+		return &encodingSet{s}, nil
+	}
 	return s, nil
 }
 

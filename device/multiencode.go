@@ -67,16 +67,34 @@ type ShareTimer interface {
 	EncodeShares() []ShareTime
 }
 
+// encodingSet is a split set whose every shard is a ShardEncoder: Multi's
+// Load returns one in place of a plain multiSet, so that a split set is a
+// RotatedEncoder only where it can encode (elsewhere the pipeline encodes
+// on the host without asking).
+type encodingSet struct{ *multiSet }
+
 var (
-	_ RotatedStreamEncoder = (*multiSet)(nil)
-	_ ShareTimer           = (*multiSet)(nil)
+	_ RotatedStreamEncoder = (*encodingSet)(nil)
+	_ ShareTimer           = (*encodingSet)(nil)
+	_ Dataset              = (*encodingSet)(nil)
+	_ PlusPlusDrawer       = (*encodingSet)(nil)
 )
+
+// encoders reports whether every shard is a ShardEncoder.
+func (s *multiSet) encoders() bool {
+	for _, sh := range s.shards {
+		if _, ok := sh.(ShardEncoder); !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // EncodeShares returns each share's part of the last encode, in share
 // order; nil when it did not succeed.
-func (s *multiSet) EncodeShares() []ShareTime { return s.encoded }
+func (s *encodingSet) EncodeShares() []ShareTime { return s.encoded }
 
-func (s *multiSet) EncodeRotated(l RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
+func (s *encodingSet) EncodeRotated(l RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
 	return s.EncodeRotatedStream(l, anchors, ids, offsets, codes, params, nil)
 }
 
@@ -84,7 +102,7 @@ func (s *multiSet) EncodeRotated(l RotatedLayout, anchors []float32, ids []uint3
 // ShardEncoders (else ErrNotResident: the host encodes). ready sees a run
 // once every entry before its end is in place, whichever shards hold
 // them.
-func (s *multiSet) EncodeRotatedStream(l RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
+func (s *encodingSet) EncodeRotatedStream(l RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
 	s.encoded = nil
 	m, n, cb := len(offsets)-1, len(ids), l.CodeBytes()
 	switch {

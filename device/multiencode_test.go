@@ -293,19 +293,28 @@ func TestMultiEncodeStream(t *testing.T) {
 	}
 }
 
-// A share that cannot encode its points (ErrNotResident), or a device
-// whose shares do not encode at all, makes the whole encode answer
-// ErrNotResident having written nothing and handed nothing over: the
-// host encodes.
+// A share that cannot encode its points (ErrNotResident) makes the whole
+// encode answer ErrNotResident having written nothing and handed nothing
+// over: the host encodes. A split set with a shard that does not encode at
+// all is no RotatedEncoder.
 func TestMultiEncodeNotResident(t *testing.T) {
 	const n, d, m = 600, 16, 5
 	in := newEncodeInput(t, n, d, m, false)
 	cb := in.code.CodeBytes()
-	cases := map[string]device.Device{
-		"first of 2":  hostMulti(2, device.EvenSplit, 0),
-		"last of 3":   hostMulti(3, anneal.Skewed, 2),
+	for name, dev := range map[string]device.Device{
 		"cpu devices": device.Multi(cpu.New(), cpu.New()),
 		"mixed":       device.Multi(hostShards{Device: cpu.New()}, cpu.New()),
+	} {
+		if _, ok := anneal.Load(t, dev, in.pts).(device.RotatedEncoder); ok {
+			t.Errorf("%s: a split set whose shards do not all encode is a RotatedEncoder", name)
+		}
+	}
+	if _, ok := anneal.Load(t, hostMulti(2, device.EvenSplit), in.pts).(device.RotatedStreamEncoder); !ok {
+		t.Error("a split set whose shards all encode is no RotatedStreamEncoder")
+	}
+	cases := map[string]device.Device{
+		"first of 2": hostMulti(2, device.EvenSplit, 0),
+		"last of 3":  hostMulti(3, anneal.Skewed, 2),
 	}
 	for name, dev := range cases {
 		t.Run(name, func(t *testing.T) {
