@@ -1,0 +1,78 @@
+// Package graph builds and searches a proximity graph over the rows of a
+// vlc index: every row keeps at most R neighbours, a search walks the graph
+// from one entry row with a beam of width ef, scoring rows from the
+// index's own rotated codes, and may re-rank its best candidates from the
+// original vectors. The graph lives in memory; it is not yet part of the
+// index file.
+package graph
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/vlc-embed/vlc/internal/errs"
+)
+
+var (
+	// ErrArgument marks bad options or queries.
+	ErrArgument = errs.ErrArgument
+	// ErrEmpty is returned for an index without rows: a graph needs one.
+	ErrEmpty = errs.New(errs.ErrArgument, "graph: the index has no rows")
+	// ErrUnsupported is returned for an index the graph cannot score:
+	// codes other than the rotated one, or a metric other than l2.
+	ErrUnsupported = errs.New(errs.ErrArgument, "graph: index not supported")
+)
+
+// noEdge fills the unused neighbour slots of a row.
+const noEdge = ^uint32(0)
+
+// Graph is a proximity graph over an index's rows and the rows' codes, as
+// the search scores them. Safe for concurrent searches.
+type Graph struct {
+	n, d, r int
+	// adj holds row i's neighbours in adj[i*r:(i+1)*r], nearest first,
+	// noEdge past the last.
+	adj   []uint32
+	entry uint32 // where every search starts: the row nearest the mean
+	nodes nodeCodes
+	pool  sync.Pool // *searcher
+}
+
+// Len is the number of rows; Degree the most neighbours a row keeps.
+func (g *Graph) Len() int    { return g.n }
+func (g *Graph) Dim() int    { return g.d }
+func (g *Graph) Degree() int { return g.r }
+
+// Entry is the row every search starts from.
+func (g *Graph) Entry() int { return int(g.entry) }
+
+// Neighbours returns row i's neighbours, nearest first (a view: do not
+// modify).
+func (g *Graph) Neighbours(i int) []uint32 {
+	nb := g.adj[i*g.r : (i+1)*g.r]
+	for k, v := range nb {
+		if v == noEdge {
+			return nb[:k]
+		}
+	}
+	return nb
+}
+
+// Edges is the adjacency as stored: Len()*Degree() row numbers, each
+// row's unused slots 0xFFFFFFFF (a view: do not modify).
+func (g *Graph) Edges() []uint32 { return g.adj }
+
+// Size is what a search reads at most, in bytes: the adjacency (4 bytes a
+// slot) and the rows' codes (their packed levels and three 4-byte
+// scalars), re-rank vectors not included.
+func (g *Graph) Size() (adjacency, codes int64) {
+	return int64(len(g.adj)) * 4, int64(len(g.nodes.data))
+}
+
+// Float16Size is the bytes of the rows as float16, the unit of the
+// project's size ratios.
+func (g *Graph) Float16Size() int64 { return int64(g.n) * int64(g.d) * 2 }
+
+func argErr(format string, a ...any) error {
+	return fmt.Errorf("%w: graph: "+format, append([]any{ErrArgument}, a...)...)
+}
