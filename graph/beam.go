@@ -105,6 +105,12 @@ func newBeam(n int) *beam { return &beam{seen: make([]uint32, n)} }
 // farthest of the best; the walk ends when the frontier's nearest is
 // farther than that.
 func (b *beam) search(adj []uint32, r int, entry uint32, ef int, dist func(uint32) float32, prefetch func(uint32), keepExpanded bool) {
+	b.start(entry, dist)
+	b.walk(adj, r, ef, dist, prefetch, keepExpanded)
+}
+
+// start begins a search at entry.
+func (b *beam) start(entry uint32, dist func(uint32) float32) {
 	b.epoch++
 	if b.epoch == 0 { // wrapped: forget every stamp
 		clear(b.seen)
@@ -116,6 +122,10 @@ func (b *beam) search(adj []uint32, r int, entry uint32, ef int, dist func(uint3
 	b.scored, b.expandedCount = 1, 0
 	b.frontier.push(e)
 	b.best.push(e)
+}
+
+// walk runs the search begun by start.
+func (b *beam) walk(adj []uint32, r int, ef int, dist func(uint32) float32, prefetch func(uint32), keepExpanded bool) {
 	for len(b.frontier) > 0 {
 		c := b.frontier.pop()
 		if len(b.best) >= ef && less(b.best[0], c) {

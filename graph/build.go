@@ -110,6 +110,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		}
 	})
 	b.entry = b.medoid()
+	b.reps = b.nearestRows(nodes.anchors)
 	b.addReverse()
 	for pass := 0; pass < opt.Passes; pass++ {
 		if err := ctx.Err(); err != nil {
@@ -119,7 +120,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		b.addReverse()
 	}
 	b.connect(cands)
-	return &Graph{n: n, d: d, r: b.r, adj: b.adj, entry: b.entry, nodes: nodes}, nil
+	return &Graph{n: n, d: d, r: b.r, adj: b.adj, entry: b.entry, reps: b.reps, nodes: nodes}, nil
 }
 
 // builder holds the vectors and the adjacency being built.
@@ -129,6 +130,8 @@ type builder struct {
 	alpha2  float32 // Alpha^2: distances here are squared
 	adj     []uint32
 	entry   uint32
+	reps    []uint32 // the row nearest each anchor
+	assign  []uint32 // each row's nearest anchor
 }
 
 func (b *builder) row(i uint32) []float32 { return b.x[int(i)*b.d : int(i+1)*b.d] }
@@ -255,6 +258,37 @@ func (b *builder) medoid() uint32 {
 	return best
 }
 
+// nearestRows returns the row nearest each anchor (the lowest on ties),
+// and notes each row's nearest anchor, where its refinement search starts.
+func (b *builder) nearestRows(anchors []float32) []uint32 {
+	m := len(anchors) / b.d
+	reps := make([]uint32, m)
+	par.For(m, 4, func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			best, bd := uint32(0), float32(math.Inf(1))
+			for i := range b.n {
+				if dd := vec.L2(anchors[a*b.d:(a+1)*b.d], b.row(uint32(i))); dd < bd {
+					best, bd = uint32(i), dd
+				}
+			}
+			reps[a] = best
+		}
+	})
+	b.assign = make([]uint32, b.n)
+	par.For(b.n, 256, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			best, bd := 0, float32(math.Inf(1))
+			for a := range m {
+				if dd := vec.L2(anchors[a*b.d:(a+1)*b.d], b.row(uint32(i))); dd < bd {
+					best, bd = a, dd
+				}
+			}
+			b.assign[i] = uint32(best)
+		}
+	})
+	return reps
+}
+
 // addReverse gives every row q the edges p -> q pointing to it, pruning
 // again where that passes r neighbours. Incoming edges are gathered in
 // row order, and each row is then settled on its own: the same graph on
@@ -311,7 +345,7 @@ func (b *builder) refine(ef int) {
 		var merged, kept []pair
 		for p := lo; p < hi; p++ {
 			xp := b.row(uint32(p))
-			bm.search(b.adj, b.r, b.entry, ef, func(i uint32) float32 { return vec.L2(xp, b.row(i)) }, nil, true)
+			bm.search(b.adj, b.r, b.reps[b.assign[p]], ef, func(i uint32) float32 { return vec.L2(xp, b.row(i)) }, nil, true)
 			merged = append(merged[:0], bm.expanded...)
 			for _, v := range b.adj[p*b.r : (p+1)*b.r] {
 				if v == noEdge {

@@ -34,6 +34,7 @@ type nodeCodes struct {
 	rot                  *quant.Rotation
 	anchors              []float32
 	panels               *vec.Panels
+	norms                []float32 // |anchor|^2
 	data                 []byte
 }
 
@@ -55,6 +56,8 @@ func newNodeCodes(ix *index.Index, decoded bool) (nodeCodes, error) {
 		rot: quant.NewRotation(d, spec.Seed), anchors: ix.Anchors()}
 	m := ix.Lists()
 	nc.panels = vec.NewPanels(nc.anchors, m, d)
+	nc.norms = make([]float32, m)
+	vec.Norms(nc.norms, nc.anchors, d)
 	rotAnchors := make([]float32, len(nc.anchors))
 	copy(rotAnchors, nc.anchors)
 	for a := range m {
@@ -151,6 +154,17 @@ func (sc *scorer) setQuery(q []float32) {
 			t[v] = t[v&(v-1)] + float32(int(1)<<(low%b))*pq[low/b]
 		}
 	}
+}
+
+// nearestAnchor is the anchor nearest the query (the lowest on ties).
+func (sc *scorer) nearestAnchor() int {
+	best, bd := 0, float32(math.Inf(1))
+	for a, n := range sc.nc.norms {
+		if d := n - 2*sc.dots[a]; d < bd {
+			best, bd = a, d
+		}
+	}
+	return best
 }
 
 // score is the estimate of |q - x|^2 for row i.

@@ -33,7 +33,11 @@ type Graph struct {
 	// adj holds row i's neighbours in adj[i*r:(i+1)*r], nearest first,
 	// noEdge past the last.
 	adj   []uint32
-	entry uint32 // where every search starts: the row nearest the mean
+	entry uint32 // the row nearest the mean, from which every row is reached
+	// reps[a] is the row nearest anchor a: a search starts from the one
+	// of the anchor nearest the query (the IVF probe's first list), so
+	// that it starts inside the query's cluster.
+	reps  []uint32
 	nodes nodeCodes
 	pool  sync.Pool // *searcher
 }
@@ -43,7 +47,7 @@ func (g *Graph) Len() int    { return g.n }
 func (g *Graph) Dim() int    { return g.d }
 func (g *Graph) Degree() int { return g.r }
 
-// Entry is the row every search starts from.
+// Entry is the row from which every row is reached.
 func (g *Graph) Entry() int { return int(g.entry) }
 
 // Neighbours returns row i's neighbours, nearest first (a view: do not

@@ -43,6 +43,8 @@ type searcher struct {
 // distances. Safe for concurrent use.
 func (g *Graph) Search(q []float32, opt SearchOptions) ([]index.Hit, error) {
 	switch {
+	case g.n == 0:
+		return nil, ErrEmpty
 	case len(q) != g.d:
 		return nil, argErr("query has %d values, the graph dimension %d", len(q), g.d)
 	case opt.K < 1:
@@ -63,7 +65,7 @@ func (g *Graph) Search(q []float32, opt SearchOptions) ([]index.Hit, error) {
 	}
 	defer g.pool.Put(s)
 	s.sc.setQuery(q)
-	s.beam.search(g.adj, g.r, g.entry, opt.Ef, s.sc.score, g.nodes.prefetch, false)
+	s.beam.search(g.adj, g.r, g.reps[s.sc.nearestAnchor()], opt.Ef, s.sc.score, g.nodes.prefetch, false)
 	top := append(s.top[:0], s.beam.best...)
 	slices.SortFunc(top, comparePairs)
 	s.top = top
