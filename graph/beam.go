@@ -1,5 +1,11 @@
 package graph
 
+import (
+	"unsafe"
+
+	"github.com/vlc-embed/vlc/internal/vec"
+)
+
 // pair is a row and its distance to what is searched for.
 type pair struct {
 	dist float32
@@ -9,7 +15,7 @@ type pair struct {
 // less orders pairs by distance, then row.
 func less(a, b pair) bool { return a.dist < b.dist || a.dist == b.dist && a.id < b.id }
 
-// minHeap and maxHeap are binary heaps of pairs by less: the beam's
+// minHeap and maxHeap are binary heaps of pairs by distance: the beam's
 // frontier (nearest first) and its best so far (farthest first).
 type minHeap []pair
 
@@ -18,7 +24,7 @@ func (h *minHeap) push(p pair) {
 	s := *h
 	for i := len(s) - 1; i > 0; {
 		up := (i - 1) / 2
-		if !less(s[i], s[up]) {
+		if !(s[i].dist < s[up].dist) {
 			break
 		}
 		s[i], s[up] = s[up], s[i]
@@ -34,10 +40,10 @@ func (h *minHeap) pop() pair {
 	s = s[:last]
 	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(s) && less(s[l], s[m]) {
+		if l < len(s) && s[l].dist < s[m].dist {
 			m = l
 		}
-		if r < len(s) && less(s[r], s[m]) {
+		if r < len(s) && s[r].dist < s[m].dist {
 			m = r
 		}
 		if m == i {
@@ -57,7 +63,7 @@ func (h *maxHeap) push(p pair) {
 	s := *h
 	for i := len(s) - 1; i > 0; {
 		up := (i - 1) / 2
-		if !less(s[up], s[i]) {
+		if !(s[up].dist < s[i].dist) {
 			break
 		}
 		s[i], s[up] = s[up], s[i]
@@ -70,10 +76,10 @@ func (h maxHeap) replaceTop(p pair) {
 	h[0] = p
 	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && less(h[m], h[l]) {
+		if l < len(h) && h[m].dist < h[l].dist {
 			m = l
 		}
-		if r < len(h) && less(h[m], h[r]) {
+		if r < len(h) && h[m].dist < h[r].dist {
 			m = r
 		}
 		if m == i {
@@ -92,25 +98,28 @@ type beam struct {
 	best          maxHeap
 	expanded      []pair // rows whose neighbours were scored, in order (the build's candidates)
 	batch         []uint32
+	dists         []float32
 	scored        int // rows scored by the last search
 	expandedCount int // rows expanded by the last search
 }
 
 func newBeam(n int) *beam { return &beam{seen: make([]uint32, n)} }
 
-// search walks g's adjacency from entry, keeping the ef rows nearest by
-// dist, and leaves them in b.best (a heap). Each step expands the nearest
-// row of the frontier not yet expanded: its unseen neighbours are scored
-// together (prefetch first, then dist), and enter when nearer than the
-// farthest of the best; the walk ends when the frontier's nearest is
-// farther than that.
-func (b *beam) search(adj []uint32, r int, entry uint32, ef int, dist func(uint32) float32, prefetch func(uint32), keepExpanded bool) {
-	b.start(entry, dist)
-	b.walk(adj, r, ef, dist, prefetch, keepExpanded)
+// batchScorer scores rows for a search: a step's unseen neighbours
+// together, so that their reads overlap.
+type batchScorer interface {
+	// scores sets out[k] to the distance of row ids[k].
+	scores(ids []uint32, out []float32)
 }
 
-// start begins a search at entry.
-func (b *beam) start(entry uint32, dist func(uint32) float32) {
+// search walks the adjacency adj (r slots a row) from entry, keeping the
+// ef rows nearest by sc, and leaves them in b.best (a heap). Each step
+// expands the nearest row of the frontier not yet expanded: its unseen
+// neighbours are scored together and enter when nearer than the farthest
+// of the best; the walk ends when the frontier's nearest is farther than
+// that. Heaps order by distance alone: ties keep the order the walk met
+// them in, the same on every run.
+func (b *beam) search(adj []uint32, r int, entry uint32, ef int, sc batchScorer, keepExpanded bool) {
 	b.epoch++
 	if b.epoch == 0 { // wrapped: forget every stamp
 		clear(b.seen)
@@ -118,17 +127,16 @@ func (b *beam) start(entry uint32, dist func(uint32) float32) {
 	}
 	b.frontier, b.best, b.expanded = b.frontier[:0], b.best[:0], b.expanded[:0]
 	b.seen[entry] = b.epoch
-	e := pair{dist(entry), entry}
+	b.batch = append(b.batch[:0], entry)
+	b.dists = append(b.dists[:0], 0)
+	sc.scores(b.batch, b.dists)
+	e := pair{b.dists[0], entry}
 	b.scored, b.expandedCount = 1, 0
 	b.frontier.push(e)
 	b.best.push(e)
-}
-
-// walk runs the search begun by start.
-func (b *beam) walk(adj []uint32, r int, ef int, dist func(uint32) float32, prefetch func(uint32), keepExpanded bool) {
 	for len(b.frontier) > 0 {
 		c := b.frontier.pop()
-		if len(b.best) >= ef && less(b.best[0], c) {
+		if len(b.best) >= ef && b.best[0].dist < c.dist {
 			break
 		}
 		b.expandedCount++
@@ -143,24 +151,33 @@ func (b *beam) walk(adj []uint32, r int, ef int, dist func(uint32) float32, pref
 			if b.seen[nb] != b.epoch {
 				b.seen[nb] = b.epoch
 				batch = append(batch, nb)
-				if prefetch != nil {
-					prefetch(nb)
-				}
 			}
 		}
 		b.batch = batch
+		if len(batch) == 0 {
+			continue
+		}
 		b.scored += len(batch)
-		for _, nb := range batch {
-			p := pair{dist(nb), nb}
+		if cap(b.dists) < len(batch) {
+			b.dists = make([]float32, len(batch), 2*len(batch))
+		}
+		dists := b.dists[:len(batch)]
+		sc.scores(batch, dists)
+		for k, nb := range batch {
+			p := pair{dists[k], nb}
 			switch {
 			case len(b.best) < ef:
 				b.best.push(p)
-			case less(p, b.best[0]):
+			case p.dist < b.best[0].dist:
 				b.best.replaceTop(p)
 			default:
 				continue
 			}
 			b.frontier.push(p)
+		}
+		if len(b.frontier) > 0 { // the next row to expand, most likely
+			next := int(b.frontier[0].id) * r
+			vec.Prefetch(unsafe.Slice((*byte)(unsafe.Pointer(&adj[next])), 4*r))
 		}
 	}
 }

@@ -138,6 +138,18 @@ func (b *builder) row(i uint32) []float32 { return b.x[int(i)*b.d : int(i+1)*b.d
 
 func (b *builder) dist(i, j uint32) float32 { return vec.L2(b.row(i), b.row(j)) }
 
+// exactScorer scores rows by their exact distance to x.
+type exactScorer struct {
+	b *builder
+	x []float32
+}
+
+func (e exactScorer) scores(ids []uint32, out []float32) {
+	for k, i := range ids {
+		out[k] = vec.L2(e.x, e.b.row(i))
+	}
+}
+
 // set writes row i's neighbours.
 func (b *builder) set(i uint32, kept []pair) {
 	nb := b.adj[int(i)*b.r : int(i+1)*b.r]
@@ -345,7 +357,7 @@ func (b *builder) refine(ef int) {
 		var merged, kept []pair
 		for p := lo; p < hi; p++ {
 			xp := b.row(uint32(p))
-			bm.search(b.adj, b.r, b.reps[b.assign[p]], ef, func(i uint32) float32 { return vec.L2(xp, b.row(i)) }, nil, true)
+			bm.search(b.adj, b.r, b.reps[b.assign[p]], ef, exactScorer{b, xp}, true)
 			merged = append(merged[:0], bm.expanded...)
 			for _, v := range b.adj[p*b.r : (p+1)*b.r] {
 				if v == noEdge {

@@ -167,6 +167,18 @@ func (sc *scorer) nearestAnchor() int {
 	return best
 }
 
+// scores sets out[k] to the estimate for row ids[k], the rows' records
+// prefetched first.
+func (sc *scorer) scores(ids []uint32, out []float32) {
+	nc := sc.nc
+	for _, i := range ids {
+		vec.Prefetch(nc.data[int(i)*nc.stride : int(i+1)*nc.stride])
+	}
+	for k, i := range ids {
+		out[k] = sc.score(i)
+	}
+}
+
 // score is the estimate of |q - x|^2 for row i.
 func (sc *scorer) score(i uint32) float32 {
 	nc := sc.nc
@@ -191,9 +203,4 @@ func (sc *scorer) score(i uint32) float32 {
 	beta := math.Float32frombits(binary.LittleEndian.Uint32(rec[p+4:]))
 	a := binary.LittleEndian.Uint32(rec[p+8:])
 	return sc.qq - 2*sc.dots[a] + k - 2*beta*(ql-sc.qs)
-}
-
-// prefetch asks for row i's record.
-func (nc *nodeCodes) prefetch(i uint32) {
-	vec.Prefetch(nc.data[int(i)*nc.stride : int(i+1)*nc.stride])
 }

@@ -65,7 +65,7 @@ func (g *Graph) Search(q []float32, opt SearchOptions) ([]index.Hit, error) {
 	}
 	defer g.pool.Put(s)
 	s.sc.setQuery(q)
-	s.beam.search(g.adj, g.r, g.reps[s.sc.nearestAnchor()], opt.Ef, s.sc.score, g.nodes.prefetch, false)
+	s.beam.search(g.adj, g.r, g.reps[s.sc.nearestAnchor()], opt.Ef, s.sc, false)
 	top := append(s.top[:0], s.beam.best...)
 	slices.SortFunc(top, comparePairs)
 	s.top = top

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ func run() error {
 	flag.IntVar(&opt.Passes, "passes", 0, "refinement passes (0: 1, negative: none)")
 	flag.IntVar(&opt.BuildEf, "build-ef", 0, "beam width of the refinement searches (0: 64)")
 	flag.BoolVar(&opt.Decoded, "decoded", false, "score by the decoded code rather than the estimate")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the searches (not the build) to this file")
 	flag.Parse()
 	opt.Alpha = float32(*alpha)
 
@@ -99,6 +101,17 @@ func run() error {
 	fmt.Fprintf(os.Stderr, "graphbench: %d x %d, degree %d (mean %.1f), built in %.2f s on %d threads; adjacency %d B, codes %d B (%.3f of float16)\n",
 		g.Len(), g.Dim(), g.Degree(), float64(edges)/float64(g.Len()), buildS, runtime.GOMAXPROCS(0), adjBytes, codeBytes, float64(adjBytes+codeBytes)/float64(f16))
 
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for _, f := range strings.Split(*efs, ",") {
 		ef, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
