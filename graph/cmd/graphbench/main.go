@@ -45,7 +45,7 @@ func run() error {
 	name := flag.String("name", "", "dataset name for the output")
 	var opt graph.BuildOptions
 	flag.IntVar(&opt.Degree, "degree", 0, "most neighbours per row (0: 32)")
-	alpha := flag.Float64("alpha", 0, "robust pruning's alpha (0: 1.2)")
+	alpha := flag.Float64("alpha", 0, "robust pruning's alpha (0: 1.1)")
 	flag.IntVar(&opt.Candidates, "candidates", 0, "candidates per row before pruning (0: 2*degree)")
 	flag.IntVar(&opt.NProbe, "nprobe", 0, "find candidates with the index's search at this nprobe (0: exact, n^2)")
 	flag.IntVar(&opt.Passes, "passes", 0, "refinement passes (0: 1, negative: none)")
