@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -39,7 +40,7 @@ func run() error {
 	gtPath := flag.String("gt", "", "ground truth (.ivecs)")
 	maxq := flag.Int("maxq", 0, "use the first maxq queries (0: all)")
 	efs := flag.String("ef", "16,32,64,128,256", "beam widths")
-	rerank := flag.Bool("rerank", false, "re-rank the best candidates from -base")
+	rerank := flag.Bool("rerank", false, "re-rank the best candidates from -base rounded to float16 (a .f16 copy in a temporary folder)")
 	rerankCount := flag.Int("rerank-count", 0, "candidates re-ranked (0: ef)")
 	reps := flag.Int("reps", 3, "timed passes over the queries (after one untimed); the best counts")
 	name := flag.String("name", "", "dataset name for the output")
@@ -86,6 +87,16 @@ func run() error {
 		qs[i] = queries.Row(i, make([]float32, queries.Dim()))
 	}
 
+	var rerankRows index.Rows
+	if *rerank {
+		f16Rows, cleanup, err := float16Copy(base)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		rerankRows = f16Rows
+	}
+
 	t0 := time.Now()
 	g, err := graph.Build(context.Background(), ix, base, opt)
 	if err != nil {
@@ -118,9 +129,7 @@ func run() error {
 			return fmt.Errorf("-ef: %w", err)
 		}
 		sopt := graph.SearchOptions{K: 10, Ef: max(ef, 10), RerankCount: *rerankCount}
-		if *rerank {
-			sopt.Rerank = base
-		}
+		sopt.Rerank = rerankRows
 		found := make([][]index.Hit, nq)
 		best := time.Duration(1 << 62)
 		var reads graph.Reads
@@ -200,6 +209,31 @@ func mergeReads(dst, src *graph.Reads) {
 	dst.Adjacency += src.Adjacency
 	dst.Codes += src.Codes
 	dst.Rerank += src.Rerank
+}
+
+// float16Copy writes base as float16 to a temporary file and opens it:
+// the re-rank then reads 2 bytes a value, as a float16 input would.
+func float16Copy(base *vecfile.Matrix) (*vecfile.Matrix, func(), error) {
+	dir, err := os.MkdirTemp("", "graphbench")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	rows := make([][]float32, base.Len())
+	for i := range rows {
+		rows[i] = base.Row(i, make([]float32, base.Dim()))
+	}
+	path := filepath.Join(dir, "base.f16")
+	if err := vecfile.WriteF16(path, rows); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	m, err := vecfile.Open(path, vecfile.Options{Dim: base.Dim()})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return m, func() { m.Close(); cleanup() }, nil
 }
 
 func describe(ix *index.Index) string {
