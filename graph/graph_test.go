@@ -38,7 +38,7 @@ func clustered(n, nq, d int) (base, queries memRows) {
 
 // writeIndex writes an index of rows with m anchors and the given code
 // and metric, and opens it.
-func writeIndex(t *testing.T, rows memRows, m int, kind quant.Kind, bits int, metric index.Metric) *index.Index {
+func writeIndex(t testing.TB, rows memRows, m int, kind quant.Kind, bits int, metric index.Metric) *index.Index {
 	t.Helper()
 	d := rows.d
 	anchors := make([]float32, m*d)

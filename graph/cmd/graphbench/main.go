@@ -53,6 +53,7 @@ func run() error {
 	flag.IntVar(&opt.BuildEf, "build-ef", 0, "beam width of the refinement searches (0: 64)")
 	flag.BoolVar(&opt.Decoded, "decoded", false, "score by the decoded code rather than the estimate")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the searches (not the build) to this file")
+	buildProfile := flag.String("cpuprofile-build", "", "write a CPU profile of the build to this file")
 	flag.Parse()
 	opt.Alpha = float32(*alpha)
 
@@ -97,8 +98,21 @@ func run() error {
 		rerankRows = f16Rows
 	}
 
+	if *buildProfile != "" {
+		f, err := os.Create(*buildProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer f.Close()
+	}
 	t0 := time.Now()
 	g, err := graph.Build(context.Background(), ix, base, opt)
+	if *buildProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return err
 	}
