@@ -1,11 +1,5 @@
 package graph
 
-import (
-	"unsafe"
-
-	"github.com/vlc-embed/vlc/internal/vec"
-)
-
 // pair is a row and its distance to what is searched for.
 type pair struct {
 	dist float32
@@ -98,6 +92,7 @@ type beam struct {
 	best          maxHeap
 	expanded      []pair // rows whose neighbours were scored, in order (the build's candidates)
 	batch         []uint32
+	nbs           []uint32
 	dists         []float32
 	scored        int // rows scored by the last search
 	expandedCount int // rows expanded by the last search
@@ -112,14 +107,14 @@ type batchScorer interface {
 	scores(ids []uint32, out []float32)
 }
 
-// search walks the adjacency adj (r slots a row) from entry, keeping the
+// search walks the adjacency adj from entry, keeping the
 // ef rows nearest by sc, and leaves them in b.best (a heap). Each step
 // expands the nearest row of the frontier not yet expanded: its unseen
 // neighbours are scored together and enter when nearer than the farthest
 // of the best; the walk ends when the frontier's nearest is farther than
 // that. Heaps order by distance alone: ties keep the order the walk met
 // them in, the same on every run.
-func (b *beam) search(adj []uint32, r int, entry uint32, ef int, sc batchScorer, keepExpanded bool) {
+func (b *beam) search(adj adjacency, entry uint32, ef int, sc batchScorer, keepExpanded bool) {
 	b.epoch++
 	if b.epoch == 0 { // wrapped: forget every stamp
 		clear(b.seen)
@@ -143,11 +138,9 @@ func (b *beam) search(adj []uint32, r int, entry uint32, ef int, sc batchScorer,
 		if keepExpanded {
 			b.expanded = append(b.expanded, c)
 		}
+		b.nbs = adj.neighbours(b.nbs[:0], c.id)
 		batch := b.batch[:0]
-		for _, nb := range adj[int(c.id)*r : int(c.id+1)*r] {
-			if nb == noEdge {
-				break
-			}
+		for _, nb := range b.nbs {
 			if b.seen[nb] != b.epoch {
 				b.seen[nb] = b.epoch
 				batch = append(batch, nb)
@@ -176,8 +169,7 @@ func (b *beam) search(adj []uint32, r int, entry uint32, ef int, sc batchScorer,
 			b.frontier.push(p)
 		}
 		if len(b.frontier) > 0 { // the next row to expand, most likely
-			next := int(b.frontier[0].id) * r
-			vec.Prefetch(unsafe.Slice((*byte)(unsafe.Pointer(&adj[next])), 4*r))
+			adj.prefetch(b.frontier[0].id)
 		}
 	}
 }

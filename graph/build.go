@@ -122,7 +122,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		b.addReverse()
 	}
 	b.connect(cands)
-	return &Graph{n: n, d: d, r: b.r, adj: b.adj, entry: b.entry, reps: b.reps, nodes: nodes}, nil
+	return &Graph{n: n, d: d, r: b.r, adj: pack(slots{b.adj, b.r}, n), entry: b.entry, reps: b.reps, nodes: nodes}, nil
 }
 
 // builder holds the vectors and the adjacency being built.
@@ -359,7 +359,7 @@ func (b *builder) refine(ef int) {
 		var merged, kept []pair
 		for p := lo; p < hi; p++ {
 			xp := b.row(uint32(p))
-			bm.search(b.adj, b.r, b.reps[b.assign[p]], ef, exactScorer{b, xp}, true)
+			bm.search(slots{b.adj, b.r}, b.reps[b.assign[p]], ef, exactScorer{b, xp}, true)
 			merged = append(merged[:0], bm.expanded...)
 			for _, v := range b.adj[p*b.r : (p+1)*b.r] {
 				if v == noEdge {

@@ -30,9 +30,9 @@ const noEdge = ^uint32(0)
 // the search scores them. Safe for concurrent searches.
 type Graph struct {
 	n, d, r int
-	// adj holds row i's neighbours in adj[i*r:(i+1)*r], nearest first,
-	// noEdge past the last.
-	adj   []uint32
+	// adj holds each row's neighbours, nearest first, in r slots of
+	// bits.Len(n) bits.
+	adj   packedSlots
 	entry uint32 // the row nearest the mean, from which every row is reached
 	// reps[a] is the row nearest anchor a: a search starts from the one
 	// of the anchor nearest the query (the IVF probe's first list), so
@@ -50,27 +50,14 @@ func (g *Graph) Degree() int { return g.r }
 // Entry is the row from which every row is reached.
 func (g *Graph) Entry() int { return int(g.entry) }
 
-// Neighbours returns row i's neighbours, nearest first (a view: do not
-// modify).
-func (g *Graph) Neighbours(i int) []uint32 {
-	nb := g.adj[i*g.r : (i+1)*g.r]
-	for k, v := range nb {
-		if v == noEdge {
-			return nb[:k]
-		}
-	}
-	return nb
-}
+// Neighbours returns row i's neighbours, nearest first.
+func (g *Graph) Neighbours(i int) []uint32 { return g.adj.neighbours(nil, uint32(i)) }
 
-// Edges is the adjacency as stored: Len()*Degree() row numbers, each
-// row's unused slots 0xFFFFFFFF (a view: do not modify).
-func (g *Graph) Edges() []uint32 { return g.adj }
-
-// Size is what a search reads at most, in bytes: the adjacency (4 bytes a
-// slot) and the rows' codes (their packed levels and three 4-byte
-// scalars), re-rank vectors not included.
+// Size is what a search reads at most, in bytes: the adjacency (Degree
+// slots a row of bits.Len(Len()) bits, packed) and the rows' codes (their
+// packed levels and three 4-byte scalars), re-rank vectors not included.
 func (g *Graph) Size() (adjacency, codes int64) {
-	return int64(len(g.adj)) * 4, int64(len(g.nodes.data))
+	return int64(len(g.adj.data)), int64(len(g.nodes.data))
 }
 
 // Float16Size is the bytes of the rows as float16, the unit of the

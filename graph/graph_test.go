@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -177,7 +178,7 @@ func TestDeterministic(t *testing.T) {
 				first = g
 				continue
 			}
-			if g.Entry() != first.Entry() || !slices.Equal(g.Edges(), first.Edges()) {
+			if g.Entry() != first.Entry() || !bytes.Equal(g.adj.data, first.adj.data) {
 				t.Errorf("%+v: the graph built on %d cores differs from the one built on 1", opt, procs)
 			}
 		}
@@ -240,6 +241,31 @@ func TestErrors(t *testing.T) {
 			t.Errorf("%s: Search error %v, want ErrArgument", tc.name, err)
 		} else {
 			t.Logf("%s: %v", tc.name, err)
+		}
+	}
+}
+
+// Packed neighbour lists read back as built, for row counts at the edges
+// of the slot width.
+func TestPackedSlots(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 255, 256, 257, 1<<16 + 1} {
+		const r = 5
+		rows := min(n, 300)
+		s := slots{ids: make([]uint32, rows*r), r: r}
+		for i := range rows {
+			for k := range r {
+				s.ids[i*r+k] = uint32((i*7 + k*13) % n)
+				if k > i%r {
+					s.ids[i*r+k] = noEdge
+				}
+			}
+		}
+		p := pack(s, n)
+		for i := range rows {
+			want := s.neighbours(nil, uint32(i))
+			if got := p.neighbours(nil, uint32(i)); !slices.Equal(got, want) {
+				t.Fatalf("n %d, row %d: packed neighbours %v, want %v", n, i, got, want)
+			}
 		}
 	}
 }

@@ -65,7 +65,7 @@ func (g *Graph) Search(q []float32, opt SearchOptions) ([]index.Hit, error) {
 	}
 	defer g.pool.Put(s)
 	s.sc.setQuery(q)
-	s.beam.search(g.adj, g.r, g.reps[s.sc.nearestAnchor()], opt.Ef, s.sc, false)
+	s.beam.search(g.adj, g.reps[s.sc.nearestAnchor()], opt.Ef, s.sc, false)
 	top := append(s.top[:0], s.beam.best...)
 	slices.SortFunc(top, comparePairs)
 	s.top = top
@@ -90,7 +90,7 @@ func (g *Graph) Search(q []float32, opt SearchOptions) ([]index.Hit, error) {
 	}
 	if r := opt.Reads; r != nil {
 		r.Searches++
-		r.Adjacency += int64(expanded) * int64(g.r) * 4
+		r.Adjacency += int64(expanded) * int64((g.r*g.adj.w+7)/8)
 		r.Codes += int64(s.beam.scored) * int64(g.nodes.stride)
 	}
 	hits := make([]index.Hit, min(opt.K, len(top)))
