@@ -106,8 +106,9 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	b.adj = make([]uint32, n*b.r)
 	par.For(n, 64, func(lo, hi int) {
 		var kept []pair
+		m := b.meter()
 		for i := lo; i < hi; i++ {
-			kept = b.prune(uint32(i), cands[i], kept[:0])
+			kept = m.prune(uint32(i), cands[i], kept[:0])
 			b.set(uint32(i), kept)
 		}
 	})
@@ -138,17 +139,35 @@ type builder struct {
 
 func (b *builder) row(i uint32) []float32 { return b.x[int(i)*b.d : int(i+1)*b.d] }
 
-func (b *builder) dist(i, j uint32) float32 { return vec.L2(b.row(i), b.row(j)) }
+// meter measures exact squared distances for one worker: with
+// DiffStats's vector kernel where the dimension is a multiple of 8 (buf
+// takes the differences), else with vec.L2.
+type meter struct {
+	b   *builder
+	buf []float32
+}
+
+func (b *builder) meter() meter { return meter{b, make([]float32, b.d)} }
+
+func (m meter) l2(x, y []float32) float32 {
+	if len(m.buf)%8 == 0 {
+		s, _, _ := vec.DiffStats(m.buf, x, y)
+		return s
+	}
+	return vec.L2(x, y)
+}
+
+func (m meter) dist(i, j uint32) float32 { return m.l2(m.b.row(i), m.b.row(j)) }
 
 // exactScorer scores rows by their exact distance to x.
 type exactScorer struct {
-	b *builder
+	m meter
 	x []float32
 }
 
 func (e exactScorer) scores(ids []uint32, out []float32) {
 	for k, i := range ids {
-		out[k] = vec.L2(e.x, e.b.row(i))
+		out[k] = e.m.l2(e.x, e.m.b.row(i))
 	}
 }
 
@@ -175,6 +194,7 @@ func (b *builder) candidates(ctx context.Context, ix *index.Index, opt BuildOpti
 			return
 		}
 		var h maxHeap
+		m := b.meter()
 		for i := lo; i < hi; i++ {
 			h = h[:0]
 			if opt.NProbe > 0 {
@@ -187,7 +207,7 @@ func (b *builder) candidates(ctx context.Context, ix *index.Index, opt BuildOpti
 				}
 				for _, hit := range hits {
 					if hit.ID != i {
-						h = append(h, pair{b.dist(uint32(i), uint32(hit.ID)), uint32(hit.ID)})
+						h = append(h, pair{m.dist(uint32(i), uint32(hit.ID)), uint32(hit.ID)})
 					}
 				}
 			} else {
@@ -196,7 +216,7 @@ func (b *builder) candidates(ctx context.Context, ix *index.Index, opt BuildOpti
 					if j == i {
 						continue
 					}
-					p := pair{vec.L2(xi, b.row(uint32(j))), uint32(j)}
+					p := pair{m.l2(xi, b.row(uint32(j))), uint32(j)}
 					switch {
 					case len(h) < k:
 						h.push(p)
@@ -229,7 +249,8 @@ func comparePairs(a, b pair) int {
 // prune appends to kept the neighbours robust pruning keeps for row p
 // from cands (sorted, nearest first): a candidate stays unless a kept
 // one is nearer to it than its distance to p over alpha; at most r.
-func (b *builder) prune(p uint32, cands []pair, kept []pair) []pair {
+func (m meter) prune(p uint32, cands []pair, kept []pair) []pair {
+	b := m.b
 	for _, c := range cands {
 		if len(kept) == b.r {
 			break
@@ -239,7 +260,7 @@ func (b *builder) prune(p uint32, cands []pair, kept []pair) []pair {
 		}
 		ok := true
 		for _, k := range kept {
-			if k.id == c.id || b.alpha2*b.dist(k.id, c.id) <= c.dist {
+			if k.id == c.id || b.alpha2*m.dist(k.id, c.id) <= c.dist {
 				ok = false
 				break
 			}
@@ -321,6 +342,7 @@ func (b *builder) addReverse() {
 	}
 	par.For(b.n, 64, func(lo, hi int) {
 		var merged, kept []pair
+		m := b.meter()
 		for q := lo; q < hi; q++ {
 			if len(in[q]) == 0 {
 				continue
@@ -330,17 +352,17 @@ func (b *builder) addReverse() {
 				if v == noEdge {
 					break
 				}
-				merged = append(merged, pair{b.dist(uint32(q), v), v})
+				merged = append(merged, pair{m.dist(uint32(q), v), v})
 			}
 			for _, v := range in[q] {
-				merged = append(merged, pair{b.dist(uint32(q), v), v})
+				merged = append(merged, pair{m.dist(uint32(q), v), v})
 			}
 			slices.SortFunc(merged, comparePairs)
 			if len(merged) <= b.r {
 				b.set(uint32(q), merged)
 				continue
 			}
-			kept = b.prune(uint32(q), merged, kept[:0])
+			kept = m.prune(uint32(q), merged, kept[:0])
 			b.set(uint32(q), kept)
 		}
 	})
@@ -357,19 +379,20 @@ func (b *builder) refine(ef int) {
 		bm := pool.Get().(*beam)
 		defer pool.Put(bm)
 		var merged, kept []pair
+		m := b.meter()
 		for p := lo; p < hi; p++ {
 			xp := b.row(uint32(p))
-			bm.search(slots{b.adj, b.r}, b.reps[b.assign[p]], ef, exactScorer{b, xp}, true)
+			bm.search(slots{b.adj, b.r}, b.reps[b.assign[p]], ef, exactScorer{m, xp}, true)
 			merged = append(merged[:0], bm.expanded...)
 			for _, v := range b.adj[p*b.r : (p+1)*b.r] {
 				if v == noEdge {
 					break
 				}
-				merged = append(merged, pair{b.dist(uint32(p), v), v})
+				merged = append(merged, pair{m.dist(uint32(p), v), v})
 			}
 			slices.SortFunc(merged, comparePairs)
 			merged = slices.CompactFunc(merged, func(a, c pair) bool { return a.id == c.id })
-			kept = b.prune(uint32(p), merged, kept[:0])
+			kept = m.prune(uint32(p), merged, kept[:0])
 			nb := next[p*b.r : (p+1)*b.r]
 			for k := range nb {
 				nb[k] = noEdge
