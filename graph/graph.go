@@ -1,9 +1,10 @@
 // Package graph builds and searches a proximity graph over the rows of a
 // vlc index: every row keeps at most R neighbours, a search walks the graph
-// from one entry row with a beam of width ef, scoring rows from the
-// index's own rotated codes, and may re-rank its best candidates from the
-// original vectors. The graph lives in memory; it is not yet part of the
-// index file.
+// with a beam of width ef from the row nearest the query's nearest anchor,
+// scoring rows from the index's own rotated codes, and may re-rank its
+// best candidates from the original vectors. The graph lives in memory
+// (it copies what it reads from the index); it is not yet part of the
+// index file. README.md has the measurements behind its choices.
 package graph
 
 import (
@@ -42,9 +43,13 @@ type Graph struct {
 	pool  sync.Pool // *searcher
 }
 
-// Len is the number of rows; Degree the most neighbours a row keeps.
-func (g *Graph) Len() int    { return g.n }
-func (g *Graph) Dim() int    { return g.d }
+// Len is the number of rows.
+func (g *Graph) Len() int { return g.n }
+
+// Dim is the rows' dimension.
+func (g *Graph) Dim() int { return g.d }
+
+// Degree is the most neighbours a row keeps.
 func (g *Graph) Degree() int { return g.r }
 
 // Entry is the row from which every row is reached.

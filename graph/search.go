@@ -17,8 +17,9 @@ type SearchOptions struct {
 	// was built from): the best RerankCount rows by code are measured
 	// exactly and the best K of them returned.
 	Rerank      index.Rows
-	RerankCount int // default Ef
-	// Reads, when set, has what the search read added to it.
+	RerankCount int // default Ef; at least K
+	// Reads, when set, has what the search read added to it (not
+	// safe for searches that share one concurrently).
 	Reads *Reads
 }
 
@@ -27,7 +28,9 @@ type Reads struct {
 	Searches  int
 	Adjacency int64 // neighbour lists of the rows expanded
 	Codes     int64 // records of the rows scored
-	Rerank    int64 // float16 bytes of the rows re-ranked (2 a value)
+	// Rerank is the rows re-ranked at 2 bytes a value: what a float16
+	// copy of the vectors gives, whatever Rows holds.
+	Rerank int64
 }
 
 // searcher is one search's scratch, pooled.
@@ -39,8 +42,8 @@ type searcher struct {
 }
 
 // Search returns the K rows nearest q that a walk of width Ef finds,
-// nearest first, with their estimated (or, re-ranked, exact) squared
-// distances. Safe for concurrent use.
+// nearest first, with their squared distances: the codes' estimates
+// (clamped at 0), or exact when re-ranked. Safe for concurrent use.
 func (g *Graph) Search(q []float32, opt SearchOptions) ([]index.Hit, error) {
 	switch {
 	case g.n == 0:
