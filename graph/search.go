@@ -69,8 +69,11 @@ func (g *Graph) Search(q []float32, opt SearchOptions) ([]index.Hit, error) {
 	defer g.pool.Put(s)
 	s.sc.setQuery(q)
 	s.beam.search(g.adj, g.reps[s.sc.nearestAnchor()], opt.Ef, s.sc, false)
-	top := append(s.top[:0], s.beam.best...)
-	slices.SortFunc(top, comparePairs)
+	top := s.top[:0]
+	for _, p := range s.beam.pool {
+		top = append(top, p.pair)
+	}
+	slices.SortFunc(top, comparePairs) // ties by row
 	s.top = top
 	expanded := 0
 	if opt.Reads != nil {
