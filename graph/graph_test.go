@@ -269,3 +269,27 @@ func TestPackedSlots(t *testing.T) {
 		}
 	}
 }
+
+// Reads counts the re-ranked rows at 2 bytes a value, and records of the
+// codes and neighbour lists the walk touched.
+func TestReads(t *testing.T) {
+	base, queries := clustered(500, 2, 16)
+	ix := writeIndex(t, base, 4, quant.KindRotated, 4, index.L2)
+	g, err := Build(context.Background(), ix, base, BuildOptions{Degree: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Reads
+	for i := range queries.n {
+		if _, err := g.Search(queries.x[i*16:(i+1)*16], SearchOptions{K: 5, Ef: 20, Rerank: base, RerankCount: 15, Reads: &r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adj, codes := g.Size()
+	record := codes / int64(g.Len())
+	list := (8*9 + 7) / 8 // 8 slots of bits.Len(500) = 9 bits
+	if r.Searches != 2 || r.Rerank != 2*15*16*2 || r.Codes == 0 || r.Codes%record != 0 || r.Codes > 2*codes ||
+		r.Adjacency == 0 || r.Adjacency%int64(list) != 0 || adj != int64((500*8*9+7)/8+8) {
+		t.Errorf("reads %+v (records of %d bytes, lists of %d), sizes %d and %d", r, record, list, adj, codes)
+	}
+}
