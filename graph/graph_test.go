@@ -293,3 +293,23 @@ func TestReads(t *testing.T) {
 		t.Errorf("reads %+v (records of %d bytes, lists of %d), sizes %d and %d", r, record, list, adj, codes)
 	}
 }
+
+// Indexes of one, two and three rows: every row is found.
+func TestTiny(t *testing.T) {
+	base, _ := clustered(3, 0, 8)
+	for n := 1; n <= 3; n++ {
+		rows := memRows{base.x[:n*8], n, 8}
+		ix := writeIndex(t, rows, 1, quant.KindRotated, 4, index.L2)
+		g, err := Build(context.Background(), ix, rows, BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits, err := g.Search(rows.x[:8], SearchOptions{K: 10, Ef: 10, Rerank: rows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != n || hits[0].ID != 0 || hits[0].Distance != 0 {
+			t.Errorf("%d rows: hits %v, want all %d, row 0 first at distance 0", n, hits, n)
+		}
+	}
+}
