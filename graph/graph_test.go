@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -310,6 +311,46 @@ func TestTiny(t *testing.T) {
 		}
 		if len(hits) != n || hits[0].ID != 0 || hits[0].Distance != 0 {
 			t.Errorf("%d rows: hits %v, want all %d, row 0 first at distance 0", n, hits, n)
+		}
+	}
+}
+
+// Searches from several goroutines return what the same searches return
+// one at a time.
+func TestConcurrentSearch(t *testing.T) {
+	base, queries := clustered(1000, 40, 16)
+	ix := writeIndex(t, base, 8, quant.KindRotated, 4, index.L2)
+	g, err := Build(context.Background(), ix, base, BuildOptions{Degree: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := SearchOptions{K: 5, Ef: 24, Rerank: base}
+	want := make([][]index.Hit, queries.n)
+	for i := range want {
+		if want[i], err = g.Search(queries.x[i*16:(i+1)*16], opt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errc := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			for k := range 3 * queries.n {
+				i := (k + w*7) % queries.n
+				got, err := g.Search(queries.x[i*16:(i+1)*16], opt)
+				if err == nil && !slices.Equal(got, want[i]) {
+					err = fmt.Errorf("query %d: %v, alone %v", i, got, want[i])
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errc; err != nil {
+			t.Error(err)
 		}
 	}
 }
