@@ -75,9 +75,8 @@ func writeIndex(t testing.TB, rows memRows, m int, kind quant.Kind, bits int, me
 	return ix
 }
 
-func recallAt10(t *testing.T, g *Graph, base, queries memRows, opt SearchOptions) float64 {
+func recallAt10(t *testing.T, g *Graph, queries memRows, truth [][]int, opt SearchOptions) float64 {
 	t.Helper()
-	truth := index.Exact(base, queries, 10, index.L2)
 	found := 0
 	q := make([]float32, queries.d)
 	for i := range queries.n {
@@ -102,6 +101,7 @@ func recallAt10(t *testing.T, g *Graph, base, queries memRows, opt SearchOptions
 func TestRecall(t *testing.T) {
 	base, queries := clustered(2000, 100, 32)
 	ix := writeIndex(t, base, 16, quant.KindRotated, 4, index.L2)
+	truth := index.Exact(base, queries, 10, index.L2)
 	for _, tc := range []struct {
 		name string
 		opt  BuildOptions
@@ -113,8 +113,8 @@ func TestRecall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		codes := recallAt10(t, g, base, queries, SearchOptions{K: 10, Ef: 64})
-		exact := recallAt10(t, g, base, queries, SearchOptions{K: 10, Ef: 64, Rerank: base})
+		codes := recallAt10(t, g, queries, truth, SearchOptions{K: 10, Ef: 64})
+		exact := recallAt10(t, g, queries, truth, SearchOptions{K: 10, Ef: 64, Rerank: base})
 		t.Logf("%s: recall@10 %.3f by code, %.3f re-ranked", tc.name, codes, exact)
 		if codes < 0.7 || exact < 0.97 {
 			t.Errorf("%s: recall@10 %.3f by code (want >= 0.7), %.3f re-ranked (want >= 0.97)", tc.name, codes, exact)
