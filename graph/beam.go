@@ -1,0 +1,150 @@
+package graph
+
+// pair is a row and its distance to what is searched for.
+type pair struct {
+	dist float32
+	id   uint32
+}
+
+// less orders pairs by distance, then row.
+func less(a, b pair) bool { return a.dist < b.dist || a.dist == b.dist && a.id < b.id }
+
+// maxHeap is a binary heap of pairs by distance, farthest first: the
+// nearest rows found so far.
+type maxHeap []pair
+
+func (h *maxHeap) push(p pair) {
+	*h = append(*h, p)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		up := (i - 1) / 2
+		if !(s[up].dist < s[i].dist) {
+			break
+		}
+		s[i], s[up] = s[up], s[i]
+		i = up
+	}
+}
+
+// replaceTop puts p in place of the farthest pair.
+func (h maxHeap) replaceTop(p pair) {
+	h[0] = p
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h[m].dist < h[l].dist {
+			m = l
+		}
+		if r < len(h) && h[m].dist < h[r].dist {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// beam is one greedy search's state, reused between searches.
+type beam struct {
+	seen  []uint32 // seen[i] == epoch: row i was scored this search
+	epoch uint32
+	// pool holds the best rows found, nearest first (by distance, then
+	// as met), at most ef; done marks those expanded.
+	pool          []pooled
+	expanded      []pair // rows whose neighbours were scored, in order (the build's candidates)
+	batch         []uint32
+	nbs           []uint32
+	dists         []float32
+	scored        int // rows scored by the last search
+	expandedCount int // rows expanded by the last search
+}
+
+type pooled struct {
+	pair
+	done bool
+}
+
+func newBeam(n int) *beam { return &beam{seen: make([]uint32, n)} }
+
+// batchScorer scores rows for a search: a step's unseen neighbours
+// together, so that their reads overlap.
+type batchScorer interface {
+	// scores sets out[k] to the distance of row ids[k].
+	scores(ids []uint32, out []float32)
+}
+
+// search walks the adjacency adj from entry, keeping the ef rows nearest
+// by sc in b.pool. Each step expands the nearest row of the pool not yet
+// expanded: its unseen neighbours are scored together and enter the pool
+// where nearer than its farthest (a full pool drops that one); the walk
+// ends when every row of the pool is expanded. A row enters after the
+// rows of equal distance already there, so ties keep the order the walk
+// met them in, the same on every run.
+func (b *beam) search(adj adjacency, entry uint32, ef int, sc batchScorer, keepExpanded bool) {
+	b.epoch++
+	if b.epoch == 0 { // wrapped: forget every stamp
+		clear(b.seen)
+		b.epoch = 1
+	}
+	b.expanded = b.expanded[:0]
+	b.seen[entry] = b.epoch
+	b.batch = append(b.batch[:0], entry)
+	b.dists = append(b.dists[:0], 0)
+	sc.scores(b.batch, b.dists)
+	b.pool = append(b.pool[:0], pooled{pair: pair{b.dists[0], entry}})
+	b.scored, b.expandedCount = 1, 0
+	for next := 0; next < len(b.pool); {
+		c := b.pool[next].pair
+		b.pool[next].done = true
+		b.expandedCount++
+		if keepExpanded {
+			b.expanded = append(b.expanded, c)
+		}
+		b.nbs = adj.neighbours(b.nbs[:0], c.id)
+		batch := b.batch[:0]
+		for _, nb := range b.nbs {
+			if b.seen[nb] != b.epoch {
+				b.seen[nb] = b.epoch
+				batch = append(batch, nb)
+			}
+		}
+		b.batch = batch
+		b.scored += len(batch)
+		if cap(b.dists) < len(batch) {
+			b.dists = make([]float32, len(batch), 2*len(batch))
+		}
+		dists := b.dists[:len(batch)]
+		sc.scores(batch, dists)
+		next++
+		for k, nb := range batch {
+			d := dists[k]
+			n := len(b.pool)
+			if n == ef && !(d < b.pool[n-1].dist) {
+				continue
+			}
+			// The first position whose distance is above d.
+			lo, hi := 0, n
+			for lo < hi {
+				mid := int(uint(lo+hi) >> 1)
+				if b.pool[mid].dist <= d {
+					lo = mid + 1
+				} else {
+					hi = mid
+				}
+			}
+			if n < ef {
+				b.pool = append(b.pool, pooled{})
+			}
+			copy(b.pool[lo+1:], b.pool[lo:])
+			b.pool[lo] = pooled{pair: pair{d, nb}}
+			next = min(next, lo)
+		}
+		for next < len(b.pool) && b.pool[next].done {
+			next++
+		}
+		if next < len(b.pool) { // the next row to expand
+			adj.prefetch(b.pool[next].id)
+		}
+	}
+}

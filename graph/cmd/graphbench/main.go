@@ -1,0 +1,256 @@
+// Command graphbench builds a graph over a vlc index and prints, for each
+// beam width, recall@10 against ground truth and queries per second (the
+// queries shared by GOMAXPROCS goroutines, best of -reps passes), one JSON
+// line each, like the npm peer script's.
+//
+//	graphbench -index x.vlc -base base.fvecs -query query.fvecs -gt gt.ivecs -maxq 1000 -ef 16,32,64 -rerank
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vlc-embed/vlc/graph"
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/vecfile"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "graphbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ixPath := flag.String("index", "", "vlc index (rotated code, l2)")
+	basePath := flag.String("base", "", "the vectors the index was built from (.fvecs, .npy, .f16)")
+	queryPath := flag.String("query", "", "queries")
+	gtPath := flag.String("gt", "", "ground truth (.ivecs)")
+	maxq := flag.Int("maxq", 0, "use the first maxq queries (0: all)")
+	efs := flag.String("ef", "16,32,64,128,256", "beam widths")
+	rerank := flag.Bool("rerank", false, "re-rank the best candidates from -base rounded to float16 (a .f16 copy in a temporary folder)")
+	rerankCount := flag.Int("rerank-count", 0, "candidates re-ranked (0: ef)")
+	reps := flag.Int("reps", 3, "timed passes over the queries (after one untimed); the best counts")
+	name := flag.String("name", "", "dataset name for the output")
+	var opt graph.BuildOptions
+	flag.IntVar(&opt.Degree, "degree", 0, "most neighbours per row (0: 32)")
+	alpha := flag.Float64("alpha", 0, "robust pruning's alpha (0: 1.1)")
+	flag.IntVar(&opt.Candidates, "candidates", 0, "candidates per row before pruning (0: 2*degree)")
+	flag.IntVar(&opt.NProbe, "nprobe", 0, "find candidates with the index's search at this nprobe (0: exact, n^2)")
+	flag.IntVar(&opt.Passes, "passes", 0, "refinement passes (0: 1, negative: none)")
+	flag.IntVar(&opt.BuildEf, "build-ef", 0, "beam width of the refinement searches (0: 64)")
+	flag.BoolVar(&opt.Decoded, "decoded", false, "score by the decoded code rather than the estimate")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the searches (not the build) to this file")
+	buildProfile := flag.String("cpuprofile-build", "", "write a CPU profile of the build to this file")
+	flag.Parse()
+	opt.Alpha = float32(*alpha)
+
+	ix, err := index.Open(*ixPath, index.Options{})
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	base, err := vecfile.Open(*basePath, vecfile.Options{})
+	if err != nil {
+		return err
+	}
+	defer base.Close()
+	queries, err := vecfile.Open(*queryPath, vecfile.Options{})
+	if err != nil {
+		return err
+	}
+	defer queries.Close()
+	gt, err := vecfile.ReadIvecs(*gtPath)
+	if err != nil {
+		return err
+	}
+	nq := queries.Len()
+	if *maxq > 0 {
+		nq = min(nq, *maxq)
+	}
+	if len(gt) < nq {
+		return fmt.Errorf("%s: %d rows of ground truth for %d queries", *gtPath, len(gt), nq)
+	}
+	qs := make([][]float32, nq)
+	for i := range qs {
+		qs[i] = queries.Row(i, make([]float32, queries.Dim()))
+	}
+
+	var rerankRows index.Rows
+	if *rerank {
+		f16Rows, cleanup, err := float16Copy(base)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		rerankRows = f16Rows
+	}
+
+	if *buildProfile != "" {
+		f, err := os.Create(*buildProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer f.Close()
+	}
+	t0 := time.Now()
+	g, err := graph.Build(context.Background(), ix, base, opt)
+	if *buildProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
+		return err
+	}
+	buildS := time.Since(t0).Seconds()
+	adjBytes, codeBytes := g.Size()
+	f16 := g.Float16Size()
+	edges := 0
+	for i := range g.Len() {
+		edges += len(g.Neighbours(i))
+	}
+	fmt.Fprintf(os.Stderr, "graphbench: %d x %d, degree %d (mean %.1f), built in %.2f s on %d threads; adjacency %d B, codes %d B (%.3f of float16)\n",
+		g.Len(), g.Dim(), g.Degree(), float64(edges)/float64(g.Len()), buildS, runtime.GOMAXPROCS(0), adjBytes, codeBytes, float64(adjBytes+codeBytes)/float64(f16))
+
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	for _, f := range strings.Split(*efs, ",") {
+		ef, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("-ef: %w", err)
+		}
+		sopt := graph.SearchOptions{K: 10, Ef: max(ef, 10), RerankCount: *rerankCount}
+		sopt.Rerank = rerankRows
+		found := make([][]index.Hit, nq)
+		best := time.Duration(1 << 62)
+		var reads graph.Reads
+		for r := 0; r <= *reps; r++ { // pass 0 warms up and samples reads, untimed
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			var failed atomic.Value
+			t := time.Now()
+			for range runtime.GOMAXPROCS(0) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := int(next.Add(1) - 1)
+						if i >= nq {
+							return
+						}
+						o := sopt
+						if r == 0 && i%16 == 0 { // sample reads on the first pass, outside the best's timing
+							o.Reads = new(graph.Reads)
+						}
+						hits, err := g.Search(qs[i], o)
+						if err != nil {
+							failed.Store(err)
+							return
+						}
+						found[i] = hits
+						if o.Reads != nil {
+							mergeReads(&reads, o.Reads)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if err, _ := failed.Load().(error); err != nil {
+				return err
+			}
+			if r > 0 {
+				best = min(best, time.Since(t))
+			}
+		}
+		hit := 0
+		for i := range nq {
+			want := map[int32]bool{}
+			for _, id := range gt[i][:10] {
+				want[id] = true
+			}
+			for _, h := range found[i] {
+				if want[int32(h.ID)] {
+					hit++
+				}
+			}
+		}
+		size := adjBytes + codeBytes
+		if *rerank {
+			size += f16
+		}
+		per := func(b int64) float64 { return float64(b) / float64(reads.Searches) }
+		out := map[string]any{
+			"dataset": *name, "system": "vlc-graph", "index": fmt.Sprintf("graph R=%d %s rerank=%v", g.Degree(), describe(ix), *rerank),
+			"param": map[string]any{"ef": ef, "threads": runtime.GOMAXPROCS(0)}, "recall@10": float64(hit) / float64(10*nq),
+			"qps": int(float64(nq) / best.Seconds()), "size_ratio": float64(size) / float64(f16), "build_s": buildS,
+			"bytes_per_query": map[string]float64{"adjacency": per(reads.Adjacency), "codes": per(reads.Codes), "rerank_f16": per(reads.Rerank)},
+		}
+		line, _ := json.Marshal(out)
+		fmt.Println(string(line))
+	}
+	return nil
+}
+
+var readsMu sync.Mutex
+
+func mergeReads(dst, src *graph.Reads) {
+	readsMu.Lock()
+	defer readsMu.Unlock()
+	dst.Searches += src.Searches
+	dst.Adjacency += src.Adjacency
+	dst.Codes += src.Codes
+	dst.Rerank += src.Rerank
+}
+
+// float16Copy writes base as float16 to a temporary file and opens it:
+// the re-rank then reads 2 bytes a value, as a float16 input would.
+func float16Copy(base *vecfile.Matrix) (*vecfile.Matrix, func(), error) {
+	dir, err := os.MkdirTemp("", "graphbench")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	rows := make([][]float32, base.Len())
+	for i := range rows {
+		rows[i] = base.Row(i, make([]float32, base.Dim()))
+	}
+	path := filepath.Join(dir, "base.f16")
+	if err := vecfile.WriteF16(path, rows); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	m, err := vecfile.Open(path, vecfile.Options{Dim: base.Dim()})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return m, func() { m.Close(); cleanup() }, nil
+}
+
+func describe(ix *index.Index) string {
+	m := ix.Meta()
+	return fmt.Sprintf("rotated %db", m.Bits)
+}

@@ -1,0 +1,206 @@
+package graph
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/vec"
+	"github.com/vlc-embed/vlc/quant"
+)
+
+// nodeCodes are the rows' rotated codes rearranged for scoring one row at
+// a time, in row order. The index scores an entry of list a through the
+// query's residual q' = P(q - a) (quant.Rotated):
+//
+//	|q - x|^2 ~ |q'|^2 + |r|^2 - 2 B <q', u>,  u = l - L/2.
+//
+// Split by what depends on the row, <q', u> = <Pq, u> - <Pa, u>, so
+//
+//	|q - x|^2 ~ |q|^2 - 2<q, a> + K - 2 B (<Pq, l> - L/2 sum Pq),
+//	K = |a|^2 + |r|^2 + 2 B <Pa, u>,
+//
+// the same estimate with one constant per row and the query's dot
+// products with the anchors, taken once per query. Each row's record is
+// its packed levels as the index holds them, then float32 K, float32 B
+// and uint32 a. With decoded set, K is |a + P^T B u|^2 instead, which
+// makes the score the exact squared distance to the decoded vector.
+type nodeCodes struct {
+	bits, packed, stride int
+	coords               int // levels per record, padded to whole bytes
+	rot                  *quant.Rotation
+	anchors              []float32
+	panels               *vec.Panels
+	norms                []float32 // |anchor|^2
+	data                 []byte
+}
+
+// newNodeCodes reads every row's code from ix.
+func newNodeCodes(ix *index.Index, decoded bool) (nodeCodes, error) {
+	meta := ix.Meta()
+	spec := meta.CodeSpec()
+	switch {
+	case spec.Kind != quant.KindRotated:
+		return nodeCodes{}, fmt.Errorf("%w: code %v (only the rotated code)", ErrUnsupported, spec.Kind)
+	case meta.Metric != index.L2 || spec.IP:
+		return nodeCodes{}, fmt.Errorf("%w: metric %v (only l2)", ErrUnsupported, meta.Metric)
+	case ix.Len() == 0:
+		return nodeCodes{}, ErrEmpty
+	}
+	d, b := ix.Dim(), spec.Bits
+	packed := (d*b + 7) / 8
+	nc := nodeCodes{bits: b, packed: packed, stride: packed + 12, coords: packed * 8 / b,
+		rot: quant.NewRotation(d, spec.Seed), anchors: ix.Anchors()}
+	m := ix.Lists()
+	nc.panels = vec.NewPanels(nc.anchors, m, d)
+	nc.norms = make([]float32, m)
+	vec.Norms(nc.norms, nc.anchors, d)
+	rotAnchors := make([]float32, len(nc.anchors))
+	copy(rotAnchors, nc.anchors)
+	for a := range m {
+		nc.rot.Apply(rotAnchors[a*d : (a+1)*d])
+	}
+	params := ix.Params()
+	nc.data = make([]byte, ix.Len()*nc.stride)
+	half := float64(int(1)<<b-1) / 2
+	seen := make([]bool, ix.Len())
+	err := ix.Codes(func(row, a int, code []byte) error {
+		if row < 0 || row >= len(seen) || seen[row] {
+			return fmt.Errorf("%w: graph: the index lists row %d twice or out of range", index.ErrCorrupt, row)
+		}
+		seen[row] = true
+		s := float64(math.Float32frombits(binary.LittleEndian.Uint32(params[a*4:])))
+		sqrtS := float32(math.Sqrt(s))
+		norm := float64(f16.ToFloat32(binary.LittleEndian.Uint16(code[packed:])) * float32(s))
+		beta := float64(f16.ToFloat32(binary.LittleEndian.Uint16(code[packed+2:])) * sqrtS)
+		anchor, pa := nc.anchors[a*d:(a+1)*d], rotAnchors[a*d:(a+1)*d]
+		var aa, pau, uu float64
+		for j := range d {
+			aa += float64(anchor[j]) * float64(anchor[j])
+			u := float64(level(code, j, b)) - half
+			pau += float64(pa[j]) * u
+			uu += u * u
+		}
+		k := aa + norm + 2*beta*pau
+		if decoded {
+			k = aa + 2*beta*pau + beta*beta*uu
+		}
+		rec := nc.data[row*nc.stride : (row+1)*nc.stride]
+		copy(rec, code[:packed])
+		binary.LittleEndian.PutUint32(rec[packed:], math.Float32bits(float32(k)))
+		binary.LittleEndian.PutUint32(rec[packed+4:], math.Float32bits(float32(beta)))
+		binary.LittleEndian.PutUint32(rec[packed+8:], uint32(a))
+		return nil
+	})
+	if err != nil {
+		return nodeCodes{}, err
+	}
+	return nc, nil
+}
+
+// level is dimension j's level in a packed code of b bits.
+func level(code []byte, j, b int) int {
+	bit := j * b
+	return int(code[bit/8]>>(bit%8)) & (1<<b - 1)
+}
+
+// scorer is one query's view of the codes.
+type scorer struct {
+	nc     *nodeCodes
+	pq     []float32 // P q, zero past the dimension
+	lut    []float32 // for 1- and 2-bit levels: nibble tables (quant.Rotated's)
+	dots   []float32 // <q, anchor>
+	qq, qs float32   // |q|^2 and L/2 sum Pq
+}
+
+func (nc *nodeCodes) newScorer() *scorer {
+	sc := &scorer{nc: nc, pq: make([]float32, nc.coords), dots: make([]float32, nc.panels.Stride())}
+	if nc.bits < 4 {
+		sc.lut = make([]float32, 2*nc.packed*16)
+	}
+	return sc
+}
+
+// setQuery readies sc for q (dimension checked).
+func (sc *scorer) setQuery(q []float32) {
+	nc := sc.nc
+	d := len(q)
+	copy(sc.pq, q)
+	clear(sc.pq[d:])
+	nc.rot.Apply(sc.pq[:d])
+	nc.panels.Dots1(q, sc.dots)
+	sc.qq = vec.Dot(q, q)
+	var s float32
+	for _, v := range sc.pq {
+		s += v
+	}
+	sc.qs = s * float32(int(1)<<nc.bits-1) / 2
+	if sc.lut == nil {
+		return
+	}
+	// Entry v of nibble position h: the levels packed in v times their
+	// coordinates, built from v with its lowest set bit cleared.
+	b := nc.bits
+	per := 4 / b
+	for h := range 2 * nc.packed {
+		t := sc.lut[h*16 : (h+1)*16]
+		pq := sc.pq[h*per : (h+1)*per]
+		t[0] = 0
+		for v := 1; v < 16; v++ {
+			low := bits.TrailingZeros8(uint8(v))
+			t[v] = t[v&(v-1)] + float32(int(1)<<(low%b))*pq[low/b]
+		}
+	}
+}
+
+// nearestAnchor is the anchor nearest the query (the lowest on ties).
+func (sc *scorer) nearestAnchor() int {
+	best, bd := 0, float32(math.Inf(1))
+	for a, n := range sc.nc.norms {
+		if d := n - 2*sc.dots[a]; d < bd {
+			best, bd = a, d
+		}
+	}
+	return best
+}
+
+// scores sets out[k] to the estimate for row ids[k], the rows' records
+// prefetched first.
+func (sc *scorer) scores(ids []uint32, out []float32) {
+	nc := sc.nc
+	for _, i := range ids {
+		vec.Prefetch(nc.data[int(i)*nc.stride : int(i+1)*nc.stride])
+	}
+	for k, i := range ids {
+		out[k] = sc.score(i)
+	}
+}
+
+// score is the estimate of |q - x|^2 for row i.
+func (sc *scorer) score(i uint32) float32 {
+	nc := sc.nc
+	rec := nc.data[int(i)*nc.stride : int(i+1)*nc.stride]
+	p := nc.packed
+	var ql float32
+	switch nc.bits {
+	case 8:
+		ql = vec.DotU8(sc.pq, rec[:p])
+	case 4:
+		ql = vec.DotU4(sc.pq, rec[:p])
+	default:
+		lut := sc.lut[:32*p]
+		var t0, t1 float32
+		for k, v := range rec[:p] {
+			t0 += lut[32*k+int(v&15)]
+			t1 += lut[32*k+16+int(v>>4)]
+		}
+		ql = t0 + t1
+	}
+	k := math.Float32frombits(binary.LittleEndian.Uint32(rec[p:]))
+	beta := math.Float32frombits(binary.LittleEndian.Uint32(rec[p+4:]))
+	a := binary.LittleEndian.Uint32(rec[p+8:])
+	return sc.qq - 2*sc.dots[a] + k - 2*beta*(ql-sc.qs)
+}

@@ -1,0 +1,74 @@
+// Package graph builds and searches a proximity graph over the rows of a
+// vlc index: every row keeps at most R neighbours, a search walks the graph
+// with a beam of width ef from the row nearest the query's nearest anchor,
+// scoring rows from the index's own rotated codes, and may re-rank its
+// best candidates from the original vectors. The graph lives in memory
+// (it copies what it reads from the index); it is not yet part of the
+// index file. README.md has the measurements behind its choices.
+package graph
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/vlc-embed/vlc/internal/errs"
+)
+
+var (
+	// ErrArgument marks bad options or queries.
+	ErrArgument = errs.ErrArgument
+	// ErrEmpty is returned for an index without rows: a graph needs one.
+	ErrEmpty = errs.New(errs.ErrArgument, "graph: the index has no rows")
+	// ErrUnsupported is returned for an index the graph cannot score:
+	// codes other than the rotated one, or a metric other than l2.
+	ErrUnsupported = errs.New(errs.ErrArgument, "graph: index not supported")
+)
+
+// noEdge fills the unused neighbour slots of a row.
+const noEdge = ^uint32(0)
+
+// Graph is a proximity graph over an index's rows and the rows' codes, as
+// the search scores them. Safe for concurrent searches.
+type Graph struct {
+	n, d, r int
+	// adj holds each row's neighbours, nearest first, in r slots of
+	// bits.Len(n) bits.
+	adj   packedSlots
+	entry uint32 // the row nearest the mean, from which every row is reached
+	// reps[a] is the row nearest anchor a: a search starts from the one
+	// of the anchor nearest the query (the IVF probe's first list), so
+	// that it starts inside the query's cluster.
+	reps  []uint32
+	nodes nodeCodes
+	pool  sync.Pool // *searcher
+}
+
+// Len is the number of rows.
+func (g *Graph) Len() int { return g.n }
+
+// Dim is the rows' dimension.
+func (g *Graph) Dim() int { return g.d }
+
+// Degree is the most neighbours a row keeps.
+func (g *Graph) Degree() int { return g.r }
+
+// Entry is the row from which every row is reached.
+func (g *Graph) Entry() int { return int(g.entry) }
+
+// Neighbours returns row i's neighbours, nearest first.
+func (g *Graph) Neighbours(i int) []uint32 { return g.adj.neighbours(nil, uint32(i)) }
+
+// Size is what a search reads at most, in bytes: the adjacency (Degree
+// slots a row of bits.Len(Len()) bits, packed) and the rows' codes (their
+// packed levels and three 4-byte scalars), re-rank vectors not included.
+func (g *Graph) Size() (adjacency, codes int64) {
+	return int64(len(g.adj.data)), int64(len(g.nodes.data))
+}
+
+// Float16Size is the bytes of the rows as float16, the unit of the
+// project's size ratios.
+func (g *Graph) Float16Size() int64 { return int64(g.n) * int64(g.d) * 2 }
+
+func argErr(format string, a ...any) error {
+	return fmt.Errorf("%w: graph: "+format, append([]any{ErrArgument}, a...)...)
+}

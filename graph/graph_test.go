@@ -1,0 +1,356 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/synth"
+	"github.com/vlc-embed/vlc/quant"
+)
+
+// memRows are float32 rows in memory.
+type memRows struct {
+	x    []float32
+	n, d int
+}
+
+func (r memRows) Len() int { return r.n }
+func (r memRows) Dim() int { return r.d }
+func (r memRows) Row(i int, dst []float32) []float32 {
+	return append(dst[:0], r.x[i*r.d:(i+1)*r.d]...)
+}
+
+// clustered returns n base rows and nq queries drawn from the same
+// clusters (synth.Clusters, seed 3).
+func clustered(n, nq, d int) (base, queries memRows) {
+	pts := synth.Clusters(n+nq, d, 20, 3)
+	x := make([]float32, (n+nq)*d)
+	f16.DecodeRow(x, pts.Data)
+	return memRows{x[:n*d], n, d}, memRows{x[n*d:], nq, d}
+}
+
+// writeIndex writes an index of rows with m anchors and the given code
+// and metric, and opens it.
+func writeIndex(t testing.TB, rows memRows, m int, kind quant.Kind, bits int, metric index.Metric) *index.Index {
+	t.Helper()
+	d := rows.d
+	anchors := make([]float32, m*d)
+	assign := make([]int32, rows.n)
+	if rows.n > 0 {
+		pts := synth.Clusters(m, d, 20, 3) // the data's clusters, other draws
+		f16.DecodeRow(anchors, pts.Data)
+		for i := range rows.n {
+			best := math.Inf(1)
+			for a := range m {
+				var s float64
+				for j := range d {
+					e := float64(rows.x[i*d+j] - anchors[a*d+j])
+					s += e * e
+				}
+				if s < best {
+					best, assign[i] = s, int32(a)
+				}
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "x.vlc")
+	meta := index.Meta{Code: uint32(kind), Bits: uint32(bits), Metric: metric, Seed: 5}
+	if err := index.Write(path, index.Plan{Rows: rows, Anchors: anchors, Assign: assign, Meta: meta}); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := index.Open(path, index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+func recallAt10(t *testing.T, g *Graph, queries memRows, truth [][]int, opt SearchOptions) float64 {
+	t.Helper()
+	found := 0
+	q := make([]float32, queries.d)
+	for i := range queries.n {
+		hits, err := g.Search(queries.Row(i, q), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != 10 {
+			t.Fatalf("query %d: %d hits, want 10", i, len(hits))
+		}
+		for _, h := range hits {
+			if slices.Contains(truth[i], h.ID) {
+				found++
+			}
+		}
+	}
+	return float64(found) / float64(10*queries.n)
+}
+
+// The graph finds the true nearest rows: by the codes alone as well as the
+// codes allow, and re-ranked nearly all of them.
+func TestRecall(t *testing.T) {
+	base, queries := clustered(2000, 100, 32)
+	ix := writeIndex(t, base, 16, quant.KindRotated, 4, index.L2)
+	truth := index.Exact(base, queries, 10, index.L2)
+	for _, tc := range []struct {
+		name string
+		opt  BuildOptions
+	}{
+		{"exact candidates", BuildOptions{}},
+		{"ivf candidates", BuildOptions{NProbe: 4}},
+	} {
+		g, err := Build(context.Background(), ix, base, tc.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes := recallAt10(t, g, queries, truth, SearchOptions{K: 10, Ef: 64})
+		exact := recallAt10(t, g, queries, truth, SearchOptions{K: 10, Ef: 64, Rerank: base})
+		t.Logf("%s: recall@10 %.3f by code, %.3f re-ranked", tc.name, codes, exact)
+		if codes < 0.7 || exact < 0.97 {
+			t.Errorf("%s: recall@10 %.3f by code (want >= 0.7), %.3f re-ranked (want >= 0.97)", tc.name, codes, exact)
+		}
+	}
+}
+
+// A row's score is the index's own estimate of its distance, or with
+// Decoded the distance to the vector the index decodes.
+func TestScoresMatchIndex(t *testing.T) {
+	base, queries := clustered(500, 1, 24)
+	for _, bits := range []int{1, 2, 4, 8} {
+		ix := writeIndex(t, base, 4, quant.KindRotated, bits, index.L2)
+		q := queries.x
+		hits, err := ix.Search(q, index.SearchOptions{K: base.n, NProbe: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		est, err := newNodeCodes(ix, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, _ := newNodeCodes(ix, true)
+		se, sd := est.newScorer(), dec.newScorer()
+		se.setQuery(q)
+		sd.setQuery(q)
+		x := make([]float32, base.d)
+		for _, h := range hits {
+			got := max(se.score(uint32(h.ID)), 0) // the index clamps l2 at 0
+			if math.Abs(float64(got-h.Distance)) > 1e-3*math.Max(1, float64(h.Distance)) {
+				t.Fatalf("%d bits, row %d: score %v, index estimate %v", bits, h.ID, got, h.Distance)
+			}
+			if _, err := ix.Vector(h.ID, x); err != nil {
+				t.Fatal(err)
+			}
+			var want float64
+			for j := range x {
+				e := float64(q[j] - x[j])
+				want += e * e
+			}
+			if got := sd.score(uint32(h.ID)); math.Abs(float64(got)-want) > 1e-3*math.Max(1, want) {
+				t.Fatalf("%d bits, row %d: decoded score %v, distance to the decoded vector %v", bits, h.ID, got, want)
+			}
+		}
+	}
+}
+
+// The same input gives the same graph on any number of cores.
+func TestDeterministic(t *testing.T) {
+	base, _ := clustered(1000, 0, 16)
+	ix := writeIndex(t, base, 8, quant.KindRotated, 4, index.L2)
+	for _, opt := range []BuildOptions{{Degree: 8}, {Degree: 8, NProbe: 2, Passes: 2}} {
+		var first *Graph
+		for _, procs := range []int{1, 2, 5} {
+			prev := runtime.GOMAXPROCS(procs)
+			g, err := Build(context.Background(), ix, base, opt)
+			runtime.GOMAXPROCS(prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first == nil {
+				first = g
+				continue
+			}
+			if g.Entry() != first.Entry() || !bytes.Equal(g.adj.data, first.adj.data) {
+				t.Errorf("%+v: the graph built on %d cores differs from the one built on 1", opt, procs)
+			}
+		}
+		for i := range first.Len() {
+			nb := first.Neighbours(i)
+			if len(nb) == 0 || len(nb) > 8 || slices.Contains(nb, uint32(i)) {
+				t.Fatalf("%+v: row %d has neighbours %v", opt, i, nb)
+			}
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	base, _ := clustered(200, 0, 8)
+	ix := writeIndex(t, base, 4, quant.KindRotated, 4, index.L2)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		ix   *index.Index
+		rows index.Rows
+		opt  BuildOptions
+		want error
+	}{
+		{"pq code", writeIndex(t, base, 4, quant.KindPQ, 4, index.L2), base, BuildOptions{}, ErrUnsupported},
+		{"ip metric", writeIndex(t, base, 4, quant.KindRotated, 4, index.IP), base, BuildOptions{}, ErrUnsupported},
+		{"rows short", ix, memRows{base.x[:8*100], 100, 8}, BuildOptions{}, ErrArgument},
+		{"alpha below 1", ix, base, BuildOptions{Alpha: 0.5}, ErrArgument},
+		{"negative degree", ix, base, BuildOptions{Degree: -1}, ErrArgument},
+		{"no index", nil, base, BuildOptions{}, ErrArgument},
+	} {
+		if _, err := Build(ctx, tc.ix, tc.rows, tc.opt); !errors.Is(err, tc.want) {
+			t.Errorf("%s: Build error %v, want %v", tc.name, err, tc.want)
+		} else {
+			t.Logf("%s: %v", tc.name, err)
+		}
+	}
+	g, err := Build(ctx, ix, base, BuildOptions{Degree: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// index.Write refuses an index without rows; a graph without rows
+	// (the zero Graph) refuses searches.
+	if _, err := new(Graph).Search(base.x[:8], SearchOptions{K: 1, Ef: 1}); !errors.Is(err, ErrEmpty) {
+		t.Errorf("empty graph: Search error %v, want ErrEmpty", err)
+	}
+	q := base.x[:8]
+	nan := append([]float32{float32(math.NaN())}, q[1:]...)
+	for _, tc := range []struct {
+		name string
+		q    []float32
+		opt  SearchOptions
+	}{
+		{"k 0", q, SearchOptions{K: 0, Ef: 10}},
+		{"ef below k", q, SearchOptions{K: 10, Ef: 9}},
+		{"short query", q[:7], SearchOptions{K: 1, Ef: 10}},
+		{"NaN query", nan, SearchOptions{K: 1, Ef: 10}},
+		{"re-rank rows short", q, SearchOptions{K: 1, Ef: 10, Rerank: memRows{base.x[:80], 10, 8}}},
+	} {
+		if _, err := g.Search(tc.q, tc.opt); !errors.Is(err, ErrArgument) {
+			t.Errorf("%s: Search error %v, want ErrArgument", tc.name, err)
+		} else {
+			t.Logf("%s: %v", tc.name, err)
+		}
+	}
+}
+
+// Packed neighbour lists read back as built, for row counts at the edges
+// of the slot width.
+func TestPackedSlots(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 255, 256, 257, 1<<16 + 1} {
+		const r = 5
+		rows := min(n, 300)
+		s := slots{ids: make([]uint32, rows*r), r: r}
+		for i := range rows {
+			for k := range r {
+				s.ids[i*r+k] = uint32((i*7 + k*13) % n)
+				if k > i%r {
+					s.ids[i*r+k] = noEdge
+				}
+			}
+		}
+		p := pack(s, n)
+		for i := range rows {
+			want := s.neighbours(nil, uint32(i))
+			if got := p.neighbours(nil, uint32(i)); !slices.Equal(got, want) {
+				t.Fatalf("n %d, row %d: packed neighbours %v, want %v", n, i, got, want)
+			}
+		}
+	}
+}
+
+// Reads counts the re-ranked rows at 2 bytes a value, and records of the
+// codes and neighbour lists the walk touched.
+func TestReads(t *testing.T) {
+	base, queries := clustered(500, 2, 16)
+	ix := writeIndex(t, base, 4, quant.KindRotated, 4, index.L2)
+	g, err := Build(context.Background(), ix, base, BuildOptions{Degree: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Reads
+	for i := range queries.n {
+		if _, err := g.Search(queries.x[i*16:(i+1)*16], SearchOptions{K: 5, Ef: 20, Rerank: base, RerankCount: 15, Reads: &r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adj, codes := g.Size()
+	record := codes / int64(g.Len())
+	list := (8*9 + 7) / 8 // 8 slots of bits.Len(500) = 9 bits
+	if r.Searches != 2 || r.Rerank != 2*15*16*2 || r.Codes == 0 || r.Codes%record != 0 || r.Codes > 2*codes ||
+		r.Adjacency == 0 || r.Adjacency%int64(list) != 0 || adj != int64((500*8*9+7)/8+8) {
+		t.Errorf("reads %+v (records of %d bytes, lists of %d), sizes %d and %d", r, record, list, adj, codes)
+	}
+}
+
+// Indexes of one, two and three rows: every row is found.
+func TestTiny(t *testing.T) {
+	base, _ := clustered(3, 0, 8)
+	for n := 1; n <= 3; n++ {
+		rows := memRows{base.x[:n*8], n, 8}
+		ix := writeIndex(t, rows, 1, quant.KindRotated, 4, index.L2)
+		g, err := Build(context.Background(), ix, rows, BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits, err := g.Search(rows.x[:8], SearchOptions{K: 10, Ef: 10, Rerank: rows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != n || hits[0].ID != 0 || hits[0].Distance != 0 {
+			t.Errorf("%d rows: hits %v, want all %d, row 0 first at distance 0", n, hits, n)
+		}
+	}
+}
+
+// Searches from several goroutines return what the same searches return
+// one at a time.
+func TestConcurrentSearch(t *testing.T) {
+	base, queries := clustered(1000, 40, 16)
+	ix := writeIndex(t, base, 8, quant.KindRotated, 4, index.L2)
+	g, err := Build(context.Background(), ix, base, BuildOptions{Degree: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := SearchOptions{K: 5, Ef: 24, Rerank: base}
+	want := make([][]index.Hit, queries.n)
+	for i := range want {
+		if want[i], err = g.Search(queries.x[i*16:(i+1)*16], opt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errc := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			for k := range 3 * queries.n {
+				i := (k + w*7) % queries.n
+				got, err := g.Search(queries.x[i*16:(i+1)*16], opt)
+				if err == nil && !slices.Equal(got, want[i]) {
+					err = fmt.Errorf("query %d: %v, alone %v", i, got, want[i])
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package graph
+
+import (
+	"math"
+	"slices"
+
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/vec"
+)
+
+// SearchOptions sets how hard a search looks.
+type SearchOptions struct {
+	K int // hits wanted, at least 1; more than Len() returns Len()
+	// Ef is the beam's width: the rows kept while walking, at least K.
+	Ef int
+	// Rerank, when set, holds the original vectors (the input the index
+	// was built from): the best RerankCount rows by code are measured
+	// exactly and the best K of them returned.
+	Rerank      index.Rows
+	RerankCount int // default Ef; at least K
+	// Reads, when set, has what the search read added to it (not
+	// safe for searches that share one concurrently).
+	Reads *Reads
+}
+
+// Reads counts what searches read, in bytes.
+type Reads struct {
+	Searches  int
+	Adjacency int64 // neighbour lists of the rows expanded
+	Codes     int64 // records of the rows scored
+	// Rerank is the rows re-ranked at 2 bytes a value: what a float16
+	// copy of the vectors gives, whatever Rows holds.
+	Rerank int64
+}
+
+// searcher is one search's scratch, pooled.
+type searcher struct {
+	beam *beam
+	sc   *scorer
+	row  []float32
+	top  []pair
+}
+
+// Search returns the K rows nearest q that a walk of width Ef finds,
+// nearest first, with their squared distances: the codes' estimates
+// (clamped at 0), or exact when re-ranked. Safe for concurrent use.
+func (g *Graph) Search(q []float32, opt SearchOptions) ([]index.Hit, error) {
+	switch {
+	case g.n == 0:
+		return nil, ErrEmpty
+	case len(q) != g.d:
+		return nil, argErr("query has %d values, the graph dimension %d", len(q), g.d)
+	case opt.K < 1:
+		return nil, argErr("k must be at least 1, got %d", opt.K)
+	case opt.Ef < opt.K:
+		return nil, argErr("ef %d is below k %d: the beam holds the hits", opt.Ef, opt.K)
+	case opt.Rerank != nil && (opt.Rerank.Len() != g.n || opt.Rerank.Dim() != g.d):
+		return nil, argErr("re-rank vectors are %d x %d, the graph %d x %d", opt.Rerank.Len(), opt.Rerank.Dim(), g.n, g.d)
+	}
+	for j, v := range q {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return nil, argErr("query value %d is %v", j, v)
+		}
+	}
+	s, _ := g.pool.Get().(*searcher)
+	if s == nil {
+		s = &searcher{beam: newBeam(g.n), sc: g.nodes.newScorer(), row: make([]float32, g.d)}
+	}
+	defer g.pool.Put(s)
+	s.sc.setQuery(q)
+	s.beam.search(g.adj, g.reps[s.sc.nearestAnchor()], opt.Ef, s.sc, false)
+	top := s.top[:0]
+	for _, p := range s.beam.pool {
+		top = append(top, p.pair)
+	}
+	slices.SortFunc(top, comparePairs) // ties by row
+	s.top = top
+	expanded := 0
+	if opt.Reads != nil {
+		expanded = s.beam.expandedCount
+	}
+	if opt.Rerank != nil {
+		count := opt.RerankCount
+		if count < 1 {
+			count = opt.Ef
+		}
+		top = top[:min(len(top), max(count, opt.K))]
+		for i := range top {
+			x := opt.Rerank.Row(int(top[i].id), s.row)
+			top[i].dist = vec.L2(q, x)
+		}
+		slices.SortFunc(top, comparePairs)
+		if opt.Reads != nil {
+			opt.Reads.Rerank += int64(len(top)) * int64(g.d) * 2
+		}
+	}
+	if r := opt.Reads; r != nil {
+		r.Searches++
+		r.Adjacency += int64(expanded) * int64((g.r*g.adj.w+7)/8)
+		r.Codes += int64(s.beam.scored) * int64(g.nodes.stride)
+	}
+	hits := make([]index.Hit, min(opt.K, len(top)))
+	for i := range hits {
+		hits[i] = index.Hit{ID: int(top[i].id), Distance: max(top[i].dist, 0)}
+	}
+	return hits, nil
+}

@@ -1,0 +1,30 @@
+package index
+
+import (
+	"runtime/debug"
+
+	"github.com/vlc-embed/vlc/index/format"
+)
+
+// Codes calls fn with every row, the list it lies in (its anchor) and its
+// entry code (CodeBytes, unpacked from the blocked layout where the file
+// has it), list by list; code is reused between calls. It is what a
+// structure built over the index's codes (package graph) reads.
+func (ix *Index) Codes(fn func(row, list int, code []byte) error) (err error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return ErrClosed
+	}
+	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
+	buf := make([]byte, ix.code.CodeBytes())
+	for a := range ix.m {
+		for e := int(ix.lists[a]); e < int(ix.lists[a+1]); e++ {
+			ix.entryCode(e, buf)
+			if err := fn(ix.ids.at(e), a, buf); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
