@@ -1,5 +1,10 @@
 package graph
 
+import (
+	"cmp"
+	"slices"
+)
+
 // pair is a row and its distance to what is searched for.
 type pair struct {
 	dist float32
@@ -82,18 +87,38 @@ type batchScorer interface {
 // rows of equal distance already there, so ties keep the order the walk
 // met them in, the same on every run.
 func (b *beam) search(adj adjacency, entry uint32, ef int, sc batchScorer, keepExpanded bool) {
+	b.searchFrom(adj, []uint32{entry}, ef, sc, keepExpanded)
+}
+
+// searchFrom is search with the walk starting from every row of entries
+// (the nearest ef of them kept, ties in entries' order).
+func (b *beam) searchFrom(adj adjacency, entries []uint32, ef int, sc batchScorer, keepExpanded bool) {
 	b.epoch++
 	if b.epoch == 0 { // wrapped: forget every stamp
 		clear(b.seen)
 		b.epoch = 1
 	}
 	b.expanded = b.expanded[:0]
-	b.seen[entry] = b.epoch
-	b.batch = append(b.batch[:0], entry)
-	b.dists = append(b.dists[:0], 0)
-	sc.scores(b.batch, b.dists)
-	b.pool = append(b.pool[:0], pooled{pair: pair{b.dists[0], entry}})
-	b.scored, b.expandedCount = 1, 0
+	batch := b.batch[:0]
+	for _, e := range entries {
+		if b.seen[e] != b.epoch {
+			b.seen[e] = b.epoch
+			batch = append(batch, e)
+		}
+	}
+	b.batch = batch
+	if cap(b.dists) < len(batch) {
+		b.dists = make([]float32, len(batch), 2*len(batch))
+	}
+	b.dists = b.dists[:len(batch)]
+	sc.scores(batch, b.dists)
+	b.pool = b.pool[:0]
+	for k, e := range batch {
+		b.pool = append(b.pool, pooled{pair: pair{b.dists[k], e}})
+	}
+	slices.SortStableFunc(b.pool, func(x, y pooled) int { return cmp.Compare(x.dist, y.dist) })
+	b.pool = b.pool[:min(len(b.pool), ef)]
+	b.scored, b.expandedCount = len(batch), 0
 	for next := 0; next < len(b.pool); {
 		c := b.pool[next].pair
 		b.pool[next].done = true

@@ -42,6 +42,11 @@ type BuildOptions struct {
 	// vector the row's code decodes to (index.Index.Vector) rather than
 	// by the index's estimate; same cost, measured slightly lower recall.
 	Decoded bool
+	// StartsPerList is how many rows of each anchor's list a search may
+	// start from: the row nearest the anchor, then each time the row of
+	// the list farthest from those picked, so that the starts cover
+	// every cluster an anchor's list holds. Default 8.
+	StartsPerList int
 }
 
 func (o BuildOptions) withDefaults() BuildOptions {
@@ -53,6 +58,9 @@ func (o BuildOptions) withDefaults() BuildOptions {
 	}
 	if o.Candidates == 0 {
 		o.Candidates = 2 * o.Degree
+	}
+	if o.StartsPerList == 0 {
+		o.StartsPerList = 8
 	}
 	if o.Passes == 0 {
 		o.Passes = 1
@@ -84,6 +92,8 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		return nil, argErr("alpha %v must be at least 1", opt.Alpha)
 	case opt.Candidates < 1 || opt.BuildEf < 1 || opt.NProbe < 0:
 		return nil, argErr("candidates %d, build ef %d and nprobe %d must be at least 1, 1 and 0", opt.Candidates, opt.BuildEf, opt.NProbe)
+	case opt.StartsPerList < 1 || opt.StartsPerList > 1024:
+		return nil, argErr("starts per list %d outside 1..1024", opt.StartsPerList)
 	}
 	nodes, err := newNodeCodes(ix, opt.Decoded)
 	if err != nil {
@@ -114,7 +124,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		}
 	})
 	b.entry = b.medoid()
-	b.reps = b.nearestRows(nodes.anchors)
+	b.reps = b.nearestRows(nodes.anchors, opt.StartsPerList)
 	b.addReverse()
 	for pass := 0; pass < opt.Passes; pass++ {
 		if err := ctx.Err(); err != nil {
@@ -124,7 +134,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		b.addReverse()
 	}
 	b.connect(cands)
-	return &Graph{n: n, d: d, r: b.r, adj: pack(slots{b.adj, b.r}, n), entry: b.entry, reps: b.reps, nodes: nodes}, nil
+	return &Graph{n: n, d: d, r: b.r, adj: pack(slots{b.adj, b.r}, n), entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes}, nil
 }
 
 // builder holds the vectors and the adjacency being built.
@@ -134,7 +144,8 @@ type builder struct {
 	alpha2  float32 // Alpha^2: distances here are squared
 	adj     []uint32
 	entry   uint32
-	reps    []uint32 // the row nearest each anchor
+	reps    []uint32 // each anchor's starting rows (nearestRows), noEdge past a short list's
+	perList int      // starting rows an anchor
 	assign  []uint32 // each row's nearest anchor
 }
 
@@ -294,22 +305,13 @@ func (b *builder) medoid() uint32 {
 	return best
 }
 
-// nearestRows returns the row nearest each anchor (the lowest on ties),
-// and notes each row's nearest anchor, where its refinement search starts.
-func (b *builder) nearestRows(anchors []float32) []uint32 {
+// nearestRows notes each row's nearest anchor, where its refinement
+// search starts, and returns per anchor k starting rows: the row nearest
+// the anchor (the lowest on ties; of all rows when its list is empty),
+// then each time the row of its list farthest from the rows picked
+// (the lowest on ties), noEdge past the list's rows.
+func (b *builder) nearestRows(anchors []float32, k int) []uint32 {
 	m := len(anchors) / b.d
-	reps := make([]uint32, m)
-	par.For(m, 4, func(lo, hi int) {
-		for a := lo; a < hi; a++ {
-			best, bd := uint32(0), float32(math.Inf(1))
-			for i := range b.n {
-				if dd := vec.L2(anchors[a*b.d:(a+1)*b.d], b.row(uint32(i))); dd < bd {
-					best, bd = uint32(i), dd
-				}
-			}
-			reps[a] = best
-		}
-	})
 	b.assign = make([]uint32, b.n)
 	par.For(b.n, 256, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -320,6 +322,59 @@ func (b *builder) nearestRows(anchors []float32) []uint32 {
 				}
 			}
 			b.assign[i] = uint32(best)
+		}
+	})
+	lists := make([][]uint32, m)
+	for i, a := range b.assign {
+		lists[a] = append(lists[a], uint32(i))
+	}
+	b.perList = k
+	reps := make([]uint32, m*k)
+	par.For(m, 4, func(lo, hi int) {
+		mt := b.meter()
+		var far []float32
+		for a := lo; a < hi; a++ {
+			out := reps[a*k : (a+1)*k]
+			for j := range out {
+				out[j] = noEdge
+			}
+			members, anchor := lists[a], anchors[a*b.d:(a+1)*b.d]
+			if len(members) == 0 {
+				best, bd := uint32(0), float32(math.Inf(1))
+				for i := range b.n {
+					if dd := vec.L2(anchor, b.row(uint32(i))); dd < bd {
+						best, bd = uint32(i), dd
+					}
+				}
+				out[0] = best
+				continue
+			}
+			first, bd := members[0], float32(math.Inf(1))
+			for _, i := range members {
+				if dd := vec.L2(anchor, b.row(i)); dd < bd {
+					first, bd = i, dd
+				}
+			}
+			out[0] = first
+			far = far[:0]
+			for _, i := range members {
+				far = append(far, mt.l2(b.row(i), b.row(first)))
+			}
+			for j := 1; j < min(k, len(members)); j++ {
+				pick, pd := -1, float32(-1)
+				for x, dd := range far {
+					if dd > pd {
+						pick, pd = x, dd
+					}
+				}
+				if pd <= 0 {
+					break // the rest coincide with rows picked
+				}
+				out[j] = members[pick]
+				for x, i := range members {
+					far[x] = min(far[x], mt.l2(b.row(i), b.row(members[pick])))
+				}
+			}
 		}
 	})
 	return reps
@@ -383,7 +438,7 @@ func (b *builder) refine(ef int) {
 		m := b.meter()
 		for p := lo; p < hi; p++ {
 			xp := b.row(uint32(p))
-			bm.search(slots{b.adj, b.r}, b.reps[b.assign[p]], ef, exactScorer{m, xp}, true)
+			bm.search(slots{b.adj, b.r}, b.reps[int(b.assign[p])*b.perList], ef, exactScorer{m, xp}, true)
 			merged = append(merged[:0], bm.expanded...)
 			for _, v := range b.adj[p*b.r : (p+1)*b.r] {
 				if v == noEdge {

@@ -156,15 +156,28 @@ func (sc *scorer) setQuery(q []float32) {
 	}
 }
 
-// nearestAnchor is the anchor nearest the query (the lowest on ties).
-func (sc *scorer) nearestAnchor() int {
-	best, bd := 0, float32(math.Inf(1))
+// nearestAnchors sets dst to the k anchors nearest the query, nearest
+// first (the lower anchor on ties), and returns it.
+func (sc *scorer) nearestAnchors(dst []int, k int) []int {
+	dst = dst[:0]
+	var ds []float32
 	for a, n := range sc.nc.norms {
-		if d := n - 2*sc.dots[a]; d < bd {
-			best, bd = a, d
+		d := n - 2*sc.dots[a]
+		if len(dst) == k && !(d < ds[k-1]) {
+			continue
 		}
+		i := len(dst)
+		for i > 0 && d < ds[i-1] {
+			i--
+		}
+		if len(dst) < k {
+			dst, ds = append(dst, 0), append(ds, 0)
+		}
+		copy(dst[i+1:], dst[i:])
+		copy(ds[i+1:], ds[i:])
+		dst[i], ds[i] = a, d
 	}
-	return best
+	return dst
 }
 
 // scores sets out[k] to the estimate for row ids[k], the rows' records

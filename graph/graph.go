@@ -35,12 +35,14 @@ type Graph struct {
 	// bits.Len(n) bits.
 	adj   packedSlots
 	entry uint32 // the row nearest the mean, from which every row is reached
-	// reps[a] is the row nearest anchor a: a search starts from the one
-	// of the anchor nearest the query (the IVF probe's first list), so
-	// that it starts inside the query's cluster.
-	reps  []uint32
-	nodes nodeCodes
-	pool  sync.Pool // *searcher
+	// reps[a*perList:(a+1)*perList] are anchor a's starting rows, spread
+	// over its list (noEdge past a short list's): a search starts from
+	// those of the anchors nearest the query, so that it starts inside
+	// the query's cluster even where an anchor's list holds several.
+	reps    []uint32
+	perList int
+	nodes   nodeCodes
+	pool    sync.Pool // *searcher
 }
 
 // Len is the number of rows.

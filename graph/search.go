@@ -13,6 +13,16 @@ type SearchOptions struct {
 	K int // hits wanted, at least 1; more than Len() returns Len()
 	// Ef is the beam's width: the rows kept while walking, at least K.
 	Ef int
+	// Starts is how many of the anchors nearest the query give the walk
+	// its first rows (BuildOptions.StartsPerList of each, spread over
+	// its list); 0 means DefaultStarts. Where clusters are far apart,
+	// pruning leaves few edges between them, and a walk that starts in
+	// a cluster the query is not in stays there.
+	Starts int
+	// Seeds are more rows the walk starts from (a caller's cheap first
+	// guesses: an IVF search of the nearest list, say); rows beyond the
+	// graph are an error.
+	Seeds []uint32
 	// Rerank, when set, holds the original vectors (the input the index
 	// was built from): the best RerankCount rows by code are measured
 	// exactly and the best K of them returned.
@@ -39,7 +49,13 @@ type searcher struct {
 	sc   *scorer
 	row  []float32
 	top  []pair
+	// anchors and entries: the anchors nearest the query, their rows.
+	anchors []int
+	entries []uint32
 }
+
+// DefaultStarts is SearchOptions.Starts when it is 0.
+const DefaultStarts = 2
 
 // Search returns the K rows nearest q that a walk of width Ef finds,
 // nearest first, with their squared distances: the codes' estimates
@@ -52,10 +68,17 @@ func (g *Graph) Search(q []float32, opt SearchOptions) ([]index.Hit, error) {
 		return nil, argErr("query has %d values, the graph dimension %d", len(q), g.d)
 	case opt.K < 1:
 		return nil, argErr("k must be at least 1, got %d", opt.K)
+	case opt.Starts < 0:
+		return nil, argErr("starts must be 0 (the default) or more, got %d", opt.Starts)
 	case opt.Ef < opt.K:
 		return nil, argErr("ef %d is below k %d: the beam holds the hits", opt.Ef, opt.K)
 	case opt.Rerank != nil && (opt.Rerank.Len() != g.n || opt.Rerank.Dim() != g.d):
 		return nil, argErr("re-rank vectors are %d x %d, the graph %d x %d", opt.Rerank.Len(), opt.Rerank.Dim(), g.n, g.d)
+	}
+	for _, r := range opt.Seeds {
+		if int(r) >= g.n {
+			return nil, argErr("seed row %d of %d rows", r, g.n)
+		}
 	}
 	for j, v := range q {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
@@ -68,7 +91,20 @@ func (g *Graph) Search(q []float32, opt SearchOptions) ([]index.Hit, error) {
 	}
 	defer g.pool.Put(s)
 	s.sc.setQuery(q)
-	s.beam.search(g.adj, g.reps[s.sc.nearestAnchor()], opt.Ef, s.sc, false)
+	starts := opt.Starts
+	if starts == 0 {
+		starts = DefaultStarts
+	}
+	s.anchors = s.sc.nearestAnchors(s.anchors, min(starts, len(g.reps)/g.perList))
+	s.entries = append(s.entries[:0], opt.Seeds...)
+	for _, a := range s.anchors {
+		for _, r := range g.reps[a*g.perList : (a+1)*g.perList] {
+			if r != noEdge {
+				s.entries = append(s.entries, r)
+			}
+		}
+	}
+	s.beam.searchFrom(g.adj, s.entries, opt.Ef, s.sc, false)
 	top := s.top[:0]
 	for _, p := range s.beam.pool {
 		top = append(top, p.pair)

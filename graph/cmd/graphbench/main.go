@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -42,6 +43,9 @@ func run() error {
 	efs := flag.String("ef", "16,32,64,128,256", "beam widths")
 	rerank := flag.Bool("rerank", false, "re-rank the best candidates from -base rounded to float16 (a .f16 copy in a temporary folder)")
 	rerankCount := flag.Int("rerank-count", 0, "candidates re-ranked (0: ef)")
+	starts := flag.Int("starts", 0, "anchors nearest the query whose rows start the walk (0: graph.DefaultStarts)")
+	seedProbe := flag.Int("seed-probe", 0, "also start the walk from the index's own search of this many lists (0: none)")
+	seedK := flag.Int("seed-k", 0, "rows that search hands the walk (0: ef)")
 	reps := flag.Int("reps", 3, "timed passes over the queries (after one untimed); the best counts")
 	name := flag.String("name", "", "dataset name for the output")
 	var opt graph.BuildOptions
@@ -142,7 +146,7 @@ func run() error {
 		if err != nil {
 			return fmt.Errorf("-ef: %w", err)
 		}
-		sopt := graph.SearchOptions{K: 10, Ef: max(ef, 10), RerankCount: *rerankCount}
+		sopt := graph.SearchOptions{K: 10, Ef: max(ef, 10), RerankCount: *rerankCount, Starts: *starts}
 		sopt.Rerank = rerankRows
 		found := make([][]index.Hit, nq)
 		best := time.Duration(1 << 62)
@@ -164,6 +168,17 @@ func run() error {
 						o := sopt
 						if r == 0 && i%16 == 0 { // sample reads on the first pass, outside the best's timing
 							o.Reads = new(graph.Reads)
+						}
+						if *seedProbe > 0 {
+							seeds, err := ix.Search(qs[i], index.SearchOptions{K: cmp.Or(*seedK, o.Ef), NProbe: *seedProbe})
+							if err != nil {
+								failed.Store(err)
+								return
+							}
+							o.Seeds = make([]uint32, len(seeds))
+							for k, h := range seeds {
+								o.Seeds[k] = uint32(h.ID)
+							}
 						}
 						hits, err := g.Search(qs[i], o)
 						if err != nil {
