@@ -1,9 +1,6 @@
 package graph
 
-import (
-	"cmp"
-	"slices"
-)
+import "slices"
 
 // pair is a row and its distance to what is searched for.
 type pair struct {
@@ -91,7 +88,7 @@ func (b *beam) search(adj adjacency, entry uint32, ef int, sc batchScorer, keepE
 }
 
 // searchFrom is search with the walk starting from every row of entries
-// (the nearest ef of them kept, ties in entries' order).
+// (the nearest ef of them kept, ties by row).
 func (b *beam) searchFrom(adj adjacency, entries []uint32, ef int, sc batchScorer, keepExpanded bool) {
 	b.epoch++
 	if b.epoch == 0 { // wrapped: forget every stamp
@@ -116,7 +113,7 @@ func (b *beam) searchFrom(adj adjacency, entries []uint32, ef int, sc batchScore
 	for k, e := range batch {
 		b.pool = append(b.pool, pooled{pair: pair{b.dists[k], e}})
 	}
-	slices.SortStableFunc(b.pool, func(x, y pooled) int { return cmp.Compare(x.dist, y.dist) })
+	slices.SortFunc(b.pool, func(x, y pooled) int { return comparePairs(x.pair, y.pair) })
 	b.pool = b.pool[:min(len(b.pool), ef)]
 	b.scored, b.expandedCount = len(batch), 0
 	for next := 0; next < len(b.pool); {
