@@ -4,7 +4,6 @@ package cuda
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -60,10 +59,9 @@ func (g *exchange) enablePeers(s *dataset) error {
 			if can == 0 {
 				continue
 			}
-			if err := dr.enablePeer(o.dev.ctx); err != nil {
-				return fmt.Errorf("cuda: peer access from GPU %d to GPU %d: %w", s.dev.ordinal, o.dev.ordinal, err)
-			}
-			direct[j] = true
+			// A refusal (too many peers, a platform that forbids it)
+			// leaves the pair to the driver's staged copies.
+			direct[j] = dr.enablePeer(o.dev.ctx) == nil
 		}
 		return nil
 	})

@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -150,6 +151,15 @@ func (s *dataset) ppSetup(rows []int) error {
 			}
 		})
 		hx, err := d.alloc(int64(len(gathered)) * 2)
+		if errors.Is(err, errOutOfMemory) {
+			// No room for the rows beside the sample (a share whose
+			// points stream is short of memory): transpose them here.
+			if err := s.ppUploadTransposed(gathered); err != nil {
+				return err
+			}
+			s.pp.rows, s.pp.s = &rows[0], n
+			return nil
+		}
 		if err != nil {
 			s.freePP()
 			return err
@@ -181,6 +191,27 @@ func (s *dataset) ppSetup(rows []int) error {
 		return err
 	}
 	s.pp.rows, s.pp.s = &rows[0], n
+	return nil
+}
+
+// ppUploadTransposed uploads the sample's gathered rows (n x d, row-major)
+// column-major, transposed on the host's cores (on the worker).
+func (s *dataset) ppUploadTransposed(gathered []uint16) error {
+	n := len(gathered) / s.d
+	t := make([]uint16, len(gathered))
+	par.For(s.d, 16, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			col := t[j*n : (j+1)*n]
+			for i := range col {
+				col[i] = gathered[i*s.d+j]
+			}
+		}
+	})
+	if err := s.dev.htod(s.pp.t, unsafe.Pointer(&t[0]), int64(len(t))*2); err != nil {
+		s.freePP()
+		return err
+	}
+	s.toDev.Add(int64(len(t)) * 2)
 	return nil
 }
 

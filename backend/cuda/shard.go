@@ -184,10 +184,13 @@ type fixedSums struct {
 	changed int
 	maxDist float32
 	shards  []*dataset // in share order
-	// stats: Stats brought back the variances' sums, into sq and cnt.
-	stats bool
-	sq    []int64
-	cnt   []uint32
+	// stats: Stats brought back the variances' sums, into sq and cnt;
+	// statsErr: it failed, perhaps after some shares had added the
+	// others' parts into their own (a second try would add them twice).
+	stats    bool
+	statsErr error
+	sq       []int64
+	cnt      []uint32
 }
 
 // Again: the first round met a point beyond its scales (on any share).
@@ -213,7 +216,7 @@ func (s *dataset) Fold(acc device.ShardSums) (device.ShardSums, error) {
 			sh.own = t
 		}
 		t.gn, t.fix, t.round, t.move = s.gn, sh.fix, sh.round, sh.move
-		t.energy, t.changed, t.maxDist, t.shards, t.stats = 0, 0, 0, t.shards[:0], false
+		t.energy, t.changed, t.maxDist, t.shards, t.stats, t.statsErr = 0, 0, 0, t.shards[:0], false, nil
 	} else {
 		var ok bool
 		t, ok = acc.(*fixedSums)
@@ -260,6 +263,9 @@ func (s *dataset) Apply(p device.StepParams, move bool, total device.ShardSums) 
 		parts = []statsPart{partSum, partWsum, partCnt}
 	}
 	return s.share.group.allReduce(s, parts, err, func() error {
+		// vlc_update moves nothing when the share's own largest
+		// distance passed smax: never here, since no share's is above
+		// the set's, which Again kept within smax.
 		if move {
 			if err := s.launchUpdate(p, true); err != nil {
 				return err
@@ -279,11 +285,15 @@ func (t *fixedSums) Stats(counts []int64, variance []float32) error {
 		return fmt.Errorf("cuda: Stats of an incomplete pass")
 	}
 	md := t.m * t.d
+	if t.statsErr != nil {
+		return fmt.Errorf("cuda: Stats after a failed Stats of the same pass: %w", t.statsErr)
+	}
 	if !t.stats {
 		if len(t.sq) != md || len(t.cnt) != t.m {
 			t.sq, t.cnt = make([]int64, md), make([]uint32, t.m)
 		}
 		if err := t.shards[0].share.group.fetchSq(t.shards, t.sq, t.cnt); err != nil {
+			t.statsErr = err
 			return err
 		}
 		t.stats = true
