@@ -197,16 +197,7 @@ func (s *dataset) ppSetup(rows []int) error {
 // ppUploadTransposed uploads the sample's gathered rows (n x d, row-major)
 // column-major, transposed on the host's cores (on the worker).
 func (s *dataset) ppUploadTransposed(gathered []uint16) error {
-	n := len(gathered) / s.d
-	t := make([]uint16, len(gathered))
-	par.For(s.d, 16, func(lo, hi int) {
-		for j := lo; j < hi; j++ {
-			col := t[j*n : (j+1)*n]
-			for i := range col {
-				col[i] = gathered[i*s.d+j]
-			}
-		}
-	})
+	t := columnMajor(gathered, s.d)
 	if err := s.dev.htod(s.pp.t, unsafe.Pointer(&t[0]), int64(len(t))*2); err != nil {
 		s.freePP()
 		return err
