@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/bits"
 
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/f16"
@@ -141,19 +140,7 @@ func (sc *scorer) setQuery(q []float32) {
 	if sc.lut == nil {
 		return
 	}
-	// Entry v of nibble position h: the levels packed in v times their
-	// coordinates, built from v with its lowest set bit cleared.
-	b := nc.bits
-	per := 4 / b
-	for h := range 2 * nc.packed {
-		t := sc.lut[h*16 : (h+1)*16]
-		pq := sc.pq[h*per : (h+1)*per]
-		t[0] = 0
-		for v := 1; v < 16; v++ {
-			low := bits.TrailingZeros8(uint8(v))
-			t[v] = t[v&(v-1)] + float32(int(1)<<(low%b))*pq[low/b]
-		}
-	}
+	quant.NibbleTables(sc.lut, sc.pq, nc.bits, nc.packed)
 }
 
 // nearestAnchors sets dst to the k anchors nearest the query, nearest

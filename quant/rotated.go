@@ -393,17 +393,23 @@ func (sc *rotatedScorer) prepare(params []byte) {
 	if c.bits >= 4 {
 		return // scored by unpacking
 	}
-	// Entry v equals entry v with its lowest set bit cleared plus one unit
-	// of the level that bit belongs to times its coordinate.
-	b := c.bits
+	NibbleTables(sc.lut, sc.q, c.bits, c.packed)
+}
+
+// NibbleTables fills lut (packed*2 tables of 16) for levels of b < 4 bits
+// packed in packed bytes: lut[h*16+v] is the sum over the levels packed in
+// nibble value v at nibble position h of level times the matching
+// coordinate of q. Entry v is entry v with its lowest set bit cleared plus
+// one unit of the level that bit belongs to times its coordinate.
+func NibbleTables(lut, q []float32, b, packed int) {
 	per := 4 / b
-	for h := range 2 * c.packed {
-		t := sc.lut[h*16 : (h+1)*16]
-		q := sc.q[h*per : (h+1)*per]
+	for h := range 2 * packed {
+		t := lut[h*16 : (h+1)*16]
+		qh := q[h*per : (h+1)*per]
 		t[0] = 0
 		for val := 1; val < 16; val++ {
 			low := bits.TrailingZeros8(uint8(val))
-			t[val] = t[val&(val-1)] + float32(int(1)<<(low%b))*q[low/b]
+			t[val] = t[val&(val-1)] + float32(int(1)<<(low%b))*qh[low/b]
 		}
 	}
 }
