@@ -24,8 +24,8 @@ import (
 // of a tile, an empty list, nprobe 1 to every list, k 1 to 100, batches
 // of one query to 300, re-ranking; hits against the CPU path's.
 func TestSearchParity(t *testing.T) {
-	half := len(devicetest.DefaultCases) / 2                                                      // the rest: TestSearchParityRest
-	devicetest.Parity(t, gpuDevice(t), devicetest.Options{Cases: devicetest.DefaultCases[:half]}) // the codes' cases: TestSearchCodes
+	// The second half: TestSearchParityRest; the codes' cases: TestSearchCodes.
+	devicetest.Parity(t, gpuDevice(t), devicetest.Options{Cases: devicetest.DefaultCases[:len(devicetest.DefaultCases)/2]})
 }
 
 // The second half of the rotated cases, apart so that no test runs past
