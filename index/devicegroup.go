@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/bits"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -148,18 +149,21 @@ func (p partsOnDevice) searchBatch(ctx context.Context, queries Rows, opt Search
 // longer; more make the device's passes smaller, and its scan shares
 // each list among fewer queries. Where the devices take several chunks
 // at once (lanes: replicas, each GPU a copy of the index), a batch goes
-// in at least two chunks a lane.
+// in at least pipelinePerLane chunks a lane.
 //
-// Measured (1M x 768, 4 bits, 4,096 lists, nprobe 64, vlc eval -batch
-// 10000 -min-time 2s, NVIDIA H200, one call of 2026-11-27): 952K QPS in
-// 4 chunks, 997K in 3; an earlier call, before the queries were prepared
-// in page-locked memory: 448K in 1, 635K in 2, 677K in 3, 691K in 4.
-// Batches of 1,000 (a later call, one H200, the host's share cut by
-// then): 632K-680K in one pass, 579K in 2 chunks of 500, 505K in 3.
+// Measured (vlc eval -nprobe 64 -batch 10000 -min-time 2s, 4 bits, two
+// NVIDIA H200s, one call of 2026-11-27, three runs at 10M and two at 1M):
+//
+//	index                    one GPU, 3 parts / 2   two GPUs, 2 a lane / 1
+//	10M x 768, 16,384 lists  461-463K / 505-512K    791-796K / 893-905K
+//	1M x 768, 4,096 lists    1.32-1.33M / 1.39M     2.21-2.22M / 2.20-2.24M
+//
+// Batches of 1,000 (an earlier call, one H200): 632K-680K in one pass,
+// 579K in 2 chunks of 500, 505K in 3.
 const (
 	pipelineChunk   = 2048
-	pipelineParts   = 3
-	pipelinePerLane = 2
+	pipelineParts   = 2
+	pipelinePerLane = 1
 )
 
 // pipelineShape is pipelineChunk, pipelineParts and pipelinePerLane, or
@@ -201,74 +205,99 @@ func (p partsOnDevice) lanes(st *deviceSearch) int {
 	return max(n, 1)
 }
 
-// pipeline searches the chunks in three stages that overlap: prepare
-// (one goroutine), the devices (a goroutine a lane, each taking whole
-// chunks), finish (one goroutine; a query that reads on is searched
-// again on the devices from there, DeviceIndex's lock keeping that call
-// apart from the lanes').
+// pipeline searches the chunks in three stages that overlap: prepare,
+// search on the devices, finish (a query that reads on is searched again
+// on the devices from there, DeviceIndex's lock keeping that call apart
+// from the lanes'). Where the devices take several chunks at once
+// (lanes), each lane runs its own three stages over every lanes-th
+// chunk: the lanes' first chunks are prepared, and their last finished,
+// at the same time. Measured (10M x 768, 16,384 lists, nprobe 64,
+// batches of 10,000, two H200s, one call): with one preparer and one
+// finisher for both lanes, the second lane started 0.35 ms after the
+// first and the last chunk's finish waited 0.55 ms for the one before.
 func (p partsOnDevice) pipeline(ctx context.Context, st *deviceSearch, chunks [][]int, nprobe int, readOn bool) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	tr := newPipeTrace(len(chunks))
+	defer tr.print()
+	lanes := p.lanes(st)
+	var wg sync.WaitGroup
+	for lane := range min(lanes, len(chunks)) {
+		var mine []int // the chunks this lane takes
+		for i := lane; i < len(chunks); i += lanes {
+			mine = append(mine, i)
+		}
+		if lanes == 1 {
+			lane = -1 // the whole copy
+		}
+		wg.Go(func() { p.lanePipeline(ctx, cancel, st, chunks, mine, nprobe, lane, readOn, tr) })
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return ctx.Err()
+}
+
+// lanePipeline prepares, searches on lane and finishes the chunks mine
+// names, the three stages overlapping; the first error cancels ctx.
+func (p partsOnDevice) lanePipeline(ctx context.Context, cancel context.CancelCauseFunc, st *deviceSearch, chunks [][]int, mine []int, nprobe, lane int, readOn bool, tr *pipeTrace) {
 	prepared := make(chan *chunk, 1)
 	searched := make(chan *chunk, 1)
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		defer close(prepared)
-		for _, which := range chunks {
-			c, err := p.prepare(ctx, st, which)
+		for _, i := range mine {
+			tr.mark(i, tracePrepare)
+			c, err := p.prepare(ctx, st, chunks[i])
+			tr.mark(i, tracePrepared)
 			if err != nil {
 				cancel(err)
 				return
 			}
+			c.seq = i
 			select {
 			case prepared <- c:
 			case <-ctx.Done():
 				c.release()
 				return
 			}
+			// The lane that took c waits on this core, behind the next
+			// chunk's preparation on every core, unless this goroutine
+			// yields (measured as above: without the yield a chunk
+			// waited 0.35-0.5 ms between prepared and searched).
+			runtime.Gosched()
 		}
-	}()
-	go func() {
-		defer wg.Done()
+	})
+	wg.Go(func() {
 		for c := range searched {
 			if ctx.Err() == nil {
+				tr.mark(c.seq, traceFinish)
 				if err := p.finishChunk(ctx, st, c, nprobe, readOn); err != nil {
 					cancel(err)
 				}
+				tr.mark(c.seq, traceFinished)
 			}
 			c.release()
 		}
-	}()
-	lanes := p.lanes(st)
-	var devs sync.WaitGroup
-	for lane := range lanes {
-		if lanes == 1 {
-			lane = -1 // the whole copy
+	})
+	for c := range prepared {
+		if ctx.Err() != nil {
+			c.release()
+			continue
 		}
-		devs.Go(func() {
-			for c := range prepared {
-				if ctx.Err() != nil {
-					c.release()
-					continue
-				}
-				if err := p.onLane(ctx, st, c, nprobe, lane); err != nil {
-					cancel(err)
-					c.release()
-					continue
-				}
-				searched <- c
-			}
-		})
+		tr.lane(c.seq, lane)
+		tr.mark(c.seq, traceSearch)
+		if err := p.onLane(ctx, st, c, nprobe, lane); err != nil {
+			cancel(err)
+			c.release()
+			continue
+		}
+		tr.mark(c.seq, traceSearched)
+		searched <- c
 	}
-	devs.Wait()
 	close(searched)
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return ctx.Err()
 }
 
 // KeyedFilter is a Filter that says when it allows the same rows as
@@ -409,6 +438,7 @@ type chunk struct {
 	entries [][]int32   // per part on a device
 	dists   [][]float32 // per part on a device
 	onCPU   []bool      // the queries a device could not complete (nil: none)
+	seq     int         // its place in a pipelined batch (-1 outside one)
 	release func()      // gives qs back to the device that lent it
 }
 
@@ -441,7 +471,7 @@ func (p partsOnDevice) prepare(ctx context.Context, st *deviceSearch, which []in
 		release()
 		return nil, err
 	}
-	return &chunk{which: which, qs: qs, scales: scales, release: release}, nil
+	return &chunk{which: which, qs: qs, scales: scales, release: release, seq: -1}, nil
 }
 
 // queryBuffer is where a chunk's prepared queries go: memory the first

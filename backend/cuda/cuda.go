@@ -406,6 +406,7 @@ func (d *Device) Close() error {
 		d.pinMu.Lock()
 		for _, b := range d.pinned {
 			if !b.inUse { // one still lent is left to leak rather than be written after it is freed
+				portableBufs.remove(b)
 				d.drv.call("cuMemFreeHost", d.drv.cuMemFreeHost, uintptr(unsafe.Pointer(&b.buf[0])))
 			}
 		}

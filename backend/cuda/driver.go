@@ -44,6 +44,10 @@ type driver struct {
 	cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD8, cuMemGetInfo                    uintptr
 	cuGetErrorName, cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime           uintptr
 	cuEventDestroy, cuMemAllocHost, cuMemFreeHost                                                  uintptr
+	// cuMemHostAlloc is optional: where present, query buffers are
+	// page-locked for every context (portable), so that each GPU of a
+	// replicated search copies them up directly.
+	cuMemHostAlloc uintptr
 	cuStreamCreate, cuStreamDestroy, cuMemcpyHtoDAsync                                             uintptr
 	// Peers (a point set split over devices, shard.go).
 	cuDeviceCanAccessPeer, cuCtxEnablePeerAccess, cuMemcpyPeerAsync uintptr
@@ -123,6 +127,9 @@ func loadDriver() (*driver, error) {
 		}
 		if p, err := purego.Dlsym(lib, "cuTensorMapEncodeTiled"); err == nil {
 			d.cuTensorMapEncodeTiled = p
+		}
+		if p, err := purego.Dlsym(lib, "cuMemHostAlloc"); err == nil {
+			d.cuMemHostAlloc = p
 		}
 		d.graphs = true
 		for _, s := range []struct {
