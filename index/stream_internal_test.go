@@ -32,7 +32,7 @@ func (h *hostStream) EncodeRotated(l device.RotatedLayout, anchors []float32, id
 func (h *hostStream) EncodeRotatedStream(l device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
 	n := len(ids)
 	c := h.code
-	encodeLists(context.Background(), h.rows, c, anchors, ids, offsets, codes, params, nil, func(int, int) {})
+	encodeLists(context.Background(), h.rows, c, anchors, ids, offsets, codes, params, nil, func(int) {})
 	cb := l.CodeBytes()
 	e := int(offsets[h.bad])
 	binary.LittleEndian.PutUint16(codes[e*cb+cb-4:], 0x7c00) // +Inf
