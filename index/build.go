@@ -67,12 +67,16 @@ type Plan struct {
 	// encodes, or after each run of rows the device hands over
 	// (device.RotatedStreamEncoder). Calls do not overlap.
 	Progress func(done, total int)
-	// Times, when set, receives Write's wall times: building the
-	// sections (encoding and packing) and writing the file.
+	// Times, when set, receives Write's wall times: encoding and
+	// packing, the file written meanwhile, and what writing is left
+	// after the last code is packed.
 	Times *WriteTimes
 }
 
-// WriteTimes are the wall times of Write's two parts.
+// WriteTimes are the wall times of Write's two parts: Build until the
+// last entry's code is packed, Write from then until the file is in
+// place (the last codes and list parameters written, the sync, the
+// rename).
 type WriteTimes struct {
 	Build, Write time.Duration
 }
@@ -360,21 +364,28 @@ func assemble(code quant.Code, meta Meta, anchors16 []byte, offsets []uint64, id
 		}
 		codes, blocks = pk.low, pk.blocks
 	}
+	return sections(meta, anchors16, offsets, ids, params, codes, blocks, pk != nil, global, keys, payloads), nil
+}
+
+// sections lists an index's sections in file order: codes are the entry
+// codes, or their low bits and blocks the blocks when blocked (a
+// quant.Blocked code).
+func sections(meta Meta, anchors16 []byte, offsets []uint64, ids []uint32, params, codes, blocks []byte, blocked bool, global []byte, keys []string, payloads [][]byte) []format.Section {
 	secs := []format.Section{
 		{Kind: secMeta, Data: meta.marshal()},
 		{Kind: secAnchors, Data: anchors16},
 		{Kind: secLists, Data: u64Bytes(offsets)},
-		{Kind: secIDs, Data: packRows(ids, rowBits(n))},
+		{Kind: secIDs, Data: packRows(ids, rowBits(len(ids)))},
 		{Kind: secParams, Data: params},
 		{Kind: secCodes, Data: codes},
 	}
-	if blocks != nil {
+	if blocked {
 		secs = append(secs, format.Section{Kind: secBlocks, Data: blocks})
 	}
 	if global != nil {
 		secs = append(secs, format.Section{Kind: secGlobal, Data: global})
 	}
-	return append(secs, docSections(keys, payloads)...), nil
+	return append(secs, docSections(keys, payloads)...)
 }
 
 // encodeLists encodes the lists on the host's cores, one list at a time
@@ -482,22 +493,19 @@ func Write(path string, p Plan) error {
 }
 
 // WriteContext is Write that gives up once ctx is done, while encoding or
-// while writing (format.WriteFileContext): the temporary file is removed,
-// an existing file at path is left as it was, and the error wraps ctx's.
+// while writing: the temporary file is removed, an existing file at path
+// is left as it was, and the error wraps ctx's. The file is written while
+// the codes are encoded (format.FileWriter): all but the codes and list
+// parameters first, then the codes as they become final, in list order.
 func WriteContext(ctx context.Context, path string, p Plan) error {
 	arena := &spill.Arena{Dir: p.SpillDir, Min: spillMin}
 	defer arena.Close()
 	start := time.Now()
-	secs, err := build(ctx, p, arena)
+	b, err := prepare(ctx, p, arena)
 	if err != nil {
 		return err
 	}
-	built := time.Now()
-	err = format.WriteFileContext(ctx, path, secs)
-	if p.Times != nil {
-		p.Times.Build, p.Times.Write = built.Sub(start), time.Since(built)
-	}
-	return err
+	return b.write(ctx, path, p, start)
 }
 
 // spillMin is the smallest array a Plan's SpillDir takes: smaller ones
