@@ -57,8 +57,9 @@ type Plan struct {
 	// the parameters cannot hold is fitted as usual. Codes without
 	// FrozenEncoder ignore it; so does a Device.
 	Params []byte
-	// SpillDir, when set, is a folder where Write keeps the code arrays
-	// (the bulk of an index: about CodeBytes per row, twice) in files
+	// SpillDir, when set, is a folder where Write keeps the entry codes
+	// (the bulk of an index: CodeBytes per row; they are packed and
+	// written a chunk at a time) in files
 	// the kernel pages, rather than on the heap (internal/spill), so that
 	// the process's anonymous memory stays small for any number of rows.
 	SpillDir string
