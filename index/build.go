@@ -57,8 +57,9 @@ type Plan struct {
 	// the parameters cannot hold is fitted as usual. Codes without
 	// FrozenEncoder ignore it; so does a Device.
 	Params []byte
-	// SpillDir, when set, is a folder where Write keeps the code arrays
-	// (the bulk of an index: about CodeBytes per row, twice) in files
+	// SpillDir, when set, is a folder where Write keeps the entry codes
+	// (the bulk of an index: CodeBytes per row; they are packed and
+	// written a chunk at a time) in files
 	// the kernel pages, rather than on the heap (internal/spill), so that
 	// the process's anonymous memory stays small for any number of rows.
 	SpillDir string
@@ -67,12 +68,16 @@ type Plan struct {
 	// encodes, or after each run of rows the device hands over
 	// (device.RotatedStreamEncoder). Calls do not overlap.
 	Progress func(done, total int)
-	// Times, when set, receives Write's wall times: building the
-	// sections (encoding and packing) and writing the file.
+	// Times, when set, receives Write's wall times: encoding and
+	// packing, the file written meanwhile, and what writing is left
+	// after the last code is packed.
 	Times *WriteTimes
 }
 
-// WriteTimes are the wall times of Write's two parts.
+// WriteTimes are the wall times of Write's two parts: Build until the
+// last entry's code is packed, Write from then until the file is in
+// place (the last codes and list parameters written, the sync, the
+// rename).
 type WriteTimes struct {
 	Build, Write time.Duration
 }
@@ -92,6 +97,38 @@ func BuildContext(ctx context.Context, p Plan) ([]format.Section, error) {
 
 // build is BuildContext with the code arrays from arena (nil: the heap).
 func build(ctx context.Context, p Plan, arena *spill.Arena) ([]format.Section, error) {
+	b, err := prepare(ctx, p, arena)
+	if err != nil {
+		return nil, err
+	}
+	pk, err := newPacker(b.code, b.codes, len(b.ids), arena)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.encode(ctx, p, pk.upTo); err != nil {
+		return nil, err
+	}
+	return assemble(b.code, b.meta, b.anchors16, b.offsets, b.ids, b.params, b.codes, b.global, p.Keys, p.Payloads, arena, pk)
+}
+
+// prepared is a build up to its encoding: the rows grouped by anchor
+// (entry e of list a is row ids[e], offsets[a] <= e < offsets[a+1]), the
+// anchors as stored, the code set up, and the arrays encode fills.
+type prepared struct {
+	code      quant.Code
+	meta      Meta // complete: N, Dim, M and the code's Bits and Subspaces set
+	anchors16 []byte
+	anchors   []float32 // anchors16's values
+	offsets   []uint64
+	ids       []uint32
+	global    []byte // a quant.Trainer code's shared parameters
+	codes     []byte // CodeBytes an entry, from the arena
+	params    []byte // ParamBytes a list
+}
+
+// prepare checks p and does a build's work before encoding: grouping,
+// storing the anchors, training a quant.Trainer code's shared parameters.
+func prepare(ctx context.Context, p Plan, arena *spill.Arena) (*prepared, error) {
 	n, d := p.Rows.Len(), p.Rows.Dim()
 	m := len(p.Anchors) / max(d, 1)
 	switch {
@@ -188,43 +225,69 @@ func build(ctx context.Context, p Plan, arena *spill.Arena) ([]format.Section, e
 	if err != nil {
 		return nil, err
 	}
-	params := make([]byte, m*pb)
+	meta := p.Meta
+	meta.Bits, meta.Subspaces = uint32(spec.Bits), uint32(spec.Subspaces)
+	meta.N, meta.Dim, meta.M = uint64(n), uint32(d), uint32(m)
+	return &prepared{code: code, meta: meta, anchors16: u16Bytes(anchors16), anchors: anchors, offsets: offsets, ids: ids,
+		global: global, codes: codes, params: make([]byte, m*pb)}, nil
+}
+
+// encode writes every entry's code and every list's parameters: on
+// p.Device when it can (the rotated code, no frozen parameters), else on
+// the host's cores. It calls final(hi), one call at a time with hi
+// growing to the entry count, once the codes of entries below hi are
+// final (whole lists: a device's infinite scalars encoded again on the
+// host), and reports progress as Plan.Progress says. It stops early,
+// returning ctx's error, once ctx is done.
+func (b *prepared) encode(ctx context.Context, p Plan, final func(hi int)) error {
+	n, m := len(b.ids), len(b.offsets)-1
 	progress := p.Progress
 	if progress == nil {
 		progress = func(int, int) {}
 	}
-	pk, err := newPacker(code, codes, n, arena)
-	if err != nil {
-		return nil, err
-	}
 	progress(0, n)
-	onHost := true
-	if rc, ok := code.(*quant.Rotated); ok && p.Device != nil && p.Params == nil {
-		// Each run of codes the device hands over is packed while it
-		// encodes the next.
+	if rc, ok := b.code.(*quant.Rotated); ok && p.Device != nil && p.Params == nil {
+		// Each run of codes the device hands over is final once its
+		// whole lists are checked, and goes on (packed, written) while
+		// the device encodes the next.
+		next, handed := 0, false
 		ready := func(lo, hi int) {
-			pk.upTo(hi)
+			handed = true
+			first := next
+			for next < m && int(b.offsets[next+1]) <= hi {
+				next++
+			}
+			reencodeNonFinite(p.Rows, rc, b.anchors, b.ids, b.offsets, b.codes, b.params, first, next)
+			final(int(b.offsets[next]))
 			progress(hi, n)
 		}
-		switch err := device.EncodeRotatedStream(p.Device, rc.Layout(), anchors, ids, offsets, codes, params, ready); {
+		err := device.EncodeRotatedStream(p.Device, rc.Layout(), b.anchors, b.ids, b.offsets, b.codes, b.params, ready)
+		switch {
+		case err == nil && next == m:
+			return ctx.Err()
 		case err == nil:
-			onHost = false
-			for _, a := range reencodeNonFinite(p.Rows, rc, anchors, ids, offsets, codes, params) {
-				pk.repack(int(offsets[a]), int(offsets[a+1]))
-			}
+			return fmt.Errorf("index: encode: the device handed over the codes of %d of %d lists", next, m)
 		case !errors.Is(err, device.ErrNotResident):
-			return nil, err
+			return err
+		case handed:
+			return fmt.Errorf("index: encode: the device gave up after handing codes over: %w", err)
 		}
 	}
-	if onHost {
-		encodeLists(ctx, p.Rows, code, anchors, ids, offsets, codes, params, p.Params, progress)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	meta := p.Meta
-	meta.Bits, meta.Subspaces = uint32(spec.Bits), uint32(spec.Subspaces)
-	return assemble(code, meta, u16Bytes(anchors16), offsets, ids, params, codes, global, p.Keys, p.Payloads, arena, pk)
+	var mu sync.Mutex // orders final and progress
+	listDone := make([]bool, m)
+	next, encoded := 0, 0
+	encodeLists(ctx, p.Rows, b.code, b.anchors, b.ids, b.offsets, b.codes, b.params, p.Params, func(a int) {
+		mu.Lock()
+		defer mu.Unlock()
+		listDone[a] = true
+		for next < m && listDone[next] {
+			next++
+		}
+		final(int(b.offsets[next]))
+		encoded += int(b.offsets[a+1] - b.offsets[a])
+		progress(encoded, n)
+	})
+	return ctx.Err()
 }
 
 // packer re-lays the entry codes of a quant.Blocked code into its blocks
@@ -272,23 +335,6 @@ func (p *packer) upTo(hi int) {
 	}
 }
 
-// repack packs again the packed blocks that hold entries lo to hi-1, whose
-// codes changed after they were packed.
-func (p *packer) repack(lo, hi int) {
-	if p == nil {
-		return
-	}
-	lo -= lo % quant.BlockLen
-	hi = min(p.done, (hi+quant.BlockLen-1)/quant.BlockLen*quant.BlockLen)
-	if lo >= hi {
-		return
-	}
-	bb, lb := p.b.BlockBytes(), p.b.LowBytes()
-	clear(p.blocks[lo/quant.BlockLen*bb : (hi+quant.BlockLen-1)/quant.BlockLen*bb])
-	clear(p.low[lo*lb : hi*lb])
-	p.pack(lo, hi)
-}
-
 // pack packs entries lo to hi-1, lo a multiple of quant.BlockLen, into
 // their zeroed blocks and low bits.
 func (p *packer) pack(lo, hi int) {
@@ -319,38 +365,43 @@ func assemble(code quant.Code, meta Meta, anchors16 []byte, offsets []uint64, id
 		}
 		codes, blocks = pk.low, pk.blocks
 	}
+	return sections(meta, anchors16, offsets, ids, params, codes, blocks, pk != nil, global, keys, payloads), nil
+}
+
+// sections lists an index's sections in file order: codes are the entry
+// codes, or their low bits and blocks the blocks when blocked (a
+// quant.Blocked code).
+func sections(meta Meta, anchors16 []byte, offsets []uint64, ids []uint32, params, codes, blocks []byte, blocked bool, global []byte, keys []string, payloads [][]byte) []format.Section {
 	secs := []format.Section{
 		{Kind: secMeta, Data: meta.marshal()},
 		{Kind: secAnchors, Data: anchors16},
 		{Kind: secLists, Data: u64Bytes(offsets)},
-		{Kind: secIDs, Data: packRows(ids, rowBits(n))},
+		{Kind: secIDs, Data: packRows(ids, rowBits(len(ids)))},
 		{Kind: secParams, Data: params},
 		{Kind: secCodes, Data: codes},
 	}
-	if blocks != nil {
+	if blocked {
 		secs = append(secs, format.Section{Kind: secBlocks, Data: blocks})
 	}
 	if global != nil {
 		secs = append(secs, format.Section{Kind: secGlobal, Data: global})
 	}
-	return append(secs, docSections(keys, payloads)...), nil
+	return append(secs, docSections(keys, payloads)...)
 }
 
 // encodeLists encodes the lists on the host's cores, one list at a time
-// per core, stopping early once ctx is done, and reports progress after
-// each list (one call at a time).
+// per core, in about list order, stopping early once ctx is done, and
+// calls done(a) after list a is encoded (calls may overlap).
 //
 // With fixed (a frozen model's list parameters), lists are encoded under
 // them where the code allows (quant.FrozenEncoder), else fitted.
-func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []float32, ids []uint32, offsets []uint64, codes, params, fixed []byte, progress func(done, total int)) {
+func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []float32, ids []uint32, offsets []uint64, codes, params, fixed []byte, done func(a int)) {
 	d, m := rows.Dim(), len(offsets)-1
 	cb, pb := code.CodeBytes(), code.ParamBytes()
 	fe, _ := code.(quant.FrozenEncoder)
 	if fe == nil {
 		fixed = nil
 	}
-	var mu sync.Mutex
-	done := 0
 	par.For(m, 1, func(lo, hi int) {
 		var res []float32
 		for a := lo; a < hi; a++ {
@@ -371,25 +422,21 @@ func encodeLists(ctx context.Context, rows Rows, code quant.Code, anchors []floa
 			if fixed == nil || !fe.EncodeFrozen(dst, copy2(prm, fixed[a*pb:(a+1)*pb]), a, res, len(list)) {
 				code.EncodeList(dst, prm, a, res, len(list))
 			}
-			mu.Lock()
-			done += len(list)
-			progress(done, len(ids))
-			mu.Unlock()
+			done(a)
 		}
 	})
 }
 
-// reencodeNonFinite encodes on the host again the lists in which a device
-// wrote an infinite scalar: it takes s as the largest |r|^2, where the
-// host raises s for the rare lists that need it (quant's listScale). It
-// returns those lists, in order.
-func reencodeNonFinite(rows Rows, code *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) (lists []int) {
+// reencodeNonFinite encodes on the host again the lists first to last-1
+// in which a device wrote an infinite scalar: it takes s as the largest
+// |r|^2, where the host raises s for the rare lists that need it (quant's
+// listScale).
+func reencodeNonFinite(rows Rows, code *quant.Rotated, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, first, last int) {
 	cb, pb := code.CodeBytes(), code.ParamBytes()
-	again := make([]bool, len(offsets)-1)
 	// Lists apart on the host's cores: each writes only its own codes
 	// and parameters.
-	par.For(len(offsets)-1, 16, func(lo, hi int) {
-		for a := lo; a < hi; a++ {
+	par.For(last-first, 16, func(lo, hi int) {
+		for a := first + lo; a < first+hi; a++ {
 			for e := offsets[a]; e < offsets[a+1]; e++ {
 				if code.NonFinite(codes[int(e)*cb : int(e+1)*cb]) {
 					list, d := ids[offsets[a]:offsets[a+1]], rows.Dim()
@@ -402,18 +449,11 @@ func reencodeNonFinite(rows Rows, code *quant.Rotated, anchors []float32, ids []
 					}
 					at := int(offsets[a]) * cb
 					code.EncodeList(codes[at:at+len(list)*cb], params[a*pb:(a+1)*pb], a, res, len(list))
-					again[a] = true
 					break
 				}
 			}
 		}
 	})
-	for a, ok := range again {
-		if ok {
-			lists = append(lists, a)
-		}
-	}
-	return lists
 }
 
 // trainSample caps the residuals a Trainer code learns from.
@@ -454,22 +494,19 @@ func Write(path string, p Plan) error {
 }
 
 // WriteContext is Write that gives up once ctx is done, while encoding or
-// while writing (format.WriteFileContext): the temporary file is removed,
-// an existing file at path is left as it was, and the error wraps ctx's.
+// while writing: the temporary file is removed, an existing file at path
+// is left as it was, and the error wraps ctx's. The file is written while
+// the codes are encoded (format.FileWriter): all but the codes and list
+// parameters first, then the codes as they become final, in list order.
 func WriteContext(ctx context.Context, path string, p Plan) error {
 	arena := &spill.Arena{Dir: p.SpillDir, Min: spillMin}
 	defer arena.Close()
 	start := time.Now()
-	secs, err := build(ctx, p, arena)
+	b, err := prepare(ctx, p, arena)
 	if err != nil {
 		return err
 	}
-	built := time.Now()
-	err = format.WriteFileContext(ctx, path, secs)
-	if p.Times != nil {
-		p.Times.Build, p.Times.Write = built.Sub(start), time.Since(built)
-	}
-	return err
+	return b.write(ctx, path, p, start)
 }
 
 // spillMin is the smallest array a Plan's SpillDir takes: smaller ones

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/synth"
 	"github.com/vlc-embed/vlc/quant"
@@ -32,7 +37,7 @@ func (h *hostStream) EncodeRotated(l device.RotatedLayout, anchors []float32, id
 func (h *hostStream) EncodeRotatedStream(l device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
 	n := len(ids)
 	c := h.code
-	encodeLists(context.Background(), h.rows, c, anchors, ids, offsets, codes, params, nil, func(int, int) {})
+	encodeLists(context.Background(), h.rows, c, anchors, ids, offsets, codes, params, nil, func(int) {})
 	cb := l.CodeBytes()
 	e := int(offsets[h.bad])
 	binary.LittleEndian.PutUint16(codes[e*cb+cb-4:], 0x7c00) // +Inf
@@ -99,4 +104,170 @@ func hostCode(t *testing.T, p Plan, anchors []float32) *quant.Rotated {
 	}
 	code.SetAnchors(stored)
 	return code.(*quant.Rotated)
+}
+
+// streamPlan is a small plan of code kind for the streamed-write tests,
+// with ids and payloads.
+func streamPlan(kind quant.Kind) Plan {
+	const d, m = 40, 9
+	n := 3000
+	if kind != quant.KindRotated {
+		n = 700 // slower to encode
+	}
+	pts := synth.Clusters(n, d, 12, 5)
+	rows := f16Rows{pts.Data, n, d}
+	anchors := synth.PickAnchors(pts, m, 2)
+	assign := make([]int32, n)
+	keys, payloads := make([]string, n), make([][]byte, n)
+	for i := range assign {
+		assign[i] = int32((i * 7) % m)
+		keys[i] = fmt.Sprintf("doc-%d", i)
+		if i%3 == 0 {
+			payloads[i] = []byte(keys[i])
+		}
+	}
+	bits := map[quant.Kind]int{quant.KindRotated: 4, quant.KindSQ8: 8, quant.KindPQ: 4}[kind]
+	return Plan{Rows: rows, Anchors: anchors, Assign: assign, Keys: keys, Payloads: payloads,
+		Meta: Meta{Code: uint32(kind), Bits: uint32(bits), Seed: 3}}
+}
+
+// WriteContext, which writes the file while encoding, writes the bytes of
+// the built sections written at once: for a blocked code (rotated), one
+// that is not (sq8) and one with shared parameters (pq); on the heap and
+// spilled; packed in one chunk and in chunks that split lists; the
+// rotated code also from a device that hands its codes over in runs, one
+// list encoded again on the host.
+func TestWriteStreamSameBytes(t *testing.T) {
+	defer func(c int) { writeChunk = c }(writeChunk)
+	dir := t.TempDir()
+	for _, kind := range []quant.Kind{quant.KindRotated, quant.KindSQ8, quant.KindPQ} {
+		p := streamPlan(kind)
+		secs, err := build(context.Background(), p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range secs {
+			if s.Kind == secGlobal {
+				p.Global = s.Data // trained once
+			}
+		}
+		var want bytes.Buffer
+		if err := format.Encode(&want, secs); err != nil {
+			t.Fatal(err)
+		}
+		devices := []device.RotatedEncoder{nil}
+		if kind == quant.KindRotated {
+			for _, run := range []int{5 * quant.BlockLen, 1000} {
+				devices = append(devices, &hostStream{rows: p.Rows, code: hostCode(t, p, p.Anchors), run: run, bad: 4})
+			}
+		}
+		chunks, spillDirs := []int{1 << 16, 3 * quant.BlockLen}, []string{"", t.TempDir()}
+		if kind != quant.KindRotated { // slower to encode; the same code path
+			chunks, spillDirs = chunks[1:], spillDirs[1:]
+		}
+		for _, chunk := range chunks {
+			for _, spillDir := range spillDirs {
+				for i, dev := range devices {
+					writeChunk = chunk
+					p.Device, p.SpillDir = dev, spillDir
+					var times WriteTimes
+					p.Times = &times
+					path := filepath.Join(dir, "x.vlc")
+					if err := WriteContext(context.Background(), path, p); err != nil {
+						t.Fatal(err)
+					}
+					got, _ := os.ReadFile(path)
+					if !bytes.Equal(got, want.Bytes()) {
+						t.Errorf("%s, chunk %d, spill %q, device %d: the streamed file differs from the built sections", kind, chunk, spillDir, i)
+					}
+					if times.Build <= 0 || times.Write <= 0 {
+						t.Errorf("%s: times %+v, want both parts", kind, times)
+					}
+				}
+			}
+		}
+	}
+	if n := names(t, dir); len(n) != 1 {
+		t.Errorf("the folder holds %v, want the index alone", n)
+	}
+}
+
+// failingStream hands over its first run of codes, then fails.
+type failingStream struct{ hostStream }
+
+var errDeviceLost = errors.New("device lost")
+
+func (f *failingStream) EncodeRotatedStream(l device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
+	f.hostStream.EncodeRotatedStream(l, anchors, ids, offsets, codes, params, func(lo, hi int) {
+		if lo == 0 {
+			ready(lo, hi)
+		}
+	})
+	return errDeviceLost
+}
+
+// A streamed write canceled while encoding, or whose device fails after
+// handing codes over, returns that error, leaves the old file as it was
+// and no temporary file.
+func TestWriteStreamFails(t *testing.T) {
+	defer func(c int) { writeChunk = c }(writeChunk)
+	writeChunk = quant.BlockLen
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.vlc")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		plan func(p *Plan, cancel context.CancelFunc)
+		is   error
+	}{
+		{"canceled while encoding", func(p *Plan, cancel context.CancelFunc) {
+			p.Progress = func(done, total int) {
+				if done > total/2 {
+					cancel()
+				}
+			}
+		}, context.Canceled},
+		{"canceled while the device encodes", func(p *Plan, cancel context.CancelFunc) {
+			p.Device = &hostStream{rows: p.Rows, code: hostCode(t, *p, p.Anchors), run: 1000, bad: 4}
+			p.Progress = func(done, total int) {
+				if done > 0 {
+					cancel()
+				}
+			}
+		}, context.Canceled},
+		{"device lost", func(p *Plan, cancel context.CancelFunc) {
+			p.Device = &failingStream{hostStream{rows: p.Rows, code: hostCode(t, *p, p.Anchors), run: 1000, bad: 4}}
+		}, errDeviceLost},
+	} {
+		p := streamPlan(quant.KindRotated)
+		ctx, cancel := context.WithCancel(context.Background())
+		c.plan(&p, cancel)
+		err := WriteContext(ctx, path, p)
+		cancel()
+		if !errors.Is(err, c.is) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.is)
+		}
+		if got, _ := os.ReadFile(path); string(got) != "old" {
+			t.Errorf("%s: the old file changed", c.name)
+		}
+		if n := names(t, dir); len(n) != 1 {
+			t.Errorf("%s: the folder holds %v", c.name, n)
+		}
+	}
+}
+
+// names lists the files in dir.
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n []string
+	for _, e := range ents {
+		n = append(n, e.Name())
+	}
+	return n
 }

@@ -29,6 +29,10 @@ var (
 	// blocking on it (the error matches ErrNotIndex too); CheckWritable
 	// and WriteFile refuse such an output rather than replace it.
 	ErrNotRegular = regfile.ErrNotRegular
+
+	// ErrSectionLength means a FileWriter was handed more bytes for a
+	// section than the length it was created with, or fewer by Commit.
+	ErrSectionLength = errs.New(errs.ErrArgument, "section bytes do not match its length")
 )
 
 // notRegular wraps a refusal of an index that is not a regular file, so

@@ -76,19 +76,36 @@ func WriteFileContext(ctx context.Context, path string, sections []Section) erro
 	if err := checkSections(sections); err != nil { // before touching the disk
 		return fmt.Errorf("format: write %s: %w", path, err)
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("format: write %s: %w", path, err)
-	}
-	if err := regfile.CheckOutput(path); err != nil {
+	tmp, err := openTemp(ctx, path)
+	if err != nil {
 		return err
 	}
-	RemoveStaleTemps(path)
-	dir := filepath.Dir(path)
-	tmp, err := createTemp(dir, filepath.Base(path), "")
-	if err != nil {
-		return fmt.Errorf("format: write %s: %w", path, err)
+	return install(ctx, path, tmp.Name(), writeSync(ctx, tmp, sections))
+}
+
+// openTemp checks ctx and path (regfile.CheckOutput), removes the
+// leftovers of earlier writes to path and creates the temporary file the
+// new one is written to.
+func openTemp(ctx context.Context, path string) (*os.File, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("format: write %s: %w", path, err)
 	}
-	err = writeSync(ctx, tmp, sections)
+	if err := regfile.CheckOutput(path); err != nil {
+		return nil, err
+	}
+	RemoveStaleTemps(path)
+	tmp, err := createTemp(filepath.Dir(path), filepath.Base(path), "")
+	if err != nil {
+		return nil, fmt.Errorf("format: write %s: %w", path, err)
+	}
+	return tmp, nil
+}
+
+// install puts the temporary file tmp, written, synced and closed (err:
+// the first error doing so), at path: it checks ctx and path again,
+// renames tmp over path and syncs the folder. On any error before the
+// rename it removes tmp.
+func install(ctx context.Context, path, tmp string, err error) error {
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -97,17 +114,17 @@ func WriteFileContext(ctx context.Context, path string, sections []Section) erro
 		err = regfile.CheckOutput(path)
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		err = os.Rename(tmp, path)
 	}
 	if errors.Is(err, ErrNotRegular) {
-		os.Remove(tmp.Name())
+		os.Remove(tmp)
 		return err
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		os.Remove(tmp)
 		return fmt.Errorf("format: write %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := syncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("format: write %s: file replaced, but syncing its folder failed: %w", path, err)
 	}
 	return nil

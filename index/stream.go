@@ -1,0 +1,234 @@
+package index
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/quant"
+)
+
+// write encodes b and writes the index to path while it encodes
+// (format.FileWriter): every section but the list parameters and the
+// codes first, then the codes, packed for a quant.Blocked code, as each
+// run of whole lists becomes final, then the parameters. times, when
+// set, gets the wall time from start until the last code was packed, and
+// the rest.
+func (b *prepared) write(ctx context.Context, path string, p Plan, start time.Time) error {
+	n := len(b.ids)
+	bl, blocked := b.code.(quant.Blocked)
+	codeLen, blockLen := n*b.code.CodeBytes(), 0
+	if blocked {
+		codeLen = n*bl.LowBytes() + quant.LowPad
+		blockLen = (n + quant.BlockLen - 1) / quant.BlockLen * bl.BlockBytes()
+	}
+	secs := sections(b.meta, b.anchors16, b.offsets, b.ids, b.params, nil, nil, blocked, b.global, p.Keys, p.Payloads)
+	kinds, lengths := make([]format.Kind, len(secs)), make([]int64, len(secs))
+	cw := &codeWriter{code: b.code, codes: b.codes, n: n}
+	for i, s := range secs {
+		kinds[i], lengths[i] = s.Kind, int64(len(s.Data))
+		switch s.Kind {
+		case secCodes:
+			cw.codeSec, lengths[i] = i, int64(codeLen)
+		case secBlocks:
+			cw.blockSec, lengths[i] = i, int64(blockLen)
+		}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w, err := format.CreateFile(ctx, path, kinds, lengths)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	cw.w = w
+	var lead []int // what is known now, written while encoding starts
+	for i, s := range secs {
+		if s.Kind != secParams && s.Kind != secCodes && s.Kind != secBlocks {
+			lead = append(lead, i)
+		}
+	}
+	sk := startSink(cw, func() error {
+		for _, i := range lead {
+			if err := w.WriteSection(i, secs[i].Data); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, cancel)
+	err = b.encode(ctx, p, sk.signal)
+	if err != nil {
+		cancel(err) // the sink stops at its next chunk
+	}
+	if serr := sk.stop(err == nil); err == nil {
+		err = serr
+	}
+	if err != nil {
+		// The first failure: the caller's cancellation, the encoding's
+		// error or the write's, rather than the cancellation it caused.
+		if cause := context.Cause(ctx); cause != nil {
+			return cause
+		}
+		return err
+	}
+	for i, s := range secs {
+		if s.Kind == secParams {
+			err = w.WriteSection(i, b.params)
+		}
+	}
+	if err == nil {
+		err = w.Commit()
+	}
+	if p.Times != nil {
+		p.Times.Build, p.Times.Write = cw.packed.Sub(start), time.Since(cw.packed)
+	}
+	return err
+}
+
+// codeWriter packs entry codes as they become final, in chunks of at most
+// writeChunk entries, and writes them to their sections: the low bits
+// and the blocks of a quant.Blocked code, else the entry codes as they
+// are.
+type codeWriter struct {
+	w                 *format.FileWriter
+	code              quant.Code
+	codes             []byte
+	n                 int
+	codeSec, blockSec int
+	done              int       // entries written: a multiple of quant.BlockLen, or n
+	packed            time.Time // when the last entry was packed
+	blocks, low       []byte    // a chunk's, reused
+}
+
+// writeChunk is the most entries packed at once: a few tens of MiB of
+// scratch for 768 dimensions, and the disk starts on one chunk while the
+// next is packed.
+var writeChunk = 64 << 10 // a variable for tests of several chunks
+
+// upTo packs and writes the entries below hi not yet written, in whole
+// blocks (the last block with the last entry). Pack writes each block
+// from its own entries alone, so packing in chunks gives the bytes of
+// packing at once.
+func (c *codeWriter) upTo(hi int) error {
+	if hi < c.n {
+		hi -= hi % quant.BlockLen
+	}
+	cb := c.code.CodeBytes()
+	for c.done < hi {
+		lo, end := c.done, min(hi, c.done+writeChunk)
+		b, ok := c.code.(quant.Blocked)
+		if !ok {
+			if end == c.n {
+				c.packed = time.Now()
+			}
+			if err := c.w.WriteSection(c.codeSec, c.codes[lo*cb:end*cb]); err != nil {
+				return err
+			}
+			c.done = end
+			continue
+		}
+		k, bb, lb := end-lo, b.BlockBytes(), b.LowBytes()
+		if c.low == nil {
+			chunk := min(c.n, writeChunk)
+			c.blocks = make([]byte, (chunk+quant.BlockLen-1)/quant.BlockLen*bb)
+			c.low = make([]byte, chunk*lb+quant.LowPad)
+		}
+		blocks, low := c.blocks[:(k+quant.BlockLen-1)/quant.BlockLen*bb], c.low[:k*lb+quant.LowPad]
+		clear(blocks)
+		clear(low)
+		b.Pack(c.codes[lo*cb:end*cb], k, blocks, low)
+		if end == c.n {
+			c.packed = time.Now()
+		} else {
+			low = low[:k*lb] // the pad follows the last entry only
+		}
+		if err := c.w.WriteSection(c.codeSec, low); err != nil {
+			return err
+		}
+		if err := c.w.WriteSection(c.blockSec, blocks); err != nil {
+			return err
+		}
+		c.done = end
+	}
+	return nil
+}
+
+// sink runs a codeWriter on a goroutine of its own, so that encoding
+// goes on while codes are packed and written: signal tells it how far the
+// codes are final, and it catches up from wherever it is.
+type sink struct {
+	mu     sync.Mutex
+	hi     int
+	finish bool          // write what was signalled before quitting
+	wake   chan struct{} // a signal since the goroutine last looked
+	quit   chan struct{}
+	exited chan struct{}
+	err    error // the goroutine's, read after exited
+}
+
+// startSink starts the goroutine: first, then cw's codes as they are
+// signalled. On an error it calls cancel with it, so that encoding stops.
+func startSink(cw *codeWriter, first func() error, cancel context.CancelCauseFunc) *sink {
+	s := &sink{wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		defer close(s.exited)
+		s.err = s.run(cw, first)
+		if s.err != nil {
+			cancel(s.err)
+		}
+	}()
+	return s
+}
+
+func (s *sink) run(cw *codeWriter, first func() error) error {
+	if err := first(); err != nil {
+		return err
+	}
+	for {
+		if err := cw.upTo(s.final()); err != nil || cw.done == cw.n {
+			return err
+		}
+		select {
+		case <-s.wake:
+		case <-s.quit:
+			s.mu.Lock()
+			finish := s.finish
+			s.mu.Unlock()
+			if finish { // the last signal may be unseen
+				return cw.upTo(s.final())
+			}
+			return nil
+		}
+	}
+}
+
+func (s *sink) final() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hi
+}
+
+// signal says that the codes of entries below hi are final. It never
+// blocks.
+func (s *sink) signal(hi int) {
+	s.mu.Lock()
+	s.hi = hi
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop waits for the goroutine, having it write every code signalled
+// when finish (the encoding succeeded), else stop where it is, and
+// returns its error.
+func (s *sink) stop(finish bool) error {
+	s.mu.Lock()
+	s.finish = finish
+	s.mu.Unlock()
+	close(s.quit)
+	<-s.exited
+	return s.err
+}
