@@ -41,7 +41,7 @@ func (s *Searcher) Search(q []float32, opt index.SearchOptions) ([]index.Hit, er
 	if opt.K < 1 {
 		return nil, argErr("k must be at least 1, got %d", opt.K)
 	}
-	ef := s.ef(opt.K)
+	ef := s.Width(opt.K)
 	o := SearchOptions{K: opt.K, Ef: ef}
 	if opt.Rerank != nil {
 		o.Rerank = opt.Rerank
@@ -63,8 +63,9 @@ func (s *Searcher) Search(q []float32, opt index.SearchOptions) ([]index.Hit, er
 	return s.Graph.Search(q, o)
 }
 
-// ef is the beam width for k hits.
-func (s *Searcher) ef(k int) int {
+// Width is the beam width of a search for k hits: Ef (DefaultEf for 0),
+// at least k.
+func (s *Searcher) Width(k int) int {
 	ef := s.Ef
 	if ef == 0 {
 		ef = DefaultEf
