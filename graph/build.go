@@ -134,7 +134,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		b.addReverse()
 	}
 	b.connect(cands)
-	return &Graph{n: n, d: d, r: b.r, adj: pack(slots{b.adj, b.r}, n), entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes}, nil
+	return &Graph{n: n, d: d, r: b.r, adj: pack(slots{b.adj, b.r}, n), entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes, opt: opt}, nil
 }
 
 // builder holds the vectors and the adjacency being built.

@@ -39,24 +39,12 @@ type nodeCodes struct {
 
 // newNodeCodes reads every row's code from ix.
 func newNodeCodes(ix *index.Index, decoded bool) (nodeCodes, error) {
-	meta := ix.Meta()
-	spec := meta.CodeSpec()
-	switch {
-	case spec.Kind != quant.KindRotated:
-		return nodeCodes{}, fmt.Errorf("%w: code %v (only the rotated code)", ErrUnsupported, spec.Kind)
-	case meta.Metric != index.L2 || spec.IP:
-		return nodeCodes{}, fmt.Errorf("%w: metric %v (only l2)", ErrUnsupported, meta.Metric)
-	case ix.Len() == 0:
-		return nodeCodes{}, ErrEmpty
+	nc, err := newNodeFrame(ix)
+	if err != nil {
+		return nodeCodes{}, err
 	}
-	d, b := ix.Dim(), spec.Bits
-	packed := (d*b + 7) / 8
-	nc := nodeCodes{bits: b, packed: packed, stride: packed + 12, coords: packed * 8 / b,
-		rot: quant.NewRotation(d, spec.Seed), anchors: ix.Anchors()}
-	m := ix.Lists()
-	nc.panels = vec.NewPanels(nc.anchors, m, d)
-	nc.norms = make([]float32, m)
-	vec.Norms(nc.norms, nc.anchors, d)
+	d, b, m := ix.Dim(), nc.bits, ix.Lists()
+	packed := nc.packed
 	rotAnchors := make([]float32, len(nc.anchors))
 	copy(rotAnchors, nc.anchors)
 	for a := range m {
@@ -66,7 +54,7 @@ func newNodeCodes(ix *index.Index, decoded bool) (nodeCodes, error) {
 	nc.data = make([]byte, ix.Len()*nc.stride)
 	half := float64(int(1)<<b-1) / 2
 	seen := make([]bool, ix.Len())
-	err := ix.Codes(func(row, a int, code []byte) error {
+	err = ix.Codes(func(row, a int, code []byte) error {
 		if row < 0 || row >= len(seen) || seen[row] {
 			return fmt.Errorf("%w: graph: the index lists row %d twice or out of range", index.ErrCorrupt, row)
 		}
@@ -97,6 +85,31 @@ func newNodeCodes(ix *index.Index, decoded bool) (nodeCodes, error) {
 	if err != nil {
 		return nodeCodes{}, err
 	}
+	return nc, nil
+}
+
+// newNodeFrame checks that ix is one the graph can score and returns its
+// node codes less the records: the rotation, the anchors and their
+// norms, what a query's scorer needs beside the records.
+func newNodeFrame(ix *index.Index) (nodeCodes, error) {
+	meta := ix.Meta()
+	spec := meta.CodeSpec()
+	switch {
+	case spec.Kind != quant.KindRotated:
+		return nodeCodes{}, fmt.Errorf("%w: code %v (only the rotated code)", ErrUnsupported, spec.Kind)
+	case meta.Metric != index.L2 || spec.IP:
+		return nodeCodes{}, fmt.Errorf("%w: metric %v (only l2)", ErrUnsupported, meta.Metric)
+	case ix.Len() == 0:
+		return nodeCodes{}, ErrEmpty
+	}
+	d, b := ix.Dim(), spec.Bits
+	packed := (d*b + 7) / 8
+	nc := nodeCodes{bits: b, packed: packed, stride: packed + 12, coords: packed * 8 / b,
+		rot: quant.NewRotation(d, spec.Seed), anchors: ix.Anchors()}
+	m := ix.Lists()
+	nc.panels = vec.NewPanels(nc.anchors, m, d)
+	nc.norms = make([]float32, m)
+	vec.Norms(nc.norms, nc.anchors, d)
 	return nc, nil
 }
 

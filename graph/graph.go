@@ -2,9 +2,10 @@
 // vlc index: every row keeps at most R neighbours, a search walks the graph
 // with a beam of width ef from the row nearest the query's nearest anchor,
 // scoring rows from the index's own rotated codes, and may re-rank its
-// best candidates from the original vectors. The graph lives in memory
-// (it copies what it reads from the index); it is not yet part of the
-// index file. README.md has the measurements behind its choices.
+// best candidates from the original vectors. Build makes one in memory
+// (it copies what it reads from the index); WriteFile stores it in the
+// index's file (section GRPH) and Open reads it back, mapped in place.
+// README.md has the measurements behind its choices.
 package graph
 
 import (
@@ -42,7 +43,12 @@ type Graph struct {
 	reps    []uint32
 	perList int
 	nodes   nodeCodes
-	pool    sync.Pool // *searcher
+	pool    sync.Pool    // *searcher
+	opt     BuildOptions // as built, defaults filled in
+	// path names the index file whose mapping holds adj, reps and
+	// nodes.data when the graph was read from one (Open); empty for a
+	// graph built in memory.
+	path string
 }
 
 // Len is the number of rows.

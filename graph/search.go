@@ -2,9 +2,11 @@ package graph
 
 import (
 	"math"
+	"runtime/debug"
 	"slices"
 
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/internal/vec"
 )
 
@@ -60,7 +62,10 @@ const DefaultStarts = 2
 // Search returns the K rows nearest q that a walk of width Ef finds,
 // nearest first, with their squared distances: the codes' estimates
 // (clamped at 0), or exact when re-ranked. Safe for concurrent use.
-func (g *Graph) Search(q []float32, opt SearchOptions) ([]index.Hit, error) {
+func (g *Graph) Search(q []float32, opt SearchOptions) (_ []index.Hit, err error) {
+	if g.path != "" { // read from a mapped file (Open): a fault there is an error
+		defer format.CatchFault(g.path, &err, debug.SetPanicOnFault(true))
+	}
 	switch {
 	case g.n == 0:
 		return nil, ErrEmpty

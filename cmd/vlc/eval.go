@@ -10,6 +10,7 @@ import (
 
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/eval"
+	"github.com/vlc-embed/vlc/graph"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
 )
@@ -56,6 +57,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if sw.on() && *lat {
 		return fmt.Errorf("-latency measures one setting: leave out -sweep, or -latency")
 	}
+	walk, err := sf.useGraph(fs, pos[0], false)
+	if err != nil && !sw.on() {
+		return err
+	}
 	if sw.on() {
 		stop, err := startProfile(*cpuProfile)
 		if err != nil {
@@ -70,6 +75,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		gt       [][]int
 		ix       *index.Index // nil for a store
 		di       *index.DeviceIndex
+		gs       *graph.Searcher // set where the search walks the graph
 	)
 	{
 		se, err := openStoreEval(pos[0], &sf, *gtPath, *basePath)
@@ -100,6 +106,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if di != nil {
 			searcher = di
 		}
+		if walk {
+			if gs, err = sf.graphSearcher(ix); err != nil {
+				return err
+			}
+			searcher = gs
+		}
 	}
 	stop, err := startProfile(*cpuProfile)
 	if err != nil {
@@ -117,7 +129,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if rr != nil {
 		rerank = fmt.Sprintf("re-rank %dx", sf.rerankFactor)
 	}
-	fmt.Fprintf(stdout, "queries          %d (nprobe %d, %s)\n", q.Len(), res.NProbe, rerank)
+	if gs != nil {
+		fmt.Fprintf(stdout, "queries          %d (graph, ef %d, seeds from %d list(s), %s)\n", q.Len(), gs.Width(max(sf.k, 10)), res.NProbe, rerank)
+	} else {
+		fmt.Fprintf(stdout, "queries          %d (nprobe %d, %s)\n", q.Len(), res.NProbe, rerank)
+	}
 	fmt.Fprintf(stdout, "recall@1         %.4f\n", res.Recall1)
 	fmt.Fprintf(stdout, "recall@10        %.4f\n", res.Recall10)
 	where := "on all cores"
@@ -134,7 +150,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *lat {
 		fmt.Fprintf(stdout, "latency          p50 %.3f ms, p99 %.3f ms (one query at a time)\n", res.LatencyP50, res.LatencyP99)
 	}
-	if ix != nil {
+	if ix != nil && gs == nil {
 		bs := *batch
 		if bs <= 0 || bs > q.Len() {
 			bs = q.Len()

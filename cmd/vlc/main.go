@@ -78,6 +78,10 @@ func init() {
 			"INDEX...: one index, or several with -sweep. A store (with added or deleted vectors) is searched as it is, its ids\n" +
 				"read as the rows of -base or the ground truth (as vlc add without -ids numbers them): -base gives the exact\n" +
 				"neighbours among the live rows, -gt has the rows the store does not hold dropped", runEval},
+		"graph": {"[flags] -base FILE INDEX", "build a graph over an index's rows into its file, for search at high recall",
+			"FILE: the vectors INDEX was built from, row for row; INDEX: an index file of the rotated code and metric l2.\n" +
+				"The index is rewritten with the graph (section GRPH, format version 3) atomically; vlc search and vlc eval\n" +
+				"then walk the graph (-ef)", runGraph},
 		"info":   {"[flags] INDEX", "describe an index", "", runInfo},
 		"verify": {"INDEX", "check every checksum of an index", "", runVerify},
 		"create": {"[flags] PATH", "make an empty collection (a store) that vlc add fills",

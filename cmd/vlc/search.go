@@ -26,6 +26,7 @@ type searchFlags struct {
 	spreadHow     device.Spread // -spread, read by checkDevices
 	k, nprobe     int
 	rerankFactor  int
+	ef, seedProbe int // the graph's beam width and seeding (graphsearch.go)
 	// device is the name of the device onDevice opened (Device.Name).
 	device string
 }
@@ -39,6 +40,7 @@ func (f *searchFlags) register(fs *flag.FlagSet, k int) {
 	fs.StringVar(&f.backend, "backend", "cpu", "where to search: cpu, or a GPU (cuda, webgpu) holding the index in its memory, or auto (cuda, then webgpu, then cpu)")
 	fs.StringVar(&f.spread, "spread", "lists", "with -devices, how the index is spread over them: lists (each device a share of the lists) or queries (each device the whole index, a share of each batch)")
 	fs.StringVar(&f.devices, "devices", "", "with -backend, split the index's lists over several devices of the backend and search on all at once: all, or device numbers such as 0,1 (a number twice: two shares on one device)")
+	f.registerGraph(fs)
 }
 
 // checkDevices refuses a -devices list that does not parse, or one
@@ -227,6 +229,11 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if sf.backend != "cpu" && (f != nil || *radius != 0) {
 		return fmt.Errorf("-filter and -radius search on the CPU: leave out -backend %s", sf.backend)
 	}
+	if walk, err := sf.useGraph(fs, pos[0], f != nil); err != nil {
+		return err
+	} else if walk {
+		return searchGraph(ctx, pos[0], &sf, float32(*radius), out)
+	}
 	if sf.backend != "cpu" {
 		return searchOnDevice(ctx, pos[0], &sf, out, stderr)
 	}
@@ -306,6 +313,12 @@ func searchOnDevice(ctx context.Context, path string, sf *searchFlags, out *hitW
 	if err != nil {
 		return err
 	}
+	return writeIndexHits(o, hits, out)
+}
+
+// writeIndexHits prints the hits of a search of o's index file, each
+// row named by its id (the row number where the file has none).
+func writeIndexHits(o *opened, hits [][]index.Hit, out *hitWriter) error {
 	for i, hs := range hits {
 		found := make([]vlc.Hit, len(hs))
 		for r, h := range hs {
@@ -318,6 +331,7 @@ func searchOnDevice(ctx context.Context, path string, sf *searchFlags, out *hitW
 				found[r].ID = string(k)
 			}
 			if out.payloads {
+				var err error
 				if found[r].Payload, err = o.ix.Payload(h.ID); err != nil {
 					return err
 				}

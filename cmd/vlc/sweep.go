@@ -22,29 +22,49 @@ import (
 type sweepFlags struct {
 	sweep   bool
 	nprobes string // -sweep-nprobe as given
+	efs     string // -sweep-ef as given
 	plot    string
 
-	list []int // -sweep-nprobe parsed (each >= 1); nil for the default
+	list   []int // -sweep-nprobe parsed (each >= 1); nil for the default
+	efList []int // -sweep-ef parsed (each >= 1), or defaultSweepEf
 }
+
+// defaultSweepEf are the graph's widths a sweep measures by default.
+var defaultSweepEf = []int{16, 24, 32, 48, 64, 96, 128}
 
 func (f *sweepFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.sweep, "sweep", false, "evaluate at nprobe 1, 2, 4, ... up to the number of lists (every list) and print one row each; takes several INDEX arguments to compare")
 	fs.StringVar(&f.nprobes, "sweep-nprobe", "", "comma-separated nprobe `values` to sweep instead of the default powers of two (implies -sweep)")
 	fs.StringVar(&f.plot, "plot", "", "draw recall@10 against QPS into `file` (.png or .svg; implies -sweep)")
+	fs.StringVar(&f.efs, "sweep-ef", "", "comma-separated graph widths (-ef) to sweep for an index that holds a graph, instead of 16,24,32,48,64,96,128 (implies -sweep); such an index is swept by nprobe too only with -sweep-nprobe")
 }
 
-// on reports whether eval sweeps: -sweep, -sweep-nprobe or -plot.
-func (f *sweepFlags) on() bool { return f.sweep || f.nprobes != "" || f.plot != "" }
+// on reports whether eval sweeps: -sweep, -sweep-nprobe, -sweep-ef or -plot.
+func (f *sweepFlags) on() bool { return f.sweep || f.nprobes != "" || f.efs != "" || f.plot != "" }
 
 // check validates the sweep flags before any work is done.
 func (f *sweepFlags) check(fs *flag.FlagSet) error {
 	if !f.on() {
 		return nil
 	}
-	nprobeSet := false
-	fs.Visit(func(fl *flag.Flag) { nprobeSet = nprobeSet || fl.Name == "nprobe" })
+	nprobeSet, efSet := false, false
+	fs.Visit(func(fl *flag.Flag) { nprobeSet, efSet = nprobeSet || fl.Name == "nprobe", efSet || fl.Name == "ef" })
 	if nprobeSet {
 		return fmt.Errorf("-nprobe sets a single value; with -sweep give the values as -sweep-nprobe 1,4,16")
+	}
+	if efSet {
+		return fmt.Errorf("-ef sets a single value; with -sweep give the values as -sweep-ef 16,32,64")
+	}
+	f.efList = defaultSweepEf
+	if f.efs != "" {
+		f.efList = nil
+		for _, s := range strings.Split(f.efs, ",") {
+			p, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || p < 1 {
+				return fmt.Errorf("-sweep-ef %q: %q is not a whole number of at least 1", f.efs, s)
+			}
+			f.efList = append(f.efList, p)
+		}
 	}
 	if f.plot != "" {
 		if _, err := plotFormat(f.plot); err != nil {
@@ -82,12 +102,16 @@ var sweepMinTime = 100 * time.Millisecond
 type sweepRow struct {
 	Index string `json:"index,omitempty"`
 	eval.Result
+	// EF is the graph's width of a row that walked it (NProbe is then
+	// the lists its seeding searched); 0 for a row of the lists.
+	EF int `json:"ef,omitempty"`
 }
 
 // sweepIndex is one index of a sweep and the name it is shown under.
 type sweepIndex struct {
 	path, name string
 	ix         *index.Index
+	graph      bool // the file holds a graph: swept by ef (sweepGraph)
 }
 
 // runSweep evaluates every index at every nprobe of the sweep. The
@@ -121,6 +145,7 @@ func runSweep(ctx context.Context, paths []string, sf *searchFlags, sw *sweepFla
 	names := sweepNames(paths)
 	for i := range idxs {
 		idxs[i].name = names[i]
+		idxs[i].graph = hasGraph(idxs[i].path)
 	}
 	multi := len(idxs) > 1
 
@@ -156,7 +181,18 @@ func runSweep(ctx context.Context, paths []string, sf *searchFlags, sw *sweepFla
 		if rr != nil {
 			c.name += " +rerank"
 		}
-		for _, np := range eval.NProbes(s.ix.Lists(), sw.list) {
+		nprobes := eval.NProbes(s.ix.Lists(), sw.list)
+		if s.graph {
+			gc, err := sweepGraph(ctx, s, sf, sw, rr, q, gt, multi, asJSON, tw, &rows)
+			if err != nil {
+				return err
+			}
+			curves = append(curves, gc)
+			if sw.list == nil {
+				nprobes = nil
+			}
+		}
+		for _, np := range nprobes {
 			opt := sf.options(rr, sf.k)
 			opt.NProbe = np
 			res, err := eval.Measure(ctx, s.ix, q, gt, eval.Options{Search: opt, MinTime: sweepMinTime})
@@ -175,7 +211,9 @@ func runSweep(ctx context.Context, paths []string, sf *searchFlags, sw *sweepFla
 				}
 			}
 		}
-		curves = append(curves, c)
+		if len(c.points) > 0 {
+			curves = append(curves, c)
+		}
 	}
 	if asJSON {
 		if err := writeJSONRows(stdout, rows); err != nil {
@@ -212,6 +250,8 @@ func sweepNames(paths []string) []string {
 type sweepTable struct {
 	w                 io.Writer
 	multi             bool
+	graph             bool // an index holds a graph: an ef column
+	efW               int
 	nameW, nprobeW    int
 	recall1W, recallW int
 	qpsW, bytesW      int
@@ -223,6 +263,11 @@ func newSweepTable(w io.Writer, idxs []sweepIndex, sw *sweepFlags, multi bool) *
 	for _, s := range idxs {
 		t.nameW = max(t.nameW, len(s.name))
 		t.nprobeW = max(t.nprobeW, len(strconv.Itoa(s.ix.Lists())))
+		t.graph = t.graph || s.graph
+	}
+	t.efW = len("ef")
+	for _, ef := range sw.efList {
+		t.efW = max(t.efW, len(strconv.Itoa(ef)))
 	}
 	return t
 }
@@ -232,7 +277,11 @@ func (t *sweepTable) header() error {
 	if t.multi {
 		fmt.Fprintf(&b, "%-*s  ", t.nameW, "index")
 	}
-	fmt.Fprintf(&b, "%*s  %*s  %*s  %*s", t.nprobeW, "nprobe", t.recall1W, "recall@1", t.recallW, "recall@10", t.qpsW, "qps")
+	fmt.Fprintf(&b, "%*s  ", t.nprobeW, "nprobe")
+	if t.graph {
+		fmt.Fprintf(&b, "%*s  ", t.efW, "ef")
+	}
+	fmt.Fprintf(&b, "%*s  %*s  %*s", t.recall1W, "recall@1", t.recallW, "recall@10", t.qpsW, "qps")
 	if t.multi {
 		fmt.Fprintf(&b, "  %*s", t.bytesW, "bytes/vector")
 	}
@@ -245,7 +294,15 @@ func (t *sweepTable) row(r sweepRow) error {
 	if t.multi {
 		fmt.Fprintf(&b, "%-*s  ", t.nameW, r.Index)
 	}
-	fmt.Fprintf(&b, "%*d  %*.4f  %*.4f  %*.0f", t.nprobeW, r.NProbe, t.recall1W, r.Recall1, t.recallW, r.Recall10, t.qpsW, r.QPS)
+	fmt.Fprintf(&b, "%*d  ", t.nprobeW, r.NProbe)
+	if t.graph {
+		ef := "-"
+		if r.EF > 0 {
+			ef = strconv.Itoa(r.EF)
+		}
+		fmt.Fprintf(&b, "%*s  ", t.efW, ef)
+	}
+	fmt.Fprintf(&b, "%*.4f  %*.4f  %*.0f", t.recall1W, r.Recall1, t.recallW, r.Recall10, t.qpsW, r.QPS)
 	if t.multi {
 		fmt.Fprintf(&b, "  %*.1f", t.bytesW, r.BytesPerVector)
 	}

@@ -317,7 +317,7 @@ func TestInvalidHeaders(t *testing.T) {
 	}{
 		{"bad magic", func(b []byte) { b[0] = 'X' }, true, ErrNotIndex, "bad magic"},
 		{"version 0", put32(8, 0), true, ErrVersion, "version 0"},
-		{"version 3", put32(8, 3), true, ErrVersion, "version 3"},
+		{"version 4", put32(8, 4), true, ErrVersion, "version 4"},
 		{"count 0", put32(12, 0), true, ErrCorrupt, "section count 0"},
 		{"count 65", put32(12, 65), true, ErrCorrupt, "section count 65"},
 		{"count 2^32-1", put32(12, math.MaxUint32), true, ErrCorrupt, "section count 4294967295"},
@@ -674,7 +674,7 @@ func checkOpen(t *testing.T, path string, b []byte) {
 		secs = append(secs, Section{in.Kind, d})
 	}
 	re := encode(t, secs)
-	if v := file.Version(); v != Version { // the same container, under the file's version
+	if v := file.Version(); v != int(le.Uint32(re[8:])) { // the same container, under the file's version
 		le.PutUint32(re[8:], uint32(v))
 		le.PutUint32(re[24:], headerCRC(re[:headerSize+len(secs)*entrySize]))
 	}

@@ -10,10 +10,31 @@ import (
 	"hash/crc32"
 )
 
-// Version is the format version this package writes. The container is the
-// same in every version; the version tells the index which layout its
-// sections have, so a reader older than the file refuses it.
-const Version = 2
+// Version is the newest format version this package reads and writes. The
+// container is the same in every version; the version tells the index
+// which layout its sections have, so a reader older than the file refuses
+// it. A file is written under BaseVersion unless it holds a section of a
+// kind in kindVersions, so that a file without one keeps its bytes.
+const Version = 3
+
+// BaseVersion is the version of a file none of whose sections needs a
+// newer reader.
+const BaseVersion = 2
+
+// kindVersions names the section kinds that a reader of an older version
+// would ignore to its users' surprise, and the version a file holding one
+// is written under: GRPH, an index's graph (package graph), which a
+// reader of version 2 would skip, searching by the lists alone.
+var kindVersions = map[Kind]uint32{{'G', 'R', 'P', 'H'}: 3}
+
+// fileVersion is the version a file of these sections is written under.
+func fileVersion(infos []SectionInfo) uint32 {
+	v := uint32(BaseVersion)
+	for _, s := range infos {
+		v = max(v, kindVersions[s.Kind])
+	}
+	return v
+}
 
 // MinVersion is the oldest format version this package reads.
 const MinVersion = 1
@@ -118,7 +139,7 @@ func layout(sections []Section) ([]SectionInfo, int64) {
 func marshalHeader(infos []SectionInfo, size int64) []byte {
 	b := make([]byte, headerSize+entrySize*len(infos))
 	copy(b, magic)
-	le.PutUint32(b[8:], Version)
+	le.PutUint32(b[8:], fileVersion(infos))
 	le.PutUint32(b[12:], uint32(len(infos)))
 	le.PutUint64(b[16:], uint64(size))
 	for i, s := range infos {

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vlc-embed/vlc/graph"
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/vecfile"
+)
+
+const (
+	goldenV2  = "../../testdata/golden/v2.vlc"
+	goldenF16 = "../../testdata/golden/small.f16" // the rows goldenV2 was built from
+)
+
+// copyGolden copies the golden version-2 index into a new folder.
+func copyGolden(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(goldenV2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "g.vlc")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// vlc graph writes the graph into the index; info lists its section;
+// search walks it (the hits of graph.Searcher at that width), or scans
+// the lists when -nprobe alone is given; eval -sweep measures it by ef
+// (raised to 10, as recall@10 needs 10 hits).
+func TestGraphCommand(t *testing.T) {
+	path := copyGolden(t)
+	out, _ := mustVLC(t, "graph", "-base", goldenF16, "-degree", "8", "-nprobe", "0", path)
+	if !strings.HasPrefix(out, "wrote "+path+": graph of 256 rows, degree 8") {
+		t.Fatalf("vlc graph printed %q", out)
+	}
+	if info, _ := mustVLC(t, "info", path); !strings.Contains(info, "section GRPH") {
+		t.Fatalf("vlc info lists no GRPH section:\n%s", info)
+	}
+	ix, err := index.Open(path, index.Options{Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	g, err := graph.Open(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := vecfile.Open(goldenF16, vecfile.Options{Dim: ix.Dim()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	want, err := (&graph.Searcher{Index: ix, Graph: g, Ef: 12}).SearchBatch(context.Background(), q, index.SearchOptions{K: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists, err := ix.SearchBatch(context.Background(), q, index.SearchOptions{K: 3, NProbe: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want [][]index.Hit
+	}{
+		{[]string{"-ef", "12"}, want},
+		{[]string{"-nprobe", "2"}, lists},
+	} {
+		args := append(append([]string{"search", "-query", goldenF16, "-k", "3"}, tc.args...), path)
+		out, _ := mustVLC(t, args...)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) != 3*q.Len() {
+			t.Fatalf("%v: %d lines, want %d", tc.args, len(lines), 3*q.Len())
+		}
+		for i, line := range lines {
+			f := strings.Split(line, "\t")
+			if id := tc.want[i/3][i%3].ID; len(f) < 3 || f[2] != strconv.Itoa(id) {
+				t.Fatalf("%v: line %d %q, want id %d", tc.args, i, line, id)
+			}
+		}
+	}
+	out, _ = mustVLC(t, "eval", "-query", goldenF16, "-base", goldenF16, "-sweep-ef", "8,16", path)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "nprobe  ef  recall@1") || strings.Join(strings.Fields(lines[1])[:2], " ") != "0 10" {
+		t.Fatalf("eval -sweep-ef printed:\n%s", out)
+	}
+	out, _ = mustVLC(t, "eval", "-query", goldenF16, "-base", goldenF16, "-ef", "16", path)
+	if !strings.Contains(out, "(graph, ef 16, seeds from 0 list(s), no re-rank)") {
+		t.Fatalf("eval -ef printed:\n%s", out)
+	}
+}
+
+// vlc graph and the graph's search flags refuse what they cannot do,
+// in one line that names the flag or the file.
+func TestGraphCommandErrors(t *testing.T) {
+	path := copyGolden(t)
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"graph", path}, "-base is required"},
+		{[]string{"graph", "-base", goldenF16, "-degree", "0", path}, "-degree 0"},
+		{[]string{"graph", "-base", goldenF16, "-alpha", "0.5", path}, "-alpha 0.5"},
+		{[]string{"graph", "-base", filepath.Join(t.TempDir(), "none.f16"), path}, "-base"},
+		{[]string{"search", "-query", goldenF16, "-ef", "16", path}, "holds no graph"},
+		{[]string{"eval", "-query", goldenF16, "-base", goldenF16, "-ef", "16", path}, "holds no graph"},
+		{[]string{"eval", "-query", goldenF16, "-base", goldenF16, "-sweep", "-ef", "16", path}, "-sweep-ef"},
+		{[]string{"eval", "-query", goldenF16, "-base", goldenF16, "-sweep-ef", "0", path}, "-sweep-ef"},
+		{[]string{"search", "-query", goldenF16, "-ef", "-1", path}, "-ef -1"},
+	} {
+		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
+			code, _, errs := runVLC(t, tc.args...)
+			checkOneLineError(t, code, errs)
+			if !strings.Contains(errs, tc.msg) {
+				t.Errorf("stderr %q does not say %q", errs, tc.msg)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(path); len(b) == 0 || hasGraph(path) {
+		t.Fatal("a refused vlc graph changed the index")
+	}
+}
