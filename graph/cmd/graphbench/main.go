@@ -4,6 +4,11 @@
 // line each, like the npm peer script's.
 //
 //	graphbench -index x.vlc -base base.fvecs -query query.fvecs -gt gt.ivecs -maxq 1000 -ef 16,32,64 -rerank
+//
+// With -filter, the searches allow a seeded random draw of that share of
+// the rows, and recall is against exact search over the allowed rows
+// (computed here, -gt unused); -plan picks how the graph searches them,
+// or the index's own filtered search (ivf).
 package main
 
 import (
@@ -48,6 +53,11 @@ func run() error {
 	seedK := flag.Int("seed-k", 0, "rows that search hands the walk (0: ef)")
 	reps := flag.Int("reps", 3, "timed passes over the queries (after one untimed); the best counts")
 	name := flag.String("name", "", "dataset name for the output")
+	share := flag.Float64("filter", 0, "allow this share of the rows, drawn at random (0: no filter)")
+	filterSeed := flag.Uint64("filter-seed", 1, "seed of the -filter draw")
+	planName := flag.String("plan", "auto", "filtered search: auto, walk, scan (the graph's plans) or ivf (the index's search with the filter)")
+	fixedWidth := flag.Bool("fixed-width", false, "filtered walk: walk at the -ef widths as given (graph.SearchOptions.FilterEf), not widened")
+	ivfProbe := flag.Int("ivf-nprobe", 8, "-plan ivf: lists probed before the filter widens the probe")
 	var opt graph.BuildOptions
 	flag.IntVar(&opt.Degree, "degree", 0, "most neighbours per row (0: 32)")
 	alpha := flag.Float64("alpha", 0, "robust pruning's alpha (0: 1.1)")
@@ -76,20 +86,36 @@ func run() error {
 		return err
 	}
 	defer queries.Close()
-	gt, err := vecfile.ReadIvecs(*gtPath)
-	if err != nil {
-		return err
-	}
 	nq := queries.Len()
 	if *maxq > 0 {
 		nq = min(nq, *maxq)
 	}
-	if len(gt) < nq {
-		return fmt.Errorf("%s: %d rows of ground truth for %d queries", *gtPath, len(gt), nq)
-	}
 	qs := make([][]float32, nq)
 	for i := range qs {
 		qs[i] = queries.Row(i, make([]float32, queries.Dim()))
+	}
+	plan, ok := plans[*planName]
+	if !ok {
+		return fmt.Errorf("-plan %q: want auto, walk, scan or ivf", *planName)
+	}
+	var allowed *rowSet
+	var gt [][]int32
+	if *share > 0 {
+		if *share > 1 {
+			return fmt.Errorf("-filter %g: want a share of the rows, above 0 and at most 1", *share)
+		}
+		allowed = drawRows(base.Len(), *share, *filterSeed)
+		t := time.Now()
+		gt = exactAllowed(base, qs, allowed.rows, 10)
+		fmt.Fprintf(os.Stderr, "graphbench: %d of %d rows allowed (seed %d); exact search over them in %.2f s\n",
+			allowed.Count(), base.Len(), *filterSeed, time.Since(t).Seconds())
+	} else {
+		if gt, err = vecfile.ReadIvecs(*gtPath); err != nil {
+			return err
+		}
+		if len(gt) < nq {
+			return fmt.Errorf("%s: %d rows of ground truth for %d queries", *gtPath, len(gt), nq)
+		}
 	}
 
 	var rerankRows index.Rows
@@ -148,6 +174,20 @@ func run() error {
 		}
 		sopt := graph.SearchOptions{K: 10, Ef: max(ef, 10), RerankCount: *rerankCount, Starts: *starts}
 		sopt.Rerank = rerankRows
+		if allowed != nil {
+			sopt.Filter, sopt.Plan = allowed, plan
+			if *fixedWidth {
+				sopt.FilterEf = sopt.Ef
+			}
+		}
+		search := g.Search
+		if *planName == "ivf" {
+			iopt := index.SearchOptions{K: 10, NProbe: *ivfProbe, Rerank: rerankRows, Filter: sopt.Filter}
+			if *rerank {
+				iopt.RerankFactor = max(1, cmp.Or(*rerankCount, sopt.Ef)/10)
+			}
+			search = func(q []float32, _ graph.SearchOptions) ([]index.Hit, error) { return ix.Search(q, iopt) }
+		}
 		found := make([][]index.Hit, nq)
 		best := time.Duration(1 << 62)
 		var reads graph.Reads
@@ -180,7 +220,7 @@ func run() error {
 								o.Seeds[k] = uint32(h.ID)
 							}
 						}
-						hits, err := g.Search(qs[i], o)
+						hits, err := search(qs[i], o)
 						if err != nil {
 							failed.Store(err)
 							return
@@ -200,13 +240,17 @@ func run() error {
 				best = min(best, time.Since(t))
 			}
 		}
-		hit := 0
+		hit, total := 0, 0
 		for i := range nq {
 			want := map[int32]bool{}
-			for _, id := range gt[i][:10] {
+			for _, id := range gt[i][:min(10, len(gt[i]))] {
 				want[id] = true
 			}
+			total += len(want)
 			for _, h := range found[i] {
+				if allowed != nil && !allowed.Allows(h.ID) {
+					return fmt.Errorf("query %d: hit row %d is not allowed", i, h.ID)
+				}
 				if want[int32(h.ID)] {
 					hit++
 				}
@@ -219,9 +263,19 @@ func run() error {
 		per := func(b int64) float64 { return float64(b) / float64(reads.Searches) }
 		out := map[string]any{
 			"dataset": *name, "system": "vlc-graph", "index": fmt.Sprintf("graph R=%d %s rerank=%v", g.Degree(), describe(ix), *rerank),
-			"param": map[string]any{"ef": ef, "threads": runtime.GOMAXPROCS(0)}, "recall@10": float64(hit) / float64(10*nq),
+			"param": map[string]any{"ef": ef, "threads": runtime.GOMAXPROCS(0)}, "recall@10": float64(hit) / float64(total),
 			"qps": int(float64(nq) / best.Seconds()), "size_ratio": float64(size) / float64(f16), "build_s": buildS,
-			"bytes_per_query": map[string]float64{"adjacency": per(reads.Adjacency), "codes": per(reads.Codes), "rerank_f16": per(reads.Rerank)},
+		}
+		if reads.Searches > 0 { // the index's search (-plan ivf) counts none
+			out["bytes_per_query"] = map[string]float64{"adjacency": per(reads.Adjacency), "codes": per(reads.Codes), "rerank_f16": per(reads.Rerank)}
+		}
+		if allowed != nil {
+			out["filter"] = map[string]any{"share": *share, "allowed": allowed.Count(), "plan": *planName, "fixed_width": *fixedWidth}
+			if reads.Searches > 0 {
+				out["rows_scored"] = per(reads.Codes) / float64(codeBytes/int64(g.Len()))
+			} else {
+				out["system"], out["index"] = "vlc-ivf", fmt.Sprintf("%s nprobe=%d rerank=%v", describe(ix), *ivfProbe, *rerank)
+			}
 		}
 		line, _ := json.Marshal(out)
 		fmt.Println(string(line))
