@@ -176,7 +176,8 @@ func TestFilterPlan(t *testing.T) {
 		ef, filter int
 	}{
 		{100, true, 0, 0},
-		{1000, false, 102, 0},
+		{1000, true, 0, 0},
+		{2000, false, 72, 0},
 		{5000, false, 46, 0},
 		{10000, false, 32, 0},
 		{1000, false, 40, 40},
