@@ -1,11 +1,116 @@
 package main
 
 import (
+	"cmp"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/vlc-embed/vlc/graph"
 	"github.com/vlc-embed/vlc/index"
 )
+
+// benchCase is one way of searching, timed in turns with the others.
+type benchCase struct {
+	share   float64 // 0: no filter
+	plan    string
+	allowed *rowSet
+	gt      [][]int32
+	sopt    graph.SearchOptions
+	search  func([]float32, graph.SearchOptions) ([]index.Hit, error)
+	found   [][]index.Hit
+	best    time.Duration
+	reads   graph.Reads
+}
+
+// filterCases is the unfiltered search where shares holds 0, and each
+// plan at every other share, with exact ground truth over the allowed
+// rows.
+func filterCases(shares, planNames string, base index.Rows, qs [][]float32, seed uint64) ([]*benchCase, error) {
+	var cases []*benchCase
+	for _, f := range strings.Split(shares, ",") {
+		share, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || share < 0 || share > 1 {
+			return nil, fmt.Errorf("-filter %q: want shares of the rows from 0 (no filter) to 1", f)
+		}
+		if share == 0 {
+			cases = append(cases, &benchCase{plan: "none"})
+			continue
+		}
+		allowed := drawRows(base.Len(), share, seed)
+		t := time.Now()
+		gt := exactAllowed(base, qs, allowed.rows, 10)
+		fmt.Fprintf(os.Stderr, "graphbench: share %g: %d of %d rows allowed (seed %d); exact search over them in %.2f s\n",
+			share, allowed.Count(), base.Len(), seed, time.Since(t).Seconds())
+		for _, p := range strings.Split(planNames, ",") {
+			p = strings.TrimSpace(p)
+			if _, ok := plans[p]; !ok {
+				return nil, fmt.Errorf("-plan %q: want auto, walk, scan or ivf", p)
+			}
+			cases = append(cases, &benchCase{share: share, plan: p, allowed: allowed, gt: gt})
+		}
+	}
+	return cases, nil
+}
+
+// pass searches every query once, the queries shared by GOMAXPROCS
+// goroutines; first samples the reads and is not timed.
+func (c *benchCase) pass(ix *index.Index, qs [][]float32, first bool, seedProbe, seedK int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	t := time.Now()
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(qs) {
+					return
+				}
+				o := c.sopt
+				if first && i%16 == 0 {
+					o.Reads = new(graph.Reads)
+				}
+				if seedProbe > 0 {
+					seeds, err := ix.Search(qs[i], index.SearchOptions{K: cmp.Or(seedK, o.Ef), NProbe: seedProbe})
+					if err != nil {
+						failed.Store(err)
+						return
+					}
+					o.Seeds = make([]uint32, len(seeds))
+					for k, h := range seeds {
+						o.Seeds[k] = uint32(h.ID)
+					}
+				}
+				hits, err := c.search(qs[i], o)
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				c.found[i] = hits
+				if o.Reads != nil {
+					mergeReads(&c.reads, o.Reads)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return err
+	}
+	if !first {
+		c.best = min(c.best, time.Since(t))
+	}
+	return nil
+}
 
 var plans = map[string]graph.FilterPlan{"auto": graph.PlanAuto, "walk": graph.PlanWalk, "scan": graph.PlanScan, "ivf": graph.PlanAuto}
 

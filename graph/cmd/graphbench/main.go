@@ -5,10 +5,12 @@
 //
 //	graphbench -index x.vlc -base base.fvecs -query query.fvecs -gt gt.ivecs -maxq 1000 -ef 16,32,64 -rerank
 //
-// With -filter, the searches allow a seeded random draw of that share of
-// the rows, and recall is against exact search over the allowed rows
-// (computed here, -gt unused); -plan picks how the graph searches them,
-// or the index's own filtered search (ivf).
+// With -filter, the searches allow a seeded random draw of each share of
+// the rows (0: no filter, recall against -gt), and recall is against
+// exact search over the allowed rows, computed here; -plan lists how the
+// graph searches them, or the index's own filtered search (ivf). The
+// cases take turns, pass by pass, so that a change in the machine's load
+// meets them all.
 package main
 
 import (
@@ -24,7 +26,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/vlc-embed/vlc/graph"
@@ -53,9 +54,9 @@ func run() error {
 	seedK := flag.Int("seed-k", 0, "rows that search hands the walk (0: ef)")
 	reps := flag.Int("reps", 3, "timed passes over the queries (after one untimed); the best counts")
 	name := flag.String("name", "", "dataset name for the output")
-	share := flag.Float64("filter", 0, "allow this share of the rows, drawn at random (0: no filter)")
+	shares := flag.String("filter", "0", "shares of the rows allowed, drawn at random, comma-separated (0: no filter)")
 	filterSeed := flag.Uint64("filter-seed", 1, "seed of the -filter draw")
-	planName := flag.String("plan", "auto", "filtered search: auto, walk, scan (the graph's plans) or ivf (the index's search with the filter)")
+	planNames := flag.String("plan", "auto", "filtered search, comma-separated: auto, walk, scan (the graph's plans), ivf (the index's search with the filter)")
 	fixedWidth := flag.Bool("fixed-width", false, "filtered walk: walk at the -ef widths as given (graph.SearchOptions.FilterEf), not widened")
 	ivfProbe := flag.Int("ivf-nprobe", 8, "-plan ivf: lists probed before the filter widens the probe")
 	var opt graph.BuildOptions
@@ -94,28 +95,22 @@ func run() error {
 	for i := range qs {
 		qs[i] = queries.Row(i, make([]float32, queries.Dim()))
 	}
-	plan, ok := plans[*planName]
-	if !ok {
-		return fmt.Errorf("-plan %q: want auto, walk, scan or ivf", *planName)
+	cases, err := filterCases(*shares, *planNames, base, qs, *filterSeed)
+	if err != nil {
+		return err
 	}
-	var allowed *rowSet
-	var gt [][]int32
-	if *share > 0 {
-		if *share > 1 {
-			return fmt.Errorf("-filter %g: want a share of the rows, above 0 and at most 1", *share)
+	for _, c := range cases {
+		if c.allowed != nil {
+			continue
 		}
-		allowed = drawRows(base.Len(), *share, *filterSeed)
-		t := time.Now()
-		gt = exactAllowed(base, qs, allowed.rows, 10)
-		fmt.Fprintf(os.Stderr, "graphbench: %d of %d rows allowed (seed %d); exact search over them in %.2f s\n",
-			allowed.Count(), base.Len(), *filterSeed, time.Since(t).Seconds())
-	} else {
-		if gt, err = vecfile.ReadIvecs(*gtPath); err != nil {
+		gt, err := vecfile.ReadIvecs(*gtPath)
+		if err != nil {
 			return err
 		}
 		if len(gt) < nq {
 			return fmt.Errorf("%s: %d rows of ground truth for %d queries", *gtPath, len(gt), nq)
 		}
+		c.gt = gt
 	}
 
 	var rerankRows index.Rows
@@ -172,113 +167,75 @@ func run() error {
 		if err != nil {
 			return fmt.Errorf("-ef: %w", err)
 		}
-		sopt := graph.SearchOptions{K: 10, Ef: max(ef, 10), RerankCount: *rerankCount, Starts: *starts}
-		sopt.Rerank = rerankRows
-		if allowed != nil {
-			sopt.Filter, sopt.Plan = allowed, plan
-			if *fixedWidth {
-				sopt.FilterEf = sopt.Ef
+		for _, c := range cases {
+			c.sopt = graph.SearchOptions{K: 10, Ef: max(ef, 10), RerankCount: *rerankCount, Starts: *starts, Rerank: rerankRows}
+			c.search = g.Search
+			if c.allowed != nil {
+				c.sopt.Filter, c.sopt.Plan = c.allowed, plans[c.plan]
+				if *fixedWidth {
+					c.sopt.FilterEf = c.sopt.Ef
+				}
+			}
+			if c.plan == "ivf" {
+				iopt := index.SearchOptions{K: 10, NProbe: *ivfProbe, Rerank: rerankRows, Filter: c.sopt.Filter}
+				if *rerank {
+					iopt.RerankFactor = max(1, cmp.Or(*rerankCount, c.sopt.Ef)/10)
+				}
+				c.search = func(q []float32, _ graph.SearchOptions) ([]index.Hit, error) { return ix.Search(q, iopt) }
+			}
+			c.found, c.best, c.reads = make([][]index.Hit, nq), time.Duration(1<<62), graph.Reads{}
+		}
+		// Pass 0 warms up and samples reads, untimed; the cases take
+		// turns, so that a change in the machine's load meets them all.
+		for r := 0; r <= *reps; r++ {
+			for _, c := range cases {
+				if err := c.pass(ix, qs, r == 0, *seedProbe, *seedK); err != nil {
+					return err
+				}
 			}
 		}
-		search := g.Search
-		if *planName == "ivf" {
-			iopt := index.SearchOptions{K: 10, NProbe: *ivfProbe, Rerank: rerankRows, Filter: sopt.Filter}
-			if *rerank {
-				iopt.RerankFactor = max(1, cmp.Or(*rerankCount, sopt.Ef)/10)
-			}
-			search = func(q []float32, _ graph.SearchOptions) ([]index.Hit, error) { return ix.Search(q, iopt) }
-		}
-		found := make([][]index.Hit, nq)
-		best := time.Duration(1 << 62)
-		var reads graph.Reads
-		for r := 0; r <= *reps; r++ { // pass 0 warms up and samples reads, untimed
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			var failed atomic.Value
-			t := time.Now()
-			for range runtime.GOMAXPROCS(0) {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := int(next.Add(1) - 1)
-						if i >= nq {
-							return
-						}
-						o := sopt
-						if r == 0 && i%16 == 0 { // sample reads on the first pass, outside the best's timing
-							o.Reads = new(graph.Reads)
-						}
-						if *seedProbe > 0 {
-							seeds, err := ix.Search(qs[i], index.SearchOptions{K: cmp.Or(*seedK, o.Ef), NProbe: *seedProbe})
-							if err != nil {
-								failed.Store(err)
-								return
-							}
-							o.Seeds = make([]uint32, len(seeds))
-							for k, h := range seeds {
-								o.Seeds[k] = uint32(h.ID)
-							}
-						}
-						hits, err := search(qs[i], o)
-						if err != nil {
-							failed.Store(err)
-							return
-						}
-						found[i] = hits
-						if o.Reads != nil {
-							mergeReads(&reads, o.Reads)
-						}
+		for _, c := range cases {
+			hit, total := 0, 0
+			for i := range nq {
+				want := map[int32]bool{}
+				for _, id := range c.gt[i][:min(10, len(c.gt[i]))] {
+					want[id] = true
+				}
+				total += len(want)
+				for _, h := range c.found[i] {
+					if c.allowed != nil && !c.allowed.Allows(h.ID) {
+						return fmt.Errorf("query %d: hit row %d is not allowed", i, h.ID)
 					}
-				}()
-			}
-			wg.Wait()
-			if err, _ := failed.Load().(error); err != nil {
-				return err
-			}
-			if r > 0 {
-				best = min(best, time.Since(t))
-			}
-		}
-		hit, total := 0, 0
-		for i := range nq {
-			want := map[int32]bool{}
-			for _, id := range gt[i][:min(10, len(gt[i]))] {
-				want[id] = true
-			}
-			total += len(want)
-			for _, h := range found[i] {
-				if allowed != nil && !allowed.Allows(h.ID) {
-					return fmt.Errorf("query %d: hit row %d is not allowed", i, h.ID)
-				}
-				if want[int32(h.ID)] {
-					hit++
+					if want[int32(h.ID)] {
+						hit++
+					}
 				}
 			}
-		}
-		size := adjBytes + codeBytes
-		if *rerank {
-			size += f16
-		}
-		per := func(b int64) float64 { return float64(b) / float64(reads.Searches) }
-		out := map[string]any{
-			"dataset": *name, "system": "vlc-graph", "index": fmt.Sprintf("graph R=%d %s rerank=%v", g.Degree(), describe(ix), *rerank),
-			"param": map[string]any{"ef": ef, "threads": runtime.GOMAXPROCS(0)}, "recall@10": float64(hit) / float64(total),
-			"qps": int(float64(nq) / best.Seconds()), "size_ratio": float64(size) / float64(f16), "build_s": buildS,
-		}
-		if reads.Searches > 0 { // the index's search (-plan ivf) counts none
-			out["bytes_per_query"] = map[string]float64{"adjacency": per(reads.Adjacency), "codes": per(reads.Codes), "rerank_f16": per(reads.Rerank)}
-		}
-		if allowed != nil {
-			out["filter"] = map[string]any{"share": *share, "allowed": allowed.Count(), "plan": *planName, "fixed_width": *fixedWidth}
-			if reads.Searches > 0 {
-				out["rows_scored"] = per(reads.Codes) / float64(codeBytes/int64(g.Len()))
-			} else {
-				out["system"], out["index"] = "vlc-ivf", fmt.Sprintf("%s nprobe=%d rerank=%v", describe(ix), *ivfProbe, *rerank)
+			size := adjBytes + codeBytes
+			if *rerank {
+				size += f16
 			}
+			reads := c.reads
+			per := func(b int64) float64 { return float64(b) / float64(reads.Searches) }
+			out := map[string]any{
+				"dataset": *name, "system": "vlc-graph", "index": fmt.Sprintf("graph R=%d %s rerank=%v", g.Degree(), describe(ix), *rerank),
+				"param": map[string]any{"ef": ef, "threads": runtime.GOMAXPROCS(0)}, "recall@10": float64(hit) / float64(total),
+				"qps": int(float64(nq) / c.best.Seconds()), "size_ratio": float64(size) / float64(f16), "build_s": buildS,
+			}
+			if reads.Searches > 0 { // the index's search (-plan ivf) counts none
+				out["bytes_per_query"] = map[string]float64{"adjacency": per(reads.Adjacency), "codes": per(reads.Codes), "rerank_f16": per(reads.Rerank)}
+			}
+			if c.allowed != nil {
+				out["filter"] = map[string]any{"share": c.share, "allowed": c.allowed.Count(), "plan": c.plan, "fixed_width": *fixedWidth}
+				if reads.Searches > 0 {
+					out["rows_scored"] = per(reads.Codes) / float64(codeBytes/int64(g.Len()))
+				} else {
+					out["system"], out["index"] = "vlc-ivf", fmt.Sprintf("%s nprobe=%d rerank=%v", describe(ix), *ivfProbe, *rerank)
+				}
+			}
+			line, _ := json.Marshal(out)
+			fmt.Println(string(line))
 		}
-		line, _ := json.Marshal(out)
-		fmt.Println(string(line))
 	}
 	return nil
 }
