@@ -33,6 +33,16 @@ type SearchOptions struct {
 	// Reads, when set, has what the search read added to it (not
 	// safe for searches that share one concurrently).
 	Reads *Reads
+	// Filter, when set, restricts the hits to the rows it allows (the
+	// index.Filter the store resolves for the index's own search): an
+	// index.RowSet is counted and, when few, scanned (filter.go).
+	Filter index.Filter
+	// Plan is how a filtered search finds its hits: PlanAuto (0)
+	// chooses by the filter's count.
+	Plan FilterPlan
+	// FilterEf is a filtered walk's width; 0 widens Ef by the share
+	// of rows the filter allows. At least K.
+	FilterEf int
 }
 
 // Reads counts what searches read, in bytes.
@@ -54,6 +64,8 @@ type searcher struct {
 	// anchors and entries: the anchors nearest the query, their rows.
 	anchors []int
 	entries []uint32
+	allowed allowedScorer // a filtered walk's scorer
+	dists   []float32     // a scan's scores
 }
 
 // DefaultStarts is SearchOptions.Starts when it is 0.
@@ -90,29 +102,35 @@ func (g *Graph) Search(q []float32, opt SearchOptions) (_ []index.Hit, err error
 			return nil, argErr("query value %d is %v", j, v)
 		}
 	}
+	plan, err := g.planFilter(opt)
+	if err != nil {
+		return nil, err
+	}
+	if plan.none {
+		return []index.Hit{}, nil
+	}
 	s, _ := g.pool.Get().(*searcher)
 	if s == nil {
 		s = &searcher{beam: newBeam(g.n), sc: g.nodes.newScorer(), row: make([]float32, g.d)}
 	}
 	defer g.pool.Put(s)
 	s.sc.setQuery(q)
-	starts := opt.Starts
-	if starts == 0 {
-		starts = DefaultStarts
-	}
-	s.anchors = s.sc.nearestAnchors(s.anchors, min(starts, len(g.reps)/g.perList))
-	s.entries = append(s.entries[:0], opt.Seeds...)
-	for _, a := range s.anchors {
-		for _, r := range g.reps[a*g.perList : (a+1)*g.perList] {
-			if r != noEdge {
-				s.entries = append(s.entries, r)
-			}
+	var top []pair
+	switch {
+	case plan.scan != nil:
+		if top, err = g.scanAllowed(s, plan.scan, keepCount(opt)); err != nil {
+			return nil, err
 		}
-	}
-	s.beam.searchFrom(g.adj, s.entries, opt.Ef, s.sc, false)
-	top := s.top[:0]
-	for _, p := range s.beam.pool {
-		top = append(top, p.pair)
+	case opt.Filter != nil:
+		g.entries(s, opt)
+		top = g.walkFiltered(s, opt, plan)
+	default:
+		g.entries(s, opt)
+		s.beam.searchFrom(g.adj, s.entries, opt.Ef, s.sc, false)
+		top = s.top[:0]
+		for _, p := range s.beam.pool {
+			top = append(top, p.pair)
+		}
 	}
 	slices.SortFunc(top, comparePairs) // ties by row
 	s.top = top
@@ -145,4 +163,22 @@ func (g *Graph) Search(q []float32, opt SearchOptions) (_ []index.Hit, err error
 		hits[i] = index.Hit{ID: int(top[i].id), Distance: max(top[i].dist, 0)}
 	}
 	return hits, nil
+}
+
+// entries sets s.entries to the rows a walk starts from: opt's seeds and
+// the starting rows of the anchors nearest the query.
+func (g *Graph) entries(s *searcher, opt SearchOptions) {
+	starts := opt.Starts
+	if starts == 0 {
+		starts = DefaultStarts
+	}
+	s.anchors = s.sc.nearestAnchors(s.anchors, min(starts, len(g.reps)/g.perList))
+	s.entries = append(s.entries[:0], opt.Seeds...)
+	for _, a := range s.anchors {
+		for _, r := range g.reps[a*g.perList : (a+1)*g.perList] {
+			if r != noEdge {
+				s.entries = append(s.entries, r)
+			}
+		}
+	}
 }

@@ -32,17 +32,15 @@ type Searcher struct {
 // Search returns the K nearest rows a walk of width Ef finds (the
 // graph's Search). Of opt, K, Rerank and RerankFactor (RerankFactor*K
 // rows re-ranked, at most Ef; default 10) apply; NProbe does not (the
-// lists scanned are SeedProbe's). A search with a Filter goes to the
-// lists (the index's Search with opt), as the graph has no filters.
+// lists scanned are SeedProbe's). A Filter is the graph's filtered
+// search (SearchOptions.Filter: walked or scanned by the share it
+// allows); the seeds are not filtered, as they only start the walk.
 func (s *Searcher) Search(q []float32, opt index.SearchOptions) ([]index.Hit, error) {
-	if opt.Filter != nil {
-		return s.Index.Search(q, opt)
-	}
 	if opt.K < 1 {
 		return nil, argErr("k must be at least 1, got %d", opt.K)
 	}
 	ef := s.Width(opt.K)
-	o := SearchOptions{K: opt.K, Ef: ef}
+	o := SearchOptions{K: opt.K, Ef: ef, Filter: opt.Filter}
 	if opt.Rerank != nil {
 		o.Rerank = opt.Rerank
 		o.RerankCount = opt.K * max(opt.RerankFactor, 0)

@@ -4,6 +4,13 @@
 // line each, like the npm peer script's.
 //
 //	graphbench -index x.vlc -base base.fvecs -query query.fvecs -gt gt.ivecs -maxq 1000 -ef 16,32,64 -rerank
+//
+// With -filter, the searches allow a seeded random draw of each share of
+// the rows (0: no filter, recall against -gt), and recall is against
+// exact search over the allowed rows, computed here; -plan lists how the
+// graph searches them, or the index's own filtered search (ivf). The
+// cases take turns, pass by pass, so that a change in the machine's load
+// meets them all.
 package main
 
 import (
@@ -19,7 +26,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/vlc-embed/vlc/graph"
@@ -48,6 +54,11 @@ func run() error {
 	seedK := flag.Int("seed-k", 0, "rows that search hands the walk (0: ef)")
 	reps := flag.Int("reps", 3, "timed passes over the queries (after one untimed); the best counts")
 	name := flag.String("name", "", "dataset name for the output")
+	shares := flag.String("filter", "0", "shares of the rows allowed, drawn at random, comma-separated (0: no filter)")
+	filterSeed := flag.Uint64("filter-seed", 1, "seed of the -filter draw")
+	planNames := flag.String("plan", "auto", "filtered search, comma-separated: auto, walk, scan (the graph's plans), ivf (the index's search with the filter)")
+	fixedWidth := flag.Bool("fixed-width", false, "filtered walk: walk at the -ef widths as given (graph.SearchOptions.FilterEf), not widened")
+	ivfProbe := flag.Int("ivf-nprobe", 8, "-plan ivf: lists probed before the filter widens the probe")
 	var opt graph.BuildOptions
 	flag.IntVar(&opt.Degree, "degree", 0, "most neighbours per row (0: 32)")
 	alpha := flag.Float64("alpha", 0, "robust pruning's alpha (0: 1.1)")
@@ -76,20 +87,30 @@ func run() error {
 		return err
 	}
 	defer queries.Close()
-	gt, err := vecfile.ReadIvecs(*gtPath)
-	if err != nil {
-		return err
-	}
 	nq := queries.Len()
 	if *maxq > 0 {
 		nq = min(nq, *maxq)
 	}
-	if len(gt) < nq {
-		return fmt.Errorf("%s: %d rows of ground truth for %d queries", *gtPath, len(gt), nq)
-	}
 	qs := make([][]float32, nq)
 	for i := range qs {
 		qs[i] = queries.Row(i, make([]float32, queries.Dim()))
+	}
+	cases, err := filterCases(*shares, *planNames, base, qs, *filterSeed)
+	if err != nil {
+		return err
+	}
+	for _, c := range cases {
+		if c.allowed != nil {
+			continue
+		}
+		gt, err := vecfile.ReadIvecs(*gtPath)
+		if err != nil {
+			return err
+		}
+		if len(gt) < nq {
+			return fmt.Errorf("%s: %d rows of ground truth for %d queries", *gtPath, len(gt), nq)
+		}
+		c.gt = gt
 	}
 
 	var rerankRows index.Rows
@@ -146,85 +167,75 @@ func run() error {
 		if err != nil {
 			return fmt.Errorf("-ef: %w", err)
 		}
-		sopt := graph.SearchOptions{K: 10, Ef: max(ef, 10), RerankCount: *rerankCount, Starts: *starts}
-		sopt.Rerank = rerankRows
-		found := make([][]index.Hit, nq)
-		best := time.Duration(1 << 62)
-		var reads graph.Reads
-		for r := 0; r <= *reps; r++ { // pass 0 warms up and samples reads, untimed
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			var failed atomic.Value
-			t := time.Now()
-			for range runtime.GOMAXPROCS(0) {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := int(next.Add(1) - 1)
-						if i >= nq {
-							return
-						}
-						o := sopt
-						if r == 0 && i%16 == 0 { // sample reads on the first pass, outside the best's timing
-							o.Reads = new(graph.Reads)
-						}
-						if *seedProbe > 0 {
-							seeds, err := ix.Search(qs[i], index.SearchOptions{K: cmp.Or(*seedK, o.Ef), NProbe: *seedProbe})
-							if err != nil {
-								failed.Store(err)
-								return
-							}
-							o.Seeds = make([]uint32, len(seeds))
-							for k, h := range seeds {
-								o.Seeds[k] = uint32(h.ID)
-							}
-						}
-						hits, err := g.Search(qs[i], o)
-						if err != nil {
-							failed.Store(err)
-							return
-						}
-						found[i] = hits
-						if o.Reads != nil {
-							mergeReads(&reads, o.Reads)
-						}
-					}
-				}()
+		for _, c := range cases {
+			c.sopt = graph.SearchOptions{K: 10, Ef: max(ef, 10), RerankCount: *rerankCount, Starts: *starts, Rerank: rerankRows}
+			c.search = g.Search
+			if c.allowed != nil {
+				c.sopt.Filter, c.sopt.Plan = c.allowed, plans[c.plan]
+				if *fixedWidth {
+					c.sopt.FilterEf = c.sopt.Ef
+				}
 			}
-			wg.Wait()
-			if err, _ := failed.Load().(error); err != nil {
-				return err
+			if c.plan == "ivf" {
+				iopt := index.SearchOptions{K: 10, NProbe: *ivfProbe, Rerank: rerankRows, Filter: c.sopt.Filter}
+				if *rerank {
+					iopt.RerankFactor = max(1, cmp.Or(*rerankCount, c.sopt.Ef)/10)
+				}
+				c.search = func(q []float32, _ graph.SearchOptions) ([]index.Hit, error) { return ix.Search(q, iopt) }
 			}
-			if r > 0 {
-				best = min(best, time.Since(t))
-			}
+			c.found, c.best, c.reads = make([][]index.Hit, nq), time.Duration(1<<62), graph.Reads{}
 		}
-		hit := 0
-		for i := range nq {
-			want := map[int32]bool{}
-			for _, id := range gt[i][:10] {
-				want[id] = true
-			}
-			for _, h := range found[i] {
-				if want[int32(h.ID)] {
-					hit++
+		// Pass 0 warms up and samples reads, untimed; the cases take
+		// turns, so that a change in the machine's load meets them all.
+		for r := 0; r <= *reps; r++ {
+			for _, c := range cases {
+				if err := c.pass(ix, qs, r == 0, *seedProbe, *seedK); err != nil {
+					return err
 				}
 			}
 		}
-		size := adjBytes + codeBytes
-		if *rerank {
-			size += f16
+		for _, c := range cases {
+			hit, total := 0, 0
+			for i := range nq {
+				want := map[int32]bool{}
+				for _, id := range c.gt[i][:min(10, len(c.gt[i]))] {
+					want[id] = true
+				}
+				total += len(want)
+				for _, h := range c.found[i] {
+					if c.allowed != nil && !c.allowed.Allows(h.ID) {
+						return fmt.Errorf("query %d: hit row %d is not allowed", i, h.ID)
+					}
+					if want[int32(h.ID)] {
+						hit++
+					}
+				}
+			}
+			size := adjBytes + codeBytes
+			if *rerank {
+				size += f16
+			}
+			reads := c.reads
+			per := func(b int64) float64 { return float64(b) / float64(reads.Searches) }
+			out := map[string]any{
+				"dataset": *name, "system": "vlc-graph", "index": fmt.Sprintf("graph R=%d %s rerank=%v", g.Degree(), describe(ix), *rerank),
+				"param": map[string]any{"ef": ef, "threads": runtime.GOMAXPROCS(0)}, "recall@10": float64(hit) / float64(total),
+				"qps": int(float64(nq) / c.best.Seconds()), "size_ratio": float64(size) / float64(f16), "build_s": buildS,
+			}
+			if reads.Searches > 0 { // the index's search (-plan ivf) counts none
+				out["bytes_per_query"] = map[string]float64{"adjacency": per(reads.Adjacency), "codes": per(reads.Codes), "rerank_f16": per(reads.Rerank)}
+			}
+			if c.allowed != nil {
+				out["filter"] = map[string]any{"share": c.share, "allowed": c.allowed.Count(), "plan": c.plan, "fixed_width": *fixedWidth}
+				if reads.Searches > 0 {
+					out["rows_scored"] = per(reads.Codes) / float64(codeBytes/int64(g.Len()))
+				} else {
+					out["system"], out["index"] = "vlc-ivf", fmt.Sprintf("%s nprobe=%d rerank=%v", describe(ix), *ivfProbe, *rerank)
+				}
+			}
+			line, _ := json.Marshal(out)
+			fmt.Println(string(line))
 		}
-		per := func(b int64) float64 { return float64(b) / float64(reads.Searches) }
-		out := map[string]any{
-			"dataset": *name, "system": "vlc-graph", "index": fmt.Sprintf("graph R=%d %s rerank=%v", g.Degree(), describe(ix), *rerank),
-			"param": map[string]any{"ef": ef, "threads": runtime.GOMAXPROCS(0)}, "recall@10": float64(hit) / float64(10*nq),
-			"qps": int(float64(nq) / best.Seconds()), "size_ratio": float64(size) / float64(f16), "build_s": buildS,
-			"bytes_per_query": map[string]float64{"adjacency": per(reads.Adjacency), "codes": per(reads.Codes), "rerank_f16": per(reads.Rerank)},
-		}
-		line, _ := json.Marshal(out)
-		fmt.Println(string(line))
 	}
 	return nil
 }
