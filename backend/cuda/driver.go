@@ -44,13 +44,14 @@ type driver struct {
 	cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD8, cuMemGetInfo                    uintptr
 	cuGetErrorName, cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime           uintptr
 	cuEventDestroy, cuMemAllocHost, cuMemFreeHost                                                  uintptr
+	cuStreamCreate, cuStreamDestroy, cuMemcpyHtoDAsync                                             uintptr
+	// Peers (a point set split over devices, shard.go).
+	cuDeviceCanAccessPeer, cuCtxEnablePeerAccess, cuMemcpyPeerAsync uintptr
+
 	// cuMemHostAlloc is optional: where present, query buffers are
 	// page-locked for every context (portable), so that each GPU of a
 	// replicated search copies them up directly.
 	cuMemHostAlloc uintptr
-	cuStreamCreate, cuStreamDestroy, cuMemcpyHtoDAsync                                             uintptr
-	// Peers (a point set split over devices, shard.go).
-	cuDeviceCanAccessPeer, cuCtxEnablePeerAccess, cuMemcpyPeerAsync uintptr
 	// cuTensorMapEncodeTiled (CUDA 12.0 and later) is optional: without it
 	// the tma assign variant is not offered.
 	cuTensorMapEncodeTiled uintptr
