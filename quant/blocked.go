@@ -124,7 +124,7 @@ func (c *Rotated) unit() float32 { return float32(float64(int(1)<<c.bits-1) / 2 
 
 func (c *Rotated) Pack(codes []byte, n int, blocks, low []byte) {
 	cb, bb, lb := c.CodeBytes(), c.BlockBytes(), c.LowBytes()
-	chunks, w, b := c.chunks(), c.lowBits(), c.bits
+	chunks, b := c.chunks(), c.bits
 	L := 1<<b - 1
 	half := float64(L) / 2
 	unit := c.unit()
@@ -136,36 +136,24 @@ func (c *Rotated) Pack(codes []byte, n int, blocks, low []byte) {
 	pad := c.packed*per - c.dim
 	nb := (n + BlockLen - 1) / BlockLen
 	par.For(nb, 64, func(lo, hi int) {
-		dev := make([]float64, L+1) // |l - L/2| - kappa, by level
+		var dev []float64 // |l - L/2| - kappa, by level
 		for e := lo * BlockLen; e < min(hi*BlockLen, n); e++ {
 			entry := codes[e*cb : (e+1)*cb]
 			blk := blocks[(e/BlockLen)*bb : (e/BlockLen+1)*bb]
 			v := e % BlockLen
-			lowE := low[e*lb : (e+1)*lb]
+			packLevels(entry[:c.packed], b, chunks, blk[v:], low[e*lb:(e+1)*lb])
 			// Twice |u| and its square, summed as integers: the float64
 			// sums of |u| = |2l - L|/2 and u^2 are exact in any order.
-			s1, s2 := -pad*L, -pad*L*L
-			for p := range chunks {
-				// Chunk p's 8 levels are the b bytes from p*b (fewer at
-				// the end), little-endian.
-				var signs byte
-				var lw uint64
-				for k, x := range entry[p*b : min(p*b+b, c.packed)] {
-					signs |= t.signs[x] << (k * per)
-					lw |= uint64(t.low[x]) << (k * per * w)
-					s1 += int(t.s1[x])
-					s2 += int(t.s2[x])
-				}
-				blk[32*p+v] |= signs
-				for k := range w {
-					lowE[w*p+k] = byte(lw >> (8 * k))
-				}
-			}
+			s1, s2 := t.sums(entry[:c.packed])
+			s1, s2 = s1-pad*L, s2-pad*L*L
 			su, su2 := float64(s1)/2, float64(s2)/4
 			kb := min(max(math.Round(su2/su/half*255), 1), 255)
 			kappa := float64(float32(kb) * unit) // as the scorer computes it
 			eb, ok := packEps(su, su2, kappa, c.dim, unit)
 			if !ok {
+				if dev == nil {
+					dev = make([]float64, L+1)
+				}
 				for l := range dev {
 					dev[l] = math.Abs(float64(l)-half) - kappa
 				}
@@ -184,6 +172,124 @@ func (c *Rotated) Pack(codes []byte, n int, blocks, low []byte) {
 			blk[sc+160+v] = byte(eb)
 		}
 	})
+}
+
+// packLevels lays out one entry's packed b-bit levels: the sign byte of
+// chunk p ORed into signs[32*p], its b-1 bytes of low bits written at
+// low[(b-1)*p:]. It reads the levels a 64-bit word (8/b chunks) at a
+// time, splits each word with the split function of its width and
+// stores a word's low bits with one 8-byte store while one fits in low
+// (the bytes past the word's are the next word's, written after); the
+// rest goes through packTail.
+func packLevels(levels []byte, b, chunks int, signs, low []byte) {
+	if b == 1 { // the levels are the signs
+		for p, x := range levels {
+			signs[32*p] |= x
+		}
+		return
+	}
+	w, cw := b-1, 8/b
+	p := 0
+	for ; len(levels) >= 8 && w*p+8 <= len(low); p += cw {
+		x := binary.LittleEndian.Uint64(levels)
+		levels = levels[8:]
+		var lo uint64
+		switch b {
+		case 2:
+			var sg uint64
+			sg, lo = split2(x)
+			signs[32*p] |= byte(sg)
+			signs[32*p+32] |= byte(sg >> 8)
+			signs[32*p+64] |= byte(sg >> 16)
+			signs[32*p+96] |= byte(sg >> 24)
+		case 4:
+			var sg uint64
+			sg, lo = split4(x)
+			signs[32*p] |= byte(sg)
+			signs[32*p+32] |= byte(sg >> 8)
+		default:
+			var sg uint64
+			sg, lo = split8(x)
+			signs[32*p] |= byte(sg)
+		}
+		binary.LittleEndian.PutUint64(low[w*p:], lo)
+	}
+	packTail(levels, b, chunks-p, signs[32*p:], low[w*p:])
+}
+
+// packTail is packLevels for the last few words, the last one read padded
+// with zeros, and the low bits stored a byte at a time.
+func packTail(levels []byte, b, chunks int, signs, low []byte) {
+	w, cw := b-1, 8/b
+	for p := 0; p < chunks; p += cw {
+		var buf [8]byte
+		levels = levels[copy(buf[:], levels):]
+		sg, lo := splitLevels(binary.LittleEndian.Uint64(buf[:]), b)
+		k := min(cw, chunks-p) // chunks in this word
+		for i := range k {
+			signs[32*(p+i)] |= byte(sg >> (8 * i))
+		}
+		for i := range w * k {
+			low[w*p+i] = byte(lo >> (8 * i))
+		}
+	}
+}
+
+// splitLevels splits a word of packed b-bit levels, 8/b chunks of 8,
+// into their top bits (a byte a chunk, bit i level i's, in chunk order)
+// and their b-1 low bits (b-1 bytes a chunk, level i's at bits
+// (b-1)*i.., in chunk order).
+func splitLevels(x uint64, b int) (signs, low uint64) {
+	switch b {
+	case 1:
+		return x, 0
+	case 2:
+		return split2(x)
+	case 4:
+		return split4(x)
+	}
+	return split8(x)
+}
+
+// split2 is splitLevels for 2 bits: the even bits (low) go to the lower
+// half, the odd ones (signs) to the upper, by delta swaps.
+func split2(x uint64) (signs, low uint64) {
+	t := (x ^ x>>1) & 0x2222222222222222
+	x ^= t ^ t<<1
+	t = (x ^ x>>2) & 0x0c0c0c0c0c0c0c0c
+	x ^= t ^ t<<2
+	t = (x ^ x>>4) & 0x00f000f000f000f0
+	x ^= t ^ t<<4
+	t = (x ^ x>>8) & 0x0000ff000000ff00
+	x ^= t ^ t<<8
+	t = (x ^ x>>16) & 0x00000000ffff0000
+	x ^= t ^ t<<16
+	return x >> 32, x & 0xffffffff
+}
+
+// split4 is splitLevels for 4 bits, a chunk a half word. The product
+// moves the top bits of the four levels of each 16 bits, at 4i, to 9+i:
+// its partial products 4i+3j (j < 4) meet nowhere, within 16 bits or
+// across. The low bits are moved together in halving steps.
+func split4(x uint64) (signs, low uint64) {
+	s := (x >> 3 & 0x1111111111111111) * 0x249 >> 9 & 0x000f000f000f000f
+	s = (s | s>>12) & 0x000000ff000000ff
+	l := x&0x0707070707070707 | x>>1&0x3838383838383838
+	l = l&0x003f003f003f003f | l>>2&0x0fc00fc00fc00fc0
+	l = l&0x00000fff00000fff | l>>4&0x00fff00000fff000
+	return s | s>>24, l&0xffffff | l>>8&0xffffff000000
+}
+
+// split8 is splitLevels for 8 bits, one chunk. The product moves the top
+// bit of byte i, at 8i, to 56+i; no two of its partial products meet at
+// or carry into the top byte.
+func split8(x uint64) (signs, low uint64) {
+	s := (x & 0x8080808080808080 >> 7) * 0x0102040810204080 >> 56
+	l := x & 0x7f7f7f7f7f7f7f7f
+	l = l&0x007f007f007f007f | l>>1&0x3f803f803f803f80
+	l = l&0x00003fff00003fff | l>>2&0x0fffc0000fffc000
+	l = l&0x000000000fffffff | l>>4&0x00fffffff0000000
+	return s, l
 }
 
 // epsByte is the eps byte of an entry whose |u - kappa s|^2 is e2: its
@@ -222,15 +328,29 @@ const (
 	packSlack  = 1e-9
 )
 
-// packTable holds, for every byte of packed b-bit levels, what Pack
-// takes from it: the top bits of its levels (one a level, in level
-// order), their w = b-1 low bits (w a level), and the sums over its levels
-// of |2l - L| and (2l - L)^2.
+// packTable holds, for every byte of packed b-bit levels, the sums over
+// its levels of |2l - L| (low 32 bits) and (2l - L)^2 (high 32 bits), so
+// that one addition a byte sums both.
 type packTable struct {
-	signs [256]byte
-	low   [256]byte
-	s1    [256]uint16
-	s2    [256]uint32
+	sum [256]uint64
+}
+
+// sums returns the sums of |2l - L| and (2l - L)^2 over the levels packed
+// in levels (all of each byte's), exactly.
+func (t *packTable) sums(levels []byte) (s1, s2 int) {
+	// A byte's levels sum to at most 255^2 in (2l - L)^2 (and less in
+	// |2l - L|): 4,096 bytes' sums stay under 2^32 in each half.
+	for len(levels) > 0 {
+		m := min(len(levels), 4096)
+		var s uint64
+		for _, x := range levels[:m] {
+			s += t.sum[x]
+		}
+		s1 += int(s & 0xffffffff)
+		s2 += int(s >> 32)
+		levels = levels[m:]
+	}
+	return s1, s2
 }
 
 var packTableOf = map[int]*packTable{}
@@ -238,15 +358,12 @@ var packTableOf = map[int]*packTable{}
 func init() {
 	for _, b := range []int{1, 2, 4, 8} {
 		t := new(packTable)
-		L, w := 1<<b-1, b-1
+		L := 1<<b - 1
 		for x := range 256 {
 			for i := range 8 / b {
 				l := x >> (b * i) & L
-				t.signs[x] |= byte(l>>w) << i
-				t.low[x] |= byte(l&(1<<w-1)) << (w * i)
 				d := 2*l - L
-				t.s1[x] += uint16(max(d, -d))
-				t.s2[x] += uint32(d * d)
+				t.sum[x] += uint64(max(d, -d)) | uint64(d*d)<<32
 			}
 		}
 		packTableOf[b] = t

@@ -1,6 +1,7 @@
 package vecfile
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 )
@@ -84,5 +85,49 @@ func BenchmarkRow(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkAnyBadF16: anyBadF16 over finite float16 values, 256 KiB (a
+// CheckRows block, in cache) and 64 MiB (from memory).
+func BenchmarkAnyBadF16(b *testing.B) {
+	for _, size := range []int{256 << 10, 64 << 20} {
+		buf := make([]byte, size)
+		for i := 0; i < size; i += 2 {
+			buf[i], buf[i+1] = byte(i*7), byte(i*13)&0xbb // exponent < 31
+		}
+		if anyBadF16(buf) {
+			b.Fatal("bad value in the benchmark's data")
+		}
+		b.Run(fmt.Sprintf("bytes=%dK", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if anyBadF16(buf) {
+					b.Fatal("bad")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCheckFiniteFresh is BenchmarkCheckFinite on a new mapping each
+// time, as a command's one pass over its input meets it: the page faults
+// count. 64 MiB of float16, in the page cache.
+func BenchmarkCheckFiniteFresh(b *testing.B) {
+	const n, dim = 43690, 768
+	p := filepath.Join(b.TempDir(), "b.f16")
+	if err := WriteF16(p, randRows(n, dim, 9)); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(n * dim * 2))
+	for b.Loop() {
+		m, err := Open(p, Options{Dim: dim})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := m.CheckFinite(); err != nil {
+			b.Fatal(err)
+		}
+		m.Close()
 	}
 }

@@ -214,6 +214,21 @@ func anyBadF64(b []byte) bool {
 // carry repeat one lane's masks across the word. A tail shorter than a
 // word is read padded with zeros, which never carry.
 func anyBad(b []byte, exp, one, carry uint64) bool {
+	for len(b) >= 64 {
+		w0 := binary.LittleEndian.Uint64(b)
+		w1 := binary.LittleEndian.Uint64(b[8:])
+		w2 := binary.LittleEndian.Uint64(b[16:])
+		w3 := binary.LittleEndian.Uint64(b[24:])
+		w4 := binary.LittleEndian.Uint64(b[32:])
+		w5 := binary.LittleEndian.Uint64(b[40:])
+		w6 := binary.LittleEndian.Uint64(b[48:])
+		w7 := binary.LittleEndian.Uint64(b[56:])
+		if (((w0&exp)+one)|((w1&exp)+one)|((w2&exp)+one)|((w3&exp)+one)|
+			((w4&exp)+one)|((w5&exp)+one)|((w6&exp)+one)|((w7&exp)+one))&carry != 0 {
+			return true
+		}
+		b = b[64:]
+	}
 	for len(b) >= 32 {
 		w0 := binary.LittleEndian.Uint64(b)
 		w1 := binary.LittleEndian.Uint64(b[8:])

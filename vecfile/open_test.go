@@ -541,6 +541,32 @@ func TestDeepGroundTruth(t *testing.T) {
 	}
 }
 
+// TestAnyBadF16Lengths finds one bad float16 value (+Inf, -Inf, a NaN)
+// at every position of every length from 1 to 80 values, which covers each
+// lane of the 64-, 32- and 8-byte loops and the tails shorter than a word,
+// and none in the same data without it.
+func TestAnyBadF16Lengths(t *testing.T) {
+	for n := 0; n <= 80; n++ {
+		vals := make([]uint16, n)
+		for k := range vals {
+			vals[k] = uint16((0x7bff - k%3<<10) ^ k<<15) // finite, exponents 30, 29, 28
+		}
+		if anyBadF16(f16Bytes(vals...)) {
+			t.Fatalf("anyBadF16 of %d finite values = true", n)
+		}
+		for pos := range n {
+			for _, h := range []uint16{0x7c00, 0xfc00, 0x7e01} {
+				keep := vals[pos]
+				vals[pos] = h
+				if !anyBadF16(f16Bytes(vals...)) {
+					t.Fatalf("anyBadF16 of %d values with %#04x at %d = false", n, h, pos)
+				}
+				vals[pos] = keep
+			}
+		}
+	}
+}
+
 // TestAnyBad compares the word-at-a-time scans with a per-value check for
 // every float16 bit pattern and many float32 ones, in every lane position.
 func TestAnyBad(t *testing.T) {
