@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -278,5 +279,112 @@ func TestStoreGraphBadOptions(t *testing.T) {
 		if !errors.Is(err, c.want) {
 			t.Errorf("batch %+v: %v, want %v", c.opt, err, c.want)
 		}
+	}
+}
+
+// BuildGraph gives a store's segments graphs, each a new segment file
+// committed as a merge's output is: the same live rows (Len, Get, a
+// deleted id still gone), searches walk the graphs (the hook) at the
+// recall floor, and the replaced files are removed. Bad arguments are
+// errors naming them.
+func TestStoreBuildGraph(t *testing.T) {
+	ctx := context.Background()
+	docs := deepDocs(t, "../testdata/deep2k/base.f16", 0, 1200)
+	path := filepath.Join(t.TempDir(), "b.vlc")
+	st, err := vlc.Build(ctx, path, docs[:1000], vlc.Options{Seed: 1, Code: "rotated", Bits: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if st, err = vlc.OpenWith(path, vlc.OpenOptions{Manual: true}); err != nil { // no merge meanwhile
+		t.Fatal(err)
+	}
+	defer st.Close()
+	byID := originals{}
+	for _, d := range docs {
+		byID[d.ID] = d
+	}
+	// A lone file: made a store of one segment with a graph.
+	if err := st.BuildGraph(ctx, 0, byID, graph.BuildOptions{Degree: 16}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Add(ctx, docs[1000:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Delete(ctx, []string{"doc-5", "doc-1100"}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := st.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before.Segments) != 2 || !before.Segments[0].Graph || before.Segments[1].Graph {
+		t.Fatalf("segments %+v: want a graph in the first alone", before.Segments)
+	}
+	for _, c := range []struct {
+		seg  int
+		orig store.Originals
+		text string
+	}{
+		{2, byID, "segment 2: the store has 2"},
+		{-1, byID, "segment -1"},
+		{1, nil, "needs the original vectors"},
+		{1, originals{}, `id "doc-1000"`},
+	} {
+		err := st.BuildGraph(ctx, c.seg, c.orig, graph.BuildOptions{})
+		if err == nil || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("BuildGraph(%d): %v, want an error naming %q", c.seg, err, c.text)
+		}
+	}
+	if err := st.BuildGraph(ctx, 1, byID, graph.BuildOptions{Degree: 16}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := st.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Segments) != 2 || !in.Segments[0].Graph || !in.Segments[1].Graph || in.Rows != 1198 || in.Deleted != 2 {
+		t.Fatalf("after BuildGraph: %d live, %d deleted, segments %+v", in.Rows, in.Deleted, in.Segments)
+	}
+	if in.Segments[1].File == before.Segments[1].File {
+		t.Fatalf("segment 1 kept its file name %s", in.Segments[1].File)
+	}
+	if _, err := os.Stat(before.Segments[1].File); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the replaced file %s: %v, want it removed", before.Segments[1].File, err)
+	}
+	for _, id := range []string{"doc-5", "doc-1100"} {
+		if _, err := st.Get(id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Get(%s) of a deleted id: %v", id, err)
+		}
+	}
+	if r, err := st.Get("doc-1150"); err != nil || r.ID != "doc-1150" {
+		t.Errorf("Get(doc-1150): %+v, %v", r, err)
+	}
+	var walked atomic.Int64
+	defer store.SetGraphWalked(func(int) { walked.Add(1) })()
+	found, nq := 0, 40
+	for i := range nq {
+		q := docs[1000+5*i].Vector // queries among the added rows too
+		hits, err := st.Search(ctx, q, vlc.SearchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := exactIDs(docs, q, 10, func(d vlc.Document) bool { return d.ID != "doc-5" && d.ID != "doc-1100" })
+		for _, h := range hits {
+			if h.ID == "doc-5" || h.ID == "doc-1100" {
+				t.Fatalf("query %d: deleted %s returned", i, h.ID)
+			}
+			if slices.Contains(want, h.ID) {
+				found++
+			}
+		}
+	}
+	if walked.Load() != int64(2*nq) {
+		t.Fatalf("walked %d graphs, want %d (two segments, %d queries)", walked.Load(), 2*nq, nq)
+	}
+	if r := float64(found) / float64(10*nq); r < 0.85 {
+		t.Errorf("recall@10 %.3f, want at least 0.85", r)
+	} else {
+		t.Logf("recall@10 %.3f", r)
 	}
 }
