@@ -211,4 +211,27 @@ func TestGraphStoreCommand(t *testing.T) {
 			t.Errorf("%s: stderr %q does not say the store holds no graph", args[0], errs)
 		}
 	}
+	// vlc graph on the store: the added segment's graph, a new file.
+	out, _ = mustVLC(t, "graph", "-base", twice, "-degree", "8", "-segment", "1", plain)
+	if !strings.HasPrefix(out, "wrote "+plain+": segment 1 (256 rows) with a graph") {
+		t.Fatalf("vlc graph on a store printed %q", out)
+	}
+	if info, _ := mustVLC(t, "info", plain); !strings.Contains(info, "added, graph,") || strings.Count(info, "graph,") != 1 {
+		t.Fatalf("vlc info does not show the added segment's graph alone:\n%s", info)
+	}
+	mustVLC(t, "search", "-query", goldenF16, "-ef", "16", plain)
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"graph", "-base", twice, "-segment", "2", plain}, "segment 2: the store has 2"},
+		{[]string{"graph", "-base", twice, "-o", filepath.Join(t.TempDir(), "x.vlc"), plain}, "a store's graph goes into a new segment file"},
+		{[]string{"graph", "-base", goldenF16, "-segment", "1", copyGolden(t)}, "-segment 1"},
+	} {
+		code, _, errs := runVLC(t, tc.args...)
+		checkOneLineError(t, code, errs)
+		if !strings.Contains(errs, tc.msg) {
+			t.Errorf("%v: stderr %q does not say %q", tc.args, errs, tc.msg)
+		}
+	}
 }
