@@ -81,6 +81,9 @@ type Limits struct {
 	InFlight int
 }
 
+// MaxEf bounds a search request's ef: the rows a walk's beam keeps.
+const MaxEf = 4096
+
 // DefaultLimits are the limits of a zero Limits field.
 var DefaultLimits = Limits{BodyBytes: 32 << 20, K: 1000, Batch: 1000, NProbe: 4096, Timeout: 30 * time.Second, Hits: 100_000, BodyMemory: 128 << 20, InFlight: 4 * runtime.GOMAXPROCS(0)}
 
@@ -615,6 +618,10 @@ type SearchRequest struct {
 	VectorsF32 []byte `json:"vectors_f32,omitempty"`
 	K          *int   `json:"k,omitempty"`      // default 10
 	NProbe     *int   `json:"nprobe,omitempty"` // default 16
+	// Ef is the width of a walk of a segment's graph, where a segment
+	// holds one (vlc.SearchOptions.Ef): 0 or absent for the graph's
+	// default, -1 to scan the lists of every segment, at most MaxEf.
+	Ef *int `json:"ef,omitempty"`
 	// Where is a filter in the JSON syntax of Chroma and MongoDB
 	// (vlc.ParseFilter): {"cat": "a"}, {"n": {"$gte": 10, "$lt": 20}},
 	// {"$or": [...]}. Filter is the older form (ids, or equality of
@@ -722,6 +729,11 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) (int, error) {
 	if req.NProbe != nil {
 		if opt.NProbe = *req.NProbe; opt.NProbe < 1 || opt.NProbe > s.limits.NProbe {
 			return http.StatusBadRequest, fmt.Errorf("nprobe %d: must be 1 to %d (the limit); leave it out for %d", opt.NProbe, s.limits.NProbe, vlc.DefaultNProbe)
+		}
+	}
+	if req.Ef != nil {
+		if opt.Ef = *req.Ef; opt.Ef < -1 || opt.Ef > MaxEf {
+			return http.StatusBadRequest, fmt.Errorf("ef %d: must be -1 (the lists) to %d; leave it out for the graph's default", opt.Ef, MaxEf)
 		}
 	}
 	if req.Rerank {

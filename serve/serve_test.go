@@ -233,6 +233,8 @@ func TestServeBadRequests(t *testing.T) {
 		{"k zero", "POST", "/v1/indexes/deep/search", "", map[string]any{"vector": q, "k": 0}, 400, "k 0: must be 1 to 100"},
 		{"k huge", "POST", "/v1/indexes/deep/search", "", map[string]any{"vector": q, "k": 1 << 40}, 400, "must be 1 to 100"},
 		{"nprobe over the limit", "POST", "/v1/indexes/deep/search", "", map[string]any{"vector": q, "nprobe": 51}, 400, "nprobe 51"},
+		{"ef below -1", "POST", "/v1/indexes/deep/search", "", map[string]any{"vector": q, "ef": -2}, 400, "ef -2: must be -1 (the lists) to 4096"},
+		{"ef over the bound", "POST", "/v1/indexes/deep/search", "", map[string]any{"vector": q, "ef": 4097}, 400, "ef 4097"},
 		{"batch over the limit", "POST", "/v1/indexes/deep/search", "", map[string]any{"vectors": many}, 400, "11 vectors in one search, over the limit of 10"},
 		{"body over the limit", "POST", "/v1/indexes/deep/search", "", `{"vectors": [` + strings.Repeat("[1],", 40000) + `[1]]}`, 413, "over the limit of 65536 bytes"},
 		{"unknown index", "POST", "/v1/indexes/nope/search", "", map[string]any{"vector": q}, 404, `no index named "nope" (have: deep)`},

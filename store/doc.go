@@ -7,6 +7,8 @@
 // process and by others. Segment files are never named twice.
 //
 // Search scans the segments as one index (index.Group), with filters over
-// ids and payloads and re-ranking from the original vectors. The build
+// ids and payloads and re-ranking from the original vectors; where a
+// segment's file holds a graph (vlc graph, BuildGraph), it walks that
+// graph instead and scans the others' lists (graph.go, SearchOptions.Ef). The build
 // itself is package pipeline's; docs/FORMAT.md ("Stores") has the files.
 package store

@@ -29,3 +29,10 @@ func SetRefreshLoaded(f func()) (undo func()) {
 	refreshLoaded = f
 	return func() { refreshLoaded = nil }
 }
+
+// SetGraphWalked sets a function a search calls with each segment whose
+// graph it walked; the returned function undoes it.
+func SetGraphWalked(f func(segment int)) (undo func()) {
+	graphWalked = f
+	return func() { graphWalked = nil }
+}

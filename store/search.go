@@ -62,6 +62,20 @@ type SearchOptions struct {
 	// neighbourhood). Distances are as Hit's: under ip they are negative
 	// inner products, so a bound there is negative.
 	Radius float32
+	// Ef is how wide a walk of a segment's graph searches (vlc graph
+	// builds one into an index file): the rows its beam keeps (0:
+	// graph.DefaultEf; raised to the hits kept, K or K*RerankFactor
+	// when re-ranking). A search walks the graph of every segment that
+	// holds one and scans NProbe lists of the others; a negative Ef
+	// scans the lists of every segment, graph or not. A store opened on
+	// a device scans the lists, whatever Ef.
+	Ef int
+	// SeedProbe, when above 0, also starts each graph's walk from the
+	// hits of its segment's own search of this many lists (unfiltered:
+	// they only start the walk): what keeps a walk in the query's
+	// cluster where clusters lie far apart (graph/README.md), at the
+	// cost of that search. An error with a negative Ef.
+	SeedProbe int
 }
 
 // Originals looks up the original vector of an id, for re-ranking.
@@ -130,7 +144,12 @@ func (ix *Store) SearchRows(ctx context.Context, queries Rows, opt SearchOptions
 	if err != nil {
 		return nil, err
 	}
-	raw, err := snap.group.SearchBatch(ctx, queries, io)
+	var raw [][]index.Hit
+	if snap.walks(opt) {
+		raw, err = snap.searchWalkBatch(ctx, queries, io, opt)
+	} else {
+		raw, err = snap.group.SearchBatch(ctx, queries, io)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +203,12 @@ func (snap *snapshot) search(ctx context.Context, q []float32, opt SearchOptions
 	if err != nil {
 		return nil, err
 	}
-	raw, err := snap.group.Search(ctx, q, io)
+	var raw []index.Hit
+	if snap.walks(opt) {
+		raw, err = snap.searchWalk(ctx, q, io, opt)
+	} else {
+		raw, err = snap.group.Search(ctx, q, io)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +240,9 @@ func (snap *snapshot) options(opt SearchOptions) (index.SearchOptions, error) {
 	}
 	if opt.K < 1 || opt.NProbe < 1 || opt.RerankFactor < 1 {
 		return io, fmt.Errorf("%w: K %d, NProbe %d, RerankFactor %d: each must be at least 1 (0: the default)", index.ErrArgument, opt.K, opt.NProbe, opt.RerankFactor)
+	}
+	if err := checkWalk(opt); err != nil {
+		return io, err
 	}
 	if opt.Rerank != nil {
 		io.K = math.MaxInt32 // K * RerankFactor, without overflow

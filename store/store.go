@@ -16,6 +16,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/filter"
+	"github.com/vlc-embed/vlc/graph"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/index/format"
 )
@@ -98,6 +99,13 @@ type segment struct {
 	devOnce sync.Once
 	dev     *index.DeviceIndex
 	devErr  error
+
+	// graph is the graph the segment's file holds (nil: none), opened
+	// by the first version that holds the segment (openGraph) and read
+	// from ix's mapping, so valid while ix is open.
+	graphOnce sync.Once
+	graph     *graph.Graph
+	graphErr  error
 }
 
 func newSegment(ix *index.Index, file string) *segment {
@@ -139,6 +147,9 @@ type snapshot struct {
 	// goneBits is gone as a bitset, for the searches' filters.
 	goneOnce sync.Once
 	goneBits bitset
+	// walk, when set, is how searches walk the segments' graphs (at
+	// least one segment holds one; graph.go).
+	walk *walkPlan
 }
 
 func (s *snapshot) release() {
@@ -175,6 +186,12 @@ func newSnapshot(src *format.File, srcInfo os.FileInfo, man manifest, segs []*se
 		}
 	}
 	snap.live = g.Len() - int(snap.gone.GetCardinality())
+	if err := snap.planWalks(); err != nil {
+		if src != nil {
+			src.Close()
+		}
+		return nil, err
+	}
 	snap.refs.Store(1)
 	for _, s := range segs {
 		s.refs.Add(1)
@@ -474,6 +491,9 @@ type SegmentInfo struct {
 	Energy        float64
 	Bytes         int64
 	IDs, Payloads bool // whether it stores ids and payloads
+	// Graph is whether its file holds a graph that searches walk
+	// (SearchOptions.Ef).
+	Graph bool
 }
 
 // DriftWarn is the Drift above which Info's readers (vlc info) suggest
@@ -495,7 +515,8 @@ func (ix *Store) Info() (Info, error) {
 	var addEnergy float64
 	for i, s := range snap.segs {
 		si := SegmentInfo{File: ix.path, Rows: s.ix.Len(), Deleted: int(snap.deleted[i].GetCardinality()), Bytes: s.ix.Size(),
-			IDs: s.ix.HasKeys(), Payloads: s.ix.HasPayloads(), Energy: s.ix.Meta().Energy}
+			IDs: s.ix.HasKeys(), Payloads: s.ix.HasPayloads(), Energy: s.ix.Meta().Energy,
+			Graph: s.graph != nil}
 		if s.file != "" {
 			si.File = filepath.Join(segmentDir(ix.path), s.file)
 			e := snap.man.Segments[i]

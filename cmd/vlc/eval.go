@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/eval"
 	"github.com/vlc-embed/vlc/graph"
@@ -76,6 +78,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		ix       *index.Index // nil for a store
 		di       *index.DeviceIndex
 		gs       *graph.Searcher // set where the search walks the graph
+		walked   bool            // a store's search walks its segments' graphs
 	)
 	{
 		se, err := openStoreEval(pos[0], &sf, *gtPath, *basePath)
@@ -85,6 +88,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if se != nil {
 			defer se.Close()
 			searcher, q, rr, gt = se.s, se.q, se.rr, se.gt
+			opt := vlc.SearchOptions{}
+			if walked, err = sf.storeWalk(fs, pos[0], se.s.info, &opt); err != nil {
+				return err
+			}
+			se.s.ef, se.s.seedProbe = opt.Ef, opt.SeedProbe
 		}
 	}
 	if searcher == nil {
@@ -94,6 +102,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		defer o.Close()
 		ix, q, rr = o.ix, o.q, o.rr
+		if ix.Path() != pos[0] { // a store's one segment
+			if walk, err = sf.useGraph(fs, ix.Path(), false); err != nil {
+				return err
+			}
+		}
 		if gt, err = groundTruth(*gtPath, *basePath, q, ix); err != nil {
 			return err
 		}
@@ -131,6 +144,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if gs != nil {
 		fmt.Fprintf(stdout, "queries          %d (graph, ef %d, seeds from %d list(s), %s)\n", q.Len(), gs.Width(max(sf.k, 10)), res.NProbe, rerank)
+	} else if walked {
+		keep := max(sf.k, 10) // eval searches for at least 10 hits
+		if rr != nil {
+			keep *= sf.rerankFactor
+		}
+		fmt.Fprintf(stdout, "queries          %d (store: graphs walked at ef %d where a segment holds one, nprobe %d elsewhere, %s)\n", q.Len(), max(cmp.Or(sf.ef, graph.DefaultEf), keep), res.NProbe, rerank)
 	} else {
 		fmt.Fprintf(stdout, "queries          %d (nprobe %d, %s)\n", q.Len(), res.NProbe, rerank)
 	}

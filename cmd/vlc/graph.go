@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/graph"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/errs"
@@ -24,6 +25,7 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nprobe := fs.Int("nprobe", 8, "find each row's candidate neighbours with the index's own search of this many lists (0: measure every pair of rows, n^2 distances)")
 	out := fs.String("o", "", "write the index with its graph to `file` (default: replace INDEX)")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
+	segment := fs.Int("segment", 0, "for a store: the segment (as vlc info lists them, from 0, the trained one) to build a graph for, committed as a new segment file; -base is then read by id (row i: the vector of id i)")
 	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
 	if err != nil {
 		return err
@@ -37,6 +39,15 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: -alpha %v: want a number of at least 1", errs.ErrArgument, *alpha)
 	case *nprobe < 0:
 		return fmt.Errorf("%w: -nprobe %d: want 0 or more", errs.ErrArgument, *nprobe)
+	}
+	if isStore(pos[0]) {
+		if *out != "" {
+			return fmt.Errorf("%w: -o %s: a store's graph goes into a new segment file of the store", errs.ErrArgument, *out)
+		}
+		return graphStore(ctx, pos[0], *base, *segment, graph.BuildOptions{Degree: *degree, Alpha: float32(*alpha), NProbe: *nprobe}, *quiet, stdout)
+	}
+	if *segment != 0 {
+		return fmt.Errorf("%w: -segment %d: %s is an index file, not a store", errs.ErrArgument, *segment, pos[0])
 	}
 	dst := *out
 	if dst == "" {
@@ -89,4 +100,34 @@ func candidatesFrom(nprobe int) string {
 		return "every pair of rows"
 	}
 	return fmt.Sprintf("the index's search of %d lists", nprobe)
+}
+
+// graphStore is vlc graph on a store: the graph of one segment, built
+// from -base by id (vlc.RowOriginals) and committed as a new segment
+// file (Store.BuildGraph).
+func graphStore(ctx context.Context, path, base string, segment int, opt graph.BuildOptions, quiet bool, stdout io.Writer) error {
+	st, err := vlc.OpenWith(path, vlc.OpenOptions{Manual: true})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rows, err := openLike(base, st.Dim())
+	if err != nil {
+		return fmt.Errorf("-base: %w", err)
+	}
+	defer rows.Close()
+	start := time.Now()
+	if err := st.BuildGraph(ctx, segment, vlc.RowOriginals(rows), opt); err != nil {
+		return err
+	}
+	if quiet {
+		return nil
+	}
+	in, err := st.Info()
+	if err != nil {
+		return err
+	}
+	s := in.Segments[segment]
+	fmt.Fprintf(stdout, "wrote %s: segment %d (%d rows) with a graph, %s, built and written in %.2f s\n", path, segment, s.Rows, s.File, time.Since(start).Seconds())
+	return nil
 }

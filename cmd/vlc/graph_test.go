@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/graph"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/vecfile"
@@ -126,5 +127,111 @@ func TestGraphCommandErrors(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); len(b) == 0 || hasGraph(path) {
 		t.Fatal("a refused vlc graph changed the index")
+	}
+}
+
+// On a store whose trained segment holds a graph (vlc graph, then vlc
+// add and delete), search walks it by default and with -ef (the hits of
+// the library's search with Ef), scans the lists with -nprobe alone (Ef
+// -1), and refuses -ef for a store without a graph; eval says it walks.
+func TestGraphStoreCommand(t *testing.T) {
+	path := copyGolden(t)
+	mustVLC(t, "graph", "-base", goldenF16, "-degree", "8", "-nprobe", "0", path)
+	plain := copyGolden(t)
+	for _, p := range []string{path, plain} {
+		mustVLC(t, "add", "-maintain=false", p, goldenF16) // ids 256..511: rows 0..255 again
+		mustVLC(t, "delete", "-maintain=false", p, "3", "100", "300")
+	}
+	if info, _ := mustVLC(t, "info", path); !strings.Contains(info, "trained, graph,") || strings.Count(info, "graph,") != 1 {
+		t.Fatalf("vlc info does not show the trained segment's graph alone:\n%s", info)
+	}
+	st, err := vlc.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	q, err := vecfile.Open(goldenF16, vecfile.Options{Dim: st.Dim()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	for _, tc := range []struct {
+		args []string
+		opt  vlc.SearchOptions
+	}{
+		{nil, vlc.SearchOptions{K: 3}},
+		{[]string{"-ef", "12"}, vlc.SearchOptions{K: 3, Ef: 12}},
+		{[]string{"-ef", "12", "-seed-probe", "1"}, vlc.SearchOptions{K: 3, Ef: 12, SeedProbe: 1}},
+		{[]string{"-nprobe", "2"}, vlc.SearchOptions{K: 3, NProbe: 2, Ef: -1}},
+	} {
+		want, err := st.SearchRows(context.Background(), q, tc.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := append(append([]string{"search", "-query", goldenF16, "-k", "3"}, tc.args...), path)
+		out, _ := mustVLC(t, args...)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) != 3*q.Len() {
+			t.Fatalf("%v: %d lines, want %d", tc.args, len(lines), 3*q.Len())
+		}
+		for i, line := range lines {
+			f := strings.Split(line, "\t")
+			if id := want[i/3][i%3].ID; len(f) < 3 || f[2] != id {
+				t.Fatalf("%v: line %d %q, want id %s", tc.args, i, line, id)
+			}
+		}
+	}
+	// The base rows by id: the golden rows twice (.fvecs, which names
+	// its dimension).
+	rows := make([][]float32, 0, 2*q.Len())
+	for range 2 {
+		for i := range q.Len() {
+			rows = append(rows, q.Row(i, nil))
+		}
+	}
+	twice := filepath.Join(t.TempDir(), "twice.fvecs")
+	if err := vecfile.WriteFvecs(twice, rows); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := mustVLC(t, "eval", "-query", goldenF16, "-base", twice, "-ef", "16", path)
+	if !strings.Contains(out, "(store: graphs walked at ef 16 where a segment holds one, nprobe 8 elsewhere, no re-rank)") { // nprobe: the lists, 8
+		t.Fatalf("eval -ef on the store printed:\n%s", out)
+	}
+	out, _ = mustVLC(t, "eval", "-query", goldenF16, "-base", twice, "-nprobe", "4", path)
+	if !strings.Contains(out, "(nprobe 4, no re-rank)") {
+		t.Fatalf("eval -nprobe on the store printed:\n%s", out)
+	}
+	for _, args := range [][]string{
+		{"search", "-query", goldenF16, "-ef", "16", plain},
+		{"eval", "-query", goldenF16, "-base", twice, "-ef", "16", plain},
+	} {
+		code, _, errs := runVLC(t, args...)
+		checkOneLineError(t, code, errs)
+		if !strings.Contains(errs, "no segment of "+plain+" holds a graph") {
+			t.Errorf("%s: stderr %q does not say the store holds no graph", args[0], errs)
+		}
+	}
+	// vlc graph on the store: the added segment's graph, a new file.
+	out, _ = mustVLC(t, "graph", "-base", twice, "-degree", "8", "-segment", "1", plain)
+	if !strings.HasPrefix(out, "wrote "+plain+": segment 1 (256 rows) with a graph") {
+		t.Fatalf("vlc graph on a store printed %q", out)
+	}
+	if info, _ := mustVLC(t, "info", plain); !strings.Contains(info, "added, graph,") || strings.Count(info, "graph,") != 1 {
+		t.Fatalf("vlc info does not show the added segment's graph alone:\n%s", info)
+	}
+	mustVLC(t, "search", "-query", goldenF16, "-ef", "16", plain)
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"graph", "-base", twice, "-segment", "2", plain}, "segment 2: the store has 2"},
+		{[]string{"graph", "-base", twice, "-o", filepath.Join(t.TempDir(), "x.vlc"), plain}, "a store's graph goes into a new segment file"},
+		{[]string{"graph", "-base", goldenF16, "-segment", "1", copyGolden(t)}, "-segment 1"},
+	} {
+		code, _, errs := runVLC(t, tc.args...)
+		checkOneLineError(t, code, errs)
+		if !strings.Contains(errs, tc.msg) {
+			t.Errorf("%v: stderr %q does not say %q", tc.args, errs, tc.msg)
+		}
 	}
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"slices"
 
+	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/eval"
 	"github.com/vlc-embed/vlc/graph"
 	"github.com/vlc-embed/vlc/index"
@@ -31,14 +34,26 @@ func hasGraph(path string) bool {
 	return ok
 }
 
-// useGraph decides whether a search of path walks its graph: where the
-// file holds one, unless -nprobe was given without -ef (the lists), or
-// the search runs on a device or filters (the lists: the graph's walk is
-// the CPU's and has no filters). An -ef for an index without a graph, or
-// with those, is an error.
+// isStore reports whether path is a store's manifest, not an index file.
+func isStore(path string) bool {
+	ix, err := index.Open(path, index.Options{})
+	if err == nil {
+		ix.Close()
+	}
+	return errors.Is(err, index.ErrNotIndex)
+}
+
+// useGraph decides whether a search of path walks its graph through
+// graph.Searcher: where the file holds one, unless -nprobe was given
+// without -ef (the lists), the search runs on a device (the lists: the
+// graph's walk is the CPU's), or filters (the store's search, which
+// walks the graph with the filter: storeWalk). An -ef for an index
+// without a graph, or with a device, is an error. A store is searched
+// through vlc.Open (storeWalk decides there), or, for one segment on a
+// device or in eval, through its segment file (useGraph again with that
+// file).
 func (f *searchFlags) useGraph(fs *flag.FlagSet, path string, filtered bool) (bool, error) {
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	set := setFlags(fs)
 	switch {
 	case f.ef < 0:
 		return false, fmt.Errorf("%w: -ef %d: want 0 (the default width) or more", errs.ErrArgument, f.ef)
@@ -47,7 +62,10 @@ func (f *searchFlags) useGraph(fs *flag.FlagSet, path string, filtered bool) (bo
 	}
 	explicit := set["ef"] || set["seed-probe"]
 	if !hasGraph(path) {
-		if explicit {
+		switch {
+		case explicit && isStore(path) && f.backend != "cpu":
+			return false, fmt.Errorf("%w: -ef walks the graph on the CPU: leave out -backend %s, or -ef", errs.ErrArgument, f.backend)
+		case explicit && !isStore(path):
 			return false, fmt.Errorf("%w: -ef or -seed-probe: %s holds no graph (vlc graph -base FILE %s builds one)", errs.ErrArgument, path, path)
 		}
 		return false, nil
@@ -55,13 +73,41 @@ func (f *searchFlags) useGraph(fs *flag.FlagSet, path string, filtered bool) (bo
 	switch {
 	case explicit && f.backend != "cpu":
 		return false, fmt.Errorf("%w: -ef walks the graph on the CPU: leave out -backend %s, or -ef", errs.ErrArgument, f.backend)
-	case explicit && filtered:
-		return false, fmt.Errorf("%w: -filter scans the lists: leave out -ef, or -filter", errs.ErrArgument)
 	case f.backend != "cpu" || filtered:
 		return false, nil
 	case set["nprobe"] && !explicit:
 		return false, nil
 	}
+	return true, nil
+}
+
+// setFlags is the names of the flags given.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return set
+}
+
+// storeWalk sets the graph's options of a search of the store (or index
+// file) at path through vlc.Open, by useGraph's rules: its segments'
+// graphs are walked (Ef, SeedProbe) unless -nprobe was given without
+// -ef, or the search runs on a device; an -ef or -seed-probe for a store
+// whose segments hold no graph is an error. It reports whether the
+// search walks.
+func (f *searchFlags) storeWalk(fs *flag.FlagSet, path string, in vlc.Info, opt *vlc.SearchOptions) (bool, error) {
+	set := setFlags(fs)
+	explicit := set["ef"] || set["seed-probe"]
+	graphs := slices.ContainsFunc(in.Segments, func(s vlc.SegmentInfo) bool { return s.Graph })
+	switch {
+	case !graphs && explicit:
+		return false, fmt.Errorf("%w: -ef or -seed-probe: no segment of %s holds a graph (vlc graph -base FILE INDEX builds one into an index file)", errs.ErrArgument, path)
+	case graphs && explicit && f.backend != "cpu":
+		return false, fmt.Errorf("%w: -ef walks the graph on the CPU: leave out -backend %s, or -ef", errs.ErrArgument, f.backend)
+	case !graphs || f.backend != "cpu" || set["nprobe"] && !explicit:
+		opt.Ef, opt.SeedProbe = -1, 0
+		return false, nil
+	}
+	opt.Ef, opt.SeedProbe = f.ef, f.seedProbe
 	return true, nil
 }
 

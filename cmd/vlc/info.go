@@ -44,6 +44,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Bytes    int64   `json:"bytes"`
 		IDs      bool    `json:"ids"`
 		Payloads bool    `json:"payloads"`
+		Graph    bool    `json:"graph"` // the file holds a graph that searches walk
 	}
 	var segs []segment
 	for _, s := range in.Segments {
@@ -90,6 +91,9 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		kind := "trained"
 		if s.Added {
 			kind = "added"
+		}
+		if s.Graph {
+			kind += ", graph"
 		}
 		fmt.Fprintf(stdout, "  segment     %s: %d rows, %d deleted, %s, ids %v, payloads %v, energy %.6g, %d bytes\n", s.File, s.Rows, s.Deleted, kind, s.IDs, s.Payloads, s.Energy, s.Bytes)
 	}

@@ -81,7 +81,9 @@ func init() {
 		"graph": {"[flags] -base FILE INDEX", "build a graph over an index's rows into its file, for search at high recall",
 			"FILE: the vectors INDEX was built from, row for row; INDEX: an index file of the rotated code and metric l2.\n" +
 				"The index is rewritten with the graph (section GRPH, format version 3) atomically; vlc search and vlc eval\n" +
-				"then walk the graph (-ef)", runGraph},
+				"then walk the graph (-ef). On a store: the graph of one segment (-segment), -base read by id (row i: id i;\n" +
+				"rows not from it placed by their decoded vectors), committed as a new segment file; a merge, compaction or\n" +
+				"retraining writes segments without one, searched by their lists", runGraph},
 		"info":   {"[flags] INDEX", "describe an index", "", runInfo},
 		"verify": {"INDEX", "check every checksum of an index", "", runVerify},
 		"create": {"[flags] PATH", "make an empty collection (a store) that vlc add fills",

@@ -255,6 +255,9 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer q.Close()
 	opt := vlc.SearchOptions{K: sf.k, NProbe: sf.nprobe, RerankFactor: sf.rerankFactor, Filter: f, Radius: float32(*radius)}
+	if _, err := sf.storeWalk(fs, pos[0], in, &opt); err != nil {
+		return err
+	}
 	if sf.rerank != "" {
 		rr, err := openLike(sf.rerank, ix.Dim())
 		if err != nil {

@@ -145,7 +145,7 @@ func runSweep(ctx context.Context, paths []string, sf *searchFlags, sw *sweepFla
 	names := sweepNames(paths)
 	for i := range idxs {
 		idxs[i].name = names[i]
-		idxs[i].graph = hasGraph(idxs[i].path)
+		idxs[i].graph = hasGraph(idxs[i].ix.Path()) // a store's: its one segment's file
 	}
 	multi := len(idxs) > 1
 
