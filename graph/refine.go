@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/vec"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -20,8 +21,11 @@ import (
 //
 // with L = 2^b - 1 and K, B the b-bit code's (nodeCodes' comment). The
 // walk's 4-bit code is u4 = h - 15/2 with its own B4 = |r|^2/<u4, Pr> and
-// K4. Each record here is the low levels, s bits each packed, then float32
-// K and float32 B.
+// K4. Each record here is the low levels as s bit planes (plane k holds
+// bit k of every dimension's low level, dimension j at bit j, (D+7)/8
+// bytes a plane), then K - K4 and B 2^s / B4 - 1 as float16: both small,
+// float16 keeps them to about 2^-11 of their size. A plane is scored with
+// nibble tables (quant.NibbleTables at 1 bit), built once per query.
 type refineCodes struct {
 	bits, s      int
 	packed       int // bytes of low levels
@@ -47,9 +51,9 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 	// The node records as a 4-bit code's.
 	nc.bits, nc.packed = 4, (d*4+7)/8
 	nc.stride, nc.coords = nc.packed+12, nc.packed*2
-	rc := &refineCodes{bits: b, s: s, packed: (d*s + 7) / 8, hiPacked: nc.packed, nodeStride: nc.stride,
+	rc := &refineCodes{bits: b, s: s, packed: s * ((d + 7) / 8), hiPacked: nc.packed, nodeStride: nc.stride,
 		halfL: float32(int(1)<<b-1) / 2, scale: float32(int(1) << s)}
-	rc.stride = rc.packed + 8
+	rc.stride = rc.packed + 4
 	list := make([]int, n)
 	seen := make([]bool, n)
 	err = ix.Codes(func(row, a int, _ []byte) error {
@@ -95,9 +99,9 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 			u4r += u4 * v
 			pau4 += pj * u4
 			rec[j/2] |= h << (4 * (j % 2))
-			bit := j * s
-			w := binary.LittleEndian.Uint16(lo[bit/8:])
-			binary.LittleEndian.PutUint16(lo[bit/8:], w|uint16(l&(1<<s-1))<<(bit%8))
+			for k := range s {
+				lo[k*rc.packed/s+j/8] |= (l >> k & 1) << (j % 8)
+			}
 		}
 		var beta, beta4 float64
 		if ur > 0 {
@@ -106,38 +110,59 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 		if u4r > 0 {
 			beta4 = rr / u4r
 		}
-		binary.LittleEndian.PutUint32(rec[nc.packed:], math.Float32bits(float32(aa+rr+2*beta4*pau4)))
-		binary.LittleEndian.PutUint32(rec[nc.packed+4:], math.Float32bits(float32(beta4)))
+		k4, b4 := float32(aa+rr+2*beta4*pau4), float32(beta4)
+		binary.LittleEndian.PutUint32(rec[nc.packed:], math.Float32bits(k4))
+		binary.LittleEndian.PutUint32(rec[nc.packed+4:], math.Float32bits(b4))
 		binary.LittleEndian.PutUint32(rec[nc.packed+8:], uint32(a))
-		binary.LittleEndian.PutUint32(lo[rc.packed:], math.Float32bits(float32(aa+rr+2*beta*pau)))
-		binary.LittleEndian.PutUint32(lo[rc.packed+4:], math.Float32bits(float32(beta)))
+		var ratio float64
+		if b4 != 0 {
+			ratio = beta*float64(rc.scale)/float64(b4) - 1
+		}
+		binary.LittleEndian.PutUint16(lo[rc.packed:], f16.FromFloat32(float32(aa+rr+2*beta*pau-float64(k4))))
+		binary.LittleEndian.PutUint16(lo[rc.packed+2:], f16.FromFloat32(float32(ratio)))
 	}
 	return nc, rc, nil
 }
 
+// tables sets lut to the nibble tables of the query (sc set), for the
+// planes, and returns it.
+func (rc *refineCodes) tables(sc *scorer, lut, pq []float32) ([]float32, []float32) {
+	plane := rc.packed / rc.s
+	pq = append(pq[:0], sc.pq...)
+	for len(pq) < 8*plane {
+		pq = append(pq, 0)
+	}
+	if cap(lut) < 32*plane {
+		lut = make([]float32, 32*plane)
+	}
+	lut = lut[:32*plane]
+	quant.NibbleTables(lut, pq, 1, plane)
+	return lut, pq
+}
+
 // score is the b-bit estimate of |q - x|^2 for row i, sc set for the
-// query (its 4-bit node records are rc's high levels).
-func (rc *refineCodes) score(sc *scorer, i uint32) float32 {
+// query (its 4-bit node records are rc's high levels) and lut its
+// tables.
+func (rc *refineCodes) score(sc *scorer, lut []float32, i uint32) float32 {
 	nc := sc.nc
 	hi := nc.data[int(i)*nc.stride : int(i+1)*nc.stride]
-	lo := rc.data[int(i)*rc.stride : int(i+1)*rc.stride+8]
+	lo := rc.data[int(i)*rc.stride : int(i+1)*rc.stride]
 	qh := vec.DotU4(sc.pq, hi[:nc.packed])
+	plane := rc.packed / rc.s
 	var ql float32
-	if rc.s == 4 {
-		ql = vec.DotU4(sc.pq, lo[:rc.packed])
-	} else {
-		mask := uint64(1)<<rc.s - 1
-		pq := sc.pq
-		bit := 0
-		for j := range pq {
-			v := binary.LittleEndian.Uint64(lo[bit>>3:]) >> (bit & 7) & mask
-			ql += pq[j] * float32(v)
-			bit += rc.s
+	for k := range rc.s {
+		var t0, t1 float32
+		for x, v := range lo[k*plane : (k+1)*plane] {
+			t0 += lut[32*x+int(v&15)]
+			t1 += lut[32*x+16+int(v>>4)]
 		}
+		ql += float32(int(1)<<k) * (t0 + t1)
 	}
 	p := rc.packed
-	k := math.Float32frombits(binary.LittleEndian.Uint32(lo[p:]))
-	beta := math.Float32frombits(binary.LittleEndian.Uint32(lo[p+4:]))
+	k4 := math.Float32frombits(binary.LittleEndian.Uint32(hi[nc.packed:]))
+	b4 := math.Float32frombits(binary.LittleEndian.Uint32(hi[nc.packed+4:]))
 	a := binary.LittleEndian.Uint32(hi[nc.packed+8:])
+	k := k4 + f16.ToFloat32(binary.LittleEndian.Uint16(lo[p:]))
+	beta := b4 / rc.scale * (1 + f16.ToFloat32(binary.LittleEndian.Uint16(lo[p+2:])))
 	return sc.qq - 2*sc.dots[a] + k - 2*beta*(rc.scale*qh+ql-rc.halfL*sc.sum)
 }

@@ -66,6 +66,7 @@ type searcher struct {
 	entries []uint32
 	allowed allowedScorer // a filtered walk's scorer
 	dists   []float32     // a scan's scores
+	lut, pq []float32     // a split code's tables and padded query
 }
 
 // DefaultStarts is SearchOptions.Starts when it is 0.
@@ -145,8 +146,9 @@ func (g *Graph) Search(q []float32, opt SearchOptions) (_ []index.Hit, err error
 			count = opt.Ef
 		}
 		top = top[:min(len(top), max(count, opt.K))]
+		s.lut, s.pq = g.refine.tables(s.sc, s.lut, s.pq)
 		for i := range top {
-			top[i].dist = g.refine.score(s.sc, top[i].id)
+			top[i].dist = g.refine.score(s.sc, s.lut, top[i].id)
 		}
 		slices.SortFunc(top, comparePairs)
 		refined = len(top)
