@@ -34,11 +34,11 @@ type Graph struct {
 	n, d, r int
 	// adj holds each row's neighbours, nearest first, in r slots of
 	// bits.Len(n) bits.
-	adj   packedSlots
+	adj packedSlots
 	// compact, when set, is the adjacency in place of adj
 	// (BuildOptions.Compact).
 	compact *compactSlots
-	entry uint32 // the row nearest the mean, from which every row is reached
+	entry   uint32 // the row nearest the mean, from which every row is reached
 	// reps[a*perList:(a+1)*perList] are anchor a's starting rows, spread
 	// over its list (noEdge past a short list's): a search starts from
 	// those of the anchors nearest the query, so that it starts inside
@@ -49,8 +49,8 @@ type Graph struct {
 	// refine, when set, holds the low levels of a split code
 	// (BuildOptions.Bits): nodes then holds its top 4 bits.
 	refine *refineCodes
-	pool    sync.Pool    // *searcher
-	opt     BuildOptions // as built, defaults filled in
+	pool   sync.Pool    // *searcher
+	opt    BuildOptions // as built, defaults filled in
 	// path names the index file whose mapping holds adj, reps and
 	// nodes.data when the graph was read from one (Open); empty for a
 	// graph built in memory.
