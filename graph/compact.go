@@ -123,16 +123,6 @@ func (c *compactSlots) neighbours(dst []uint32, i uint32) []uint32 {
 	return dst
 }
 
-// rowBits is the length of row i, header included.
-func (c *compactSlots) rowBits(i uint32) int {
-	bit := c.start(i)
-	cnt := int(c.field(bit, c.cb))
-	if cnt == 0 {
-		return c.cb
-	}
-	return c.cb + gapBits + c.w + (cnt-1)*int(c.field(bit+c.cb, gapBits))
-}
-
 func (c *compactSlots) prefetch(i uint32) {
 	from := int(c.offs[i/compactRows]) / 8
 	vec.Prefetch(c.data[from:min(len(c.data), from+c.r*c.w/8*2)])
