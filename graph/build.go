@@ -47,6 +47,16 @@ type BuildOptions struct {
 	// the list farthest from those picked, so that the starts cover
 	// every cluster an anchor's list holds. Default 8.
 	StartsPerList int
+	// Bits, from 5 to 8, makes the graph code every row itself at this
+	// width against the index's anchors and rotation (a split code,
+	// refine.go): the walk scores the top 4 bits of each level, and the
+	// best candidates are scored again at the full width. 0 (the
+	// default) keeps the index's own codes.
+	Bits int
+	// Compact stores the neighbour lists sorted by row and delta-coded
+	// in the fewest bits each row's gaps allow (compact.go), in place
+	// of Degree fixed slots of bits.Len(n) bits a row.
+	Compact bool
 }
 
 func (o BuildOptions) withDefaults() BuildOptions {
@@ -94,9 +104,21 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		return nil, argErr("candidates %d, build ef %d and nprobe %d must be at least 1, 1 and 0", opt.Candidates, opt.BuildEf, opt.NProbe)
 	case opt.StartsPerList < 1 || opt.StartsPerList > 1024:
 		return nil, argErr("starts per list %d outside 1..1024", opt.StartsPerList)
+	case opt.Bits != 0 && (opt.Bits < 5 || opt.Bits > 8):
+		return nil, argErr("bits %d: want 0 (the index's codes) or 5 to 8", opt.Bits)
+	case opt.Bits != 0 && opt.Decoded:
+		return nil, argErr("a split code (bits %d) scores by its estimate, not decoded", opt.Bits)
 	}
-	nodes, err := newNodeCodes(ix, opt.Decoded)
-	if err != nil {
+	var (
+		nodes  nodeCodes
+		refine *refineCodes
+		err    error
+	)
+	if opt.Bits == 0 {
+		if nodes, err = newNodeCodes(ix, opt.Decoded); err != nil {
+			return nil, err
+		}
+	} else if _, err = newNodeFrame(ix); err != nil {
 		return nil, err
 	}
 	n, d := ix.Len(), ix.Dim()
@@ -107,6 +129,11 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 				return nil, argErr("vector row %d, value %d is %v", i, j, v)
 			}
+		}
+	}
+	if opt.Bits != 0 {
+		if nodes, refine, err = newSplitCodes(ix, x, opt.Bits); err != nil {
+			return nil, err
 		}
 	}
 	b := &builder{x: x, n: n, d: d, r: opt.Degree, alpha2: opt.Alpha * opt.Alpha}
@@ -134,7 +161,14 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		b.addReverse()
 	}
 	b.connect(cands)
-	return &Graph{n: n, d: d, r: b.r, adj: pack(slots{b.adj, b.r}, n), entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes, opt: opt}, nil
+	g := &Graph{n: n, d: d, r: b.r, entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes, refine: refine, opt: opt}
+	if opt.Compact {
+		c := compact(slots{b.adj, b.r}, n)
+		g.compact = &c
+	} else {
+		g.adj = pack(slots{b.adj, b.r}, n)
+	}
+	return g, nil
 }
 
 // builder holds the vectors and the adjacency being built.

@@ -126,6 +126,7 @@ type scorer struct {
 	lut    []float32 // for 1- and 2-bit levels: nibble tables (quant.Rotated's)
 	dots   []float32 // <q, anchor>
 	qq, qs float32   // |q|^2 and L/2 sum Pq
+	sum    float32   // sum Pq
 }
 
 func (nc *nodeCodes) newScorer() *scorer {
@@ -149,6 +150,7 @@ func (sc *scorer) setQuery(q []float32) {
 	for _, v := range sc.pq {
 		s += v
 	}
+	sc.sum = s
 	sc.qs = s * float32(int(1)<<nc.bits-1) / 2
 	if sc.lut == nil {
 		return

@@ -100,6 +100,9 @@ func WriteFile(ctx context.Context, path string, ix *index.Index, g *Graph) erro
 	if ix == nil || g == nil {
 		return argErr("no index or no graph")
 	}
+	if g.compact != nil || g.refine != nil {
+		return fmt.Errorf("%w: a compact adjacency or a split code is not stored in the file yet", ErrUnsupported)
+	}
 	if g.n != ix.Len() || g.d != ix.Dim() || len(g.reps)/g.perList != ix.Lists() || g.nodes.bits != int(ix.Meta().Bits) {
 		return argErr("graph of %d x %d over %d lists at %d bits, the index %d x %d over %d at %d: build the graph over this index",
 			g.n, g.d, len(g.reps)/g.perList, g.nodes.bits, ix.Len(), ix.Dim(), ix.Lists(), ix.Meta().Bits)

@@ -171,7 +171,7 @@ func (g *Graph) walkFiltered(s *searcher, opt SearchOptions, plan filterPlan) []
 	scored, expanded := 0, 0
 	for {
 		a.reset(opt.Filter, keep, estimate)
-		s.beam.searchFrom(g.adj, s.entries, ef, a, false)
+		s.beam.searchFrom(g.walkAdj(), s.entries, ef, a, false)
 		scored += s.beam.scored
 		expanded += s.beam.expandedCount
 		wider := ef

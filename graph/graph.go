@@ -34,8 +34,11 @@ type Graph struct {
 	n, d, r int
 	// adj holds each row's neighbours, nearest first, in r slots of
 	// bits.Len(n) bits.
-	adj   packedSlots
-	entry uint32 // the row nearest the mean, from which every row is reached
+	adj packedSlots
+	// compact, when set, is the adjacency in place of adj
+	// (BuildOptions.Compact).
+	compact *compactSlots
+	entry   uint32 // the row nearest the mean, from which every row is reached
 	// reps[a*perList:(a+1)*perList] are anchor a's starting rows, spread
 	// over its list (noEdge past a short list's): a search starts from
 	// those of the anchors nearest the query, so that it starts inside
@@ -43,8 +46,11 @@ type Graph struct {
 	reps    []uint32
 	perList int
 	nodes   nodeCodes
-	pool    sync.Pool    // *searcher
-	opt     BuildOptions // as built, defaults filled in
+	// refine, when set, holds the low levels of a split code
+	// (BuildOptions.Bits): nodes then holds its top 4 bits.
+	refine *refineCodes
+	pool   sync.Pool    // *searcher
+	opt    BuildOptions // as built, defaults filled in
 	// path names the index file whose mapping holds adj, reps and
 	// nodes.data when the graph was read from one (Open); empty for a
 	// graph built in memory.
@@ -64,13 +70,31 @@ func (g *Graph) Degree() int { return g.r }
 func (g *Graph) Entry() int { return int(g.entry) }
 
 // Neighbours returns row i's neighbours, nearest first.
-func (g *Graph) Neighbours(i int) []uint32 { return g.adj.neighbours(nil, uint32(i)) }
+// A compact adjacency (BuildOptions.Compact) gives them by row instead.
+func (g *Graph) Neighbours(i int) []uint32 { return g.walkAdj().neighbours(nil, uint32(i)) }
+
+// walkAdj is the adjacency a walk reads.
+func (g *Graph) walkAdj() adjacency {
+	if g.compact != nil {
+		return g.compact
+	}
+	return g.adj
+}
 
 // Size is what a search reads at most, in bytes: the adjacency (Degree
-// slots a row of bits.Len(Len()) bits, packed) and the rows' codes (their
-// packed levels and three 4-byte scalars), re-rank vectors not included.
+// slots a row of bits.Len(Len()) bits, packed, or the compact lists and
+// their block offsets) and the rows' codes (their packed levels and three
+// 4-byte scalars, and a split code's low levels and two more), re-rank
+// vectors not included.
 func (g *Graph) Size() (adjacency, codes int64) {
-	return int64(len(g.adj.data)), int64(len(g.nodes.data))
+	adjacency, codes = int64(len(g.adj.data)), int64(len(g.nodes.data))
+	if g.compact != nil {
+		adjacency = g.compact.bytes()
+	}
+	if g.refine != nil {
+		codes += int64(len(g.refine.data))
+	}
+	return adjacency, codes
 }
 
 // Float16Size is the bytes of the rows as float16, the unit of the

@@ -66,6 +66,7 @@ type searcher struct {
 	entries []uint32
 	allowed allowedScorer // a filtered walk's scorer
 	dists   []float32     // a scan's scores
+	lut, pq []float32     // a split code's tables and padded query
 }
 
 // DefaultStarts is SearchOptions.Starts when it is 0.
@@ -126,7 +127,7 @@ func (g *Graph) Search(q []float32, opt SearchOptions) (_ []index.Hit, err error
 		top = g.walkFiltered(s, opt, plan)
 	default:
 		g.entries(s, opt)
-		s.beam.searchFrom(g.adj, s.entries, opt.Ef, s.sc, false)
+		s.beam.searchFrom(g.walkAdj(), s.entries, opt.Ef, s.sc, false)
 		top = s.top[:0]
 		for _, p := range s.beam.pool {
 			top = append(top, p.pair)
@@ -137,6 +138,20 @@ func (g *Graph) Search(q []float32, opt SearchOptions) (_ []index.Hit, err error
 	expanded := 0
 	if opt.Reads != nil {
 		expanded = s.beam.expandedCount
+	}
+	refined := 0
+	if opt.Rerank == nil && g.refine != nil {
+		count := opt.RerankCount
+		if count < 1 {
+			count = opt.Ef
+		}
+		top = top[:min(len(top), max(count, opt.K))]
+		s.lut, s.pq = g.refine.tables(s.sc, s.lut, s.pq)
+		for i := range top {
+			top[i].dist = g.refine.score(s.sc, s.lut, top[i].id)
+		}
+		slices.SortFunc(top, comparePairs)
+		refined = len(top)
 	}
 	if opt.Rerank != nil {
 		count := opt.RerankCount
@@ -155,8 +170,15 @@ func (g *Graph) Search(q []float32, opt SearchOptions) (_ []index.Hit, err error
 	}
 	if r := opt.Reads; r != nil {
 		r.Searches++
-		r.Adjacency += int64(expanded) * int64((g.r*g.adj.w+7)/8)
+		if g.compact != nil { // the mean row
+			r.Adjacency += int64(expanded) * int64(len(g.compact.data)) / int64(g.n)
+		} else {
+			r.Adjacency += int64(expanded) * int64((g.r*g.adj.w+7)/8)
+		}
 		r.Codes += int64(s.beam.scored) * int64(g.nodes.stride)
+		if g.refine != nil {
+			r.Codes += int64(refined) * int64(g.refine.stride)
+		}
 	}
 	hits := make([]index.Hit, min(opt.K, len(top)))
 	for i := range hits {

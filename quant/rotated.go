@@ -211,6 +211,16 @@ func (c *Rotated) Encode(code []byte, a int, params []byte, residual []float32) 
 	binary.LittleEndian.PutUint16(code[c.packed+2:], f16.FromFloat32(float32(beta)))
 }
 
+// Levels sets levels[j] to the level Encode chooses for coordinate j of
+// r, a residual already rotated (P r), for any width from 1 to 8 bits,
+// and returns <u, r> (u_j = levels[j] - L/2). Encode packs the levels of
+// the widths Spec accepts; a caller keeping its own copy of the codes
+// (package graph) may pack other widths.
+func (c *Rotated) Levels(levels []uint8, r []float32) float64 {
+	var events []uint64
+	return c.bestLevels(levels, r, &events)
+}
+
 // bestLevels sets levels to the code of r (rotated) closest in angle and
 // returns <u, r>. One bit is the sign. With more bits the magnitude
 // |u_j| = min(floor(t|r_j|) + 1/2, L/2) of every coordinate is a step

@@ -67,6 +67,8 @@ func run() error {
 	flag.IntVar(&opt.Passes, "passes", 0, "refinement passes (0: 1, negative: none)")
 	flag.IntVar(&opt.BuildEf, "build-ef", 0, "beam width of the refinement searches (0: 64)")
 	flag.BoolVar(&opt.Decoded, "decoded", false, "score by the decoded code rather than the estimate")
+	flag.IntVar(&opt.Bits, "bits", 0, "split code: the graph codes the rows at this width (5..8), walks by the top 4 bits, re-ranks by all (0: the index's codes)")
+	flag.BoolVar(&opt.Compact, "compact", false, "compact adjacency: neighbour lists sorted and delta-coded")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the searches (not the build) to this file")
 	buildProfile := flag.String("cpuprofile-build", "", "write a CPU profile of the build to this file")
 	flag.Parse()
@@ -218,7 +220,7 @@ func run() error {
 			reads := c.reads
 			per := func(b int64) float64 { return float64(b) / float64(reads.Searches) }
 			out := map[string]any{
-				"dataset": *name, "system": "vlc-graph", "index": fmt.Sprintf("graph R=%d %s rerank=%v", g.Degree(), describe(ix), *rerank),
+				"dataset": *name, "system": "vlc-graph", "index": fmt.Sprintf("graph R=%d %s rerank=%v", g.Degree(), describeGraph(ix, opt), *rerank),
 				"param": map[string]any{"ef": ef, "threads": runtime.GOMAXPROCS(0)}, "recall@10": float64(hit) / float64(total),
 				"qps": int(float64(nq) / c.best.Seconds()), "size_ratio": float64(size) / float64(f16), "build_s": buildS,
 			}
@@ -274,6 +276,20 @@ func float16Copy(base *vecfile.Matrix) (*vecfile.Matrix, func(), error) {
 		return nil, nil, err
 	}
 	return m, func() { m.Close(); cleanup() }, nil
+}
+
+func describeGraph(ix *index.Index, opt graph.BuildOptions) string {
+	s := describe(ix)
+	if opt.Bits != 0 {
+		s = fmt.Sprintf("split %db (walk 4b)", opt.Bits)
+	}
+	if opt.Compact {
+		s += " compact"
+	}
+	if opt.Alpha != 0 && opt.Alpha != 1.1 {
+		s += fmt.Sprintf(" alpha=%g", opt.Alpha)
+	}
+	return s
 }
 
 func describe(ix *index.Index) string {

@@ -1,0 +1,132 @@
+package graph
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+
+	"github.com/vlc-embed/vlc/internal/vec"
+)
+
+// compactRows is the rows of a block of the compact adjacency: a row is
+// found by skipping at most compactRows-1 rows' headers from its block's
+// start.
+const compactRows = 8
+
+// gapBits is the width of the field holding a row's gap width.
+const gapBits = 5
+
+// compactSlots is an adjacency of neighbour lists sorted by row and
+// delta-coded, each row in the fewest bits its gaps allow: row i holds
+//
+//	count  c (bits.Len(r) bits)
+//	if c > 0: width g (5 bits), first neighbour (bits.Len(n) bits),
+//	          c-1 gaps v[k]-v[k-1]-1 of g bits each
+//
+// least significant bit first, rows one after another; offs[i/8] is the
+// bit at which row i&^7 starts, so that a row costs at most 7 headers
+// skipped. data ends with 8 bytes of zeros so that every field is read
+// as one 64-bit word. A row's neighbours come out by row number, not by
+// distance: the walk scores them together, so their order only breaks
+// ties.
+type compactSlots struct {
+	data []byte
+	offs []uint32
+	r    int
+	cb   int // bits.Len(r)
+	w    int // bits.Len(n)
+}
+
+// compact lays s out as compactSlots for n rows.
+func compact(s slots, n int) compactSlots {
+	c := compactSlots{r: s.r, cb: bits.Len(uint(s.r)), w: bits.Len(uint(n))}
+	rows := len(s.ids) / s.r
+	c.offs = make([]uint32, (rows+compactRows-1)/compactRows)
+	var wr bitWriter
+	var ids []uint32
+	for i := range rows {
+		if i%compactRows == 0 {
+			c.offs[i/compactRows] = uint32(wr.bit)
+		}
+		ids = s.neighbours(ids[:0], uint32(i))
+		slices.Sort(ids)
+		wr.put(uint64(len(ids)), c.cb)
+		if len(ids) == 0 {
+			continue
+		}
+		var gmax uint32
+		for k := 1; k < len(ids); k++ {
+			gmax = max(gmax, ids[k]-ids[k-1]-1)
+		}
+		g := bits.Len32(gmax)
+		wr.put(uint64(g), gapBits)
+		wr.put(uint64(ids[0]), c.w)
+		for k := 1; k < len(ids); k++ {
+			wr.put(uint64(ids[k]-ids[k-1]-1), g)
+		}
+	}
+	c.data = append(wr.data[:(wr.bit+7)/8], make([]byte, 8)...)
+	return c
+}
+
+// bitWriter appends fields of up to 32 bits, least significant first.
+type bitWriter struct {
+	data []byte
+	bit  int
+}
+
+func (w *bitWriter) put(v uint64, n int) {
+	for len(w.data) < w.bit/8+9 {
+		w.data = append(w.data, 0)
+	}
+	at := w.bit / 8
+	word := binary.LittleEndian.Uint64(w.data[at:])
+	binary.LittleEndian.PutUint64(w.data[at:], word|v<<(w.bit%8))
+	w.bit += n
+}
+
+// field reads n <= 32 bits at bit.
+func (c *compactSlots) field(bit, n int) uint32 {
+	return uint32(binary.LittleEndian.Uint64(c.data[bit>>3:]) >> (bit & 7) & (1<<n - 1))
+}
+
+// start returns the bit at which row i starts.
+func (c *compactSlots) start(i uint32) int {
+	bit := int(c.offs[i/compactRows])
+	for range i % compactRows {
+		cnt := int(c.field(bit, c.cb))
+		bit += c.cb
+		if cnt > 0 {
+			bit += gapBits + c.w + (cnt-1)*int(c.field(bit, gapBits))
+		}
+	}
+	return bit
+}
+
+func (c *compactSlots) neighbours(dst []uint32, i uint32) []uint32 {
+	bit := c.start(i)
+	cnt := int(c.field(bit, c.cb))
+	bit += c.cb
+	if cnt == 0 {
+		return dst
+	}
+	g := int(c.field(bit, gapBits))
+	bit += gapBits
+	v := c.field(bit, c.w)
+	bit += c.w
+	dst = append(dst, v)
+	for range cnt - 1 {
+		v += c.field(bit, g) + 1
+		bit += g
+		dst = append(dst, v)
+	}
+	return dst
+}
+
+func (c *compactSlots) prefetch(i uint32) {
+	from := int(c.offs[i/compactRows]) / 8
+	vec.Prefetch(c.data[from:min(len(c.data), from+c.r*c.w/8*2)])
+}
+
+// bytes is the adjacency's size: the rows and the block offsets.
+func (c *compactSlots) bytes() int64 { return int64(len(c.data)) + 4*int64(len(c.offs)) }
