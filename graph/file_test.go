@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -223,5 +225,80 @@ func TestWriteFileOtherIndex(t *testing.T) {
 	err = WriteFile(context.Background(), filepath.Join(t.TempDir(), "x.vlc"), other, g)
 	if !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), "build the graph over this index") {
 		t.Fatalf("WriteFile over another index: %v", err)
+	}
+}
+
+// goldenV3 is goldenV2 with a graph of degree 8 (BuildOptions{Degree: 8}
+// over goldenRows) written into it: the version-3 golden.
+const goldenV3 = "../testdata/golden/v3-graph.vlc"
+
+var updateGolden = flag.Bool("update", false, "rewrite "+goldenV3)
+
+// The graph built over the version-2 golden and written into it gives the
+// version-3 golden's bytes, which open under version 3 and search as the
+// graph just built does.
+func TestGoldenV3(t *testing.T) {
+	ix, err := index.Open(goldenV2, index.Options{Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	rows, err := vecfile.Open(goldenRows, vecfile.Options{Dim: ix.Dim()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	g, _, ix2 := writeWithGraph(t, ix, rows, BuildOptions{Degree: 8})
+	got, err := os.ReadFile(ix2.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *updateGolden {
+		if err := os.WriteFile(goldenV3, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(goldenV3)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && i < len(want) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("the file written differs from %s at offset %d (%d bytes, want %d)", goldenV3, i, len(got), len(want))
+	}
+	f, err := format.Open(goldenV3, format.OpenOptions{Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Version() != 3 {
+		t.Fatalf("%s is version %d, want 3", goldenV3, f.Version())
+	}
+	ix3, err := index.Open(goldenV3, index.Options{Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix3.Close()
+	g3, err := Open(ix3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := make([]float32, ix.Dim())
+	for i := 0; i < rows.Len(); i += 37 {
+		rows.Row(i, q)
+		want, err := g.Search(q, SearchOptions{K: 5, Ef: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := g3.Search(q, SearchOptions{K: 5, Ef: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("row %d: the golden's graph finds %v, the graph built %v", i, got, want)
+		}
 	}
 }
