@@ -183,15 +183,27 @@ func (md *MultiDevice) Name() string {
 
 // Close closes every device (a device given twice, once).
 func (md *MultiDevice) Close() error {
-	var errs []error
+	// At once, each on a goroutine of its own: releasing a GPU's
+	// context takes a while, and the driver does several at once.
+	var (
+		errs []error
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+	)
 	seen := map[Device]bool{}
 	for _, d := range md.devs {
 		if seen[d] {
 			continue
 		}
 		seen[d] = true
-		errs = append(errs, d.Close())
+		wg.Go(func() {
+			err := d.Close()
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -454,12 +466,14 @@ func (s *multiSet) Transfer() (toDevice, toHost int64) {
 }
 
 func (s *multiSet) Close() error {
-	var errs []error
-	for _, sh := range s.shards {
+	errs := make([]error, len(s.shards))
+	var wg sync.WaitGroup
+	for i, sh := range s.shards {
 		if sh != nil {
-			errs = append(errs, sh.Close())
+			wg.Go(func() { errs[i] = sh.Close() })
 		}
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

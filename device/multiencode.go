@@ -3,6 +3,7 @@ package device
 import (
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"time"
 
@@ -120,10 +121,12 @@ func (s *encodingSet) EncodeRotatedStream(l RotatedLayout, anchors []float32, id
 		}
 		encs[i] = enc
 	}
+	t0 := time.Now()
 	parts, err := s.splitEntries(ids)
 	if err != nil {
 		return err
 	}
+	tSplit := time.Since(t0)
 
 	lmax := make([][]float64, len(encs))
 	if err := s.each(func(i int, _ Shard) error {
@@ -132,6 +135,7 @@ func (s *encodingSet) EncodeRotatedStream(l RotatedLayout, anchors []float32, id
 	}); err != nil {
 		return err
 	}
+	tMax := time.Since(t0)
 	slist := make([]float32, m)
 	for a := range m {
 		// The largest of the float64 bits as unsigned integers: the
@@ -150,6 +154,7 @@ func (s *encodingSet) EncodeRotatedStream(l RotatedLayout, anchors []float32, id
 		st.at[i] = p.at(0, n)
 	}
 	times := make([]ShareTime, len(parts))
+	scatter := make([]time.Duration, len(parts)) // VLC_ENCODE_TRACE
 	err = s.each(func(i int, _ Shard) error {
 		p := parts[i]
 		start := time.Now()
@@ -158,12 +163,14 @@ func (s *encodingSet) EncodeRotatedStream(l RotatedLayout, anchors []float32, id
 			// Each run's codes go to their entries' places on all
 			// cores, then the runs every share has finished are handed
 			// over.
+			t1 := time.Now()
 			par.For(hi-lo, 4096, func(a, b int) {
 				for k := lo + a; k < lo+b; k++ {
 					e := int(p.entry[k])
 					copy(codes[e*cb:(e+1)*cb], buf[k*cb:(k+1)*cb])
 				}
 			})
+			scatter[i] += time.Since(t1)
 			st.finished(i, hi, p.at(hi, n))
 		})
 		if err == nil && st.done[i] != len(p.local) {
@@ -179,6 +186,14 @@ func (s *encodingSet) EncodeRotatedStream(l RotatedLayout, anchors []float32, id
 		return fmt.Errorf("device: encode: %d of %d entries handed over", st.sent, n)
 	}
 	s.encoded = times
+	if os.Getenv("VLC_ENCODE_TRACE") != "" {
+		fmt.Fprintf(os.Stderr, "multi encode trace: split %v, list maxima by %v, all by %v; placing each share's runs:",
+			tSplit.Round(time.Millisecond), tMax.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+		for i := range scatter {
+			fmt.Fprintf(os.Stderr, " %v", scatter[i].Round(time.Millisecond))
+		}
+		fmt.Fprintln(os.Stderr)
+	}
 	return nil
 }
 

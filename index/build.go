@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"time"
 
@@ -505,6 +506,9 @@ func WriteContext(ctx context.Context, path string, p Plan) error {
 	b, err := prepare(ctx, p, arena)
 	if err != nil {
 		return err
+	}
+	if encodeTraceOn() {
+		fmt.Fprintf(os.Stderr, "write trace: prepared in %v\n", time.Since(start).Round(time.Millisecond))
 	}
 	return b.write(ctx, path, p, start)
 }

@@ -2,10 +2,14 @@ package index
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/quant"
 )
 
@@ -26,6 +30,9 @@ func (b *prepared) write(ctx context.Context, path string, p Plan, start time.Ti
 	secs := sections(b.meta, b.anchors16, b.offsets, b.ids, b.params, nil, nil, blocked, b.global, p.Keys, p.Payloads)
 	kinds, lengths := make([]format.Kind, len(secs)), make([]int64, len(secs))
 	cw := &codeWriter{code: b.code, codes: b.codes, n: n}
+	if encodeTraceOn() {
+		cw.tr = &sinkTrace{start: time.Now()}
+	}
 	for i, s := range secs {
 		kinds[i], lengths[i] = s.Kind, int64(len(s.Data))
 		switch s.Kind {
@@ -48,6 +55,9 @@ func (b *prepared) write(ctx context.Context, path string, p Plan, start time.Ti
 		if s.Kind != secParams && s.Kind != secCodes && s.Kind != secBlocks {
 			lead = append(lead, i)
 		}
+	}
+	if cw.tr != nil {
+		fmt.Fprintf(os.Stderr, "write trace: file created %v after the start\n", time.Since(start).Round(time.Millisecond))
 	}
 	sk := startSink(cw, func() error {
 		for _, i := range lead {
@@ -102,6 +112,28 @@ type codeWriter struct {
 	// while the next is packed into the other.
 	bufs [2]struct{ blocks, low []byte }
 	turn int
+	tr   *sinkTrace // nil unless VLC_ENCODE_TRACE is set
+}
+
+// sinkTrace sums, with VLC_ENCODE_TRACE set, where the sink's time went:
+// clearing and packing chunks, waiting for the chunk before to be
+// written, writing (on the writes' goroutines) and waiting for codes.
+type sinkTrace struct {
+	start                              time.Time
+	chunks                             int
+	clear, pack, waitWrite, idle, lead time.Duration
+	write                              atomic.Int64 // nanoseconds
+}
+
+var encodeTraceOn = sync.OnceValue(func() bool { return os.Getenv("VLC_ENCODE_TRACE") != "" })
+
+func (t *sinkTrace) print(n int) {
+	if t == nil {
+		return
+	}
+	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	fmt.Fprintf(os.Stderr, "write trace: %d entries in %d chunks over %v: first sections %v, clear %v, pack %v, waiting for writes %v, waiting for codes %v; writes %v\n",
+		n, t.chunks, r(time.Since(t.start)), r(t.lead), r(t.clear), r(t.pack), r(t.waitWrite), r(t.idle), r(time.Duration(t.write.Load())))
 }
 
 // writeChunk is the most entries packed at once: a few tens of MiB of
@@ -152,25 +184,40 @@ func (c *codeWriter) upTo(hi int) (err error) {
 			buf.low = make([]byte, chunk*lb+quant.LowPad)
 		}
 		blocks, low := buf.blocks[:(k+quant.BlockLen-1)/quant.BlockLen*bb], buf.low[:k*lb+quant.LowPad]
-		clear(blocks)
-		clear(low)
+		t0 := time.Now()
+		par.For(len(blocks), 1<<20, func(lo, hi int) { clear(blocks[lo:hi]) })
+		par.For(len(low), 1<<20, func(lo, hi int) { clear(low[lo:hi]) })
+		t1 := time.Now()
 		b.Pack(c.codes[lo*cb:end*cb], k, blocks, low)
+		if c.tr != nil {
+			c.tr.chunks++
+			c.tr.clear += t1.Sub(t0)
+			c.tr.pack += time.Since(t1)
+		}
 		if end == c.n {
 			c.packed = time.Now()
 		} else {
 			low = low[:k*lb] // the pad follows the last entry only
 		}
 		if writing != nil { // the chunk before, written into the other buffers
+			t0 := time.Now()
 			err, writing = <-writing, nil
+			if c.tr != nil {
+				c.tr.waitWrite += time.Since(t0)
+			}
 			if err != nil {
 				return err
 			}
 		}
 		writing = make(chan error, 1)
 		go func(done chan<- error) {
+			t0 := time.Now()
 			err := c.w.WriteSection(c.codeSec, low)
 			if err == nil {
 				err = c.w.WriteSection(c.blockSec, blocks)
+			}
+			if c.tr != nil {
+				c.tr.write.Add(int64(time.Since(t0)))
 			}
 			done <- err
 		}(writing)
@@ -208,15 +255,24 @@ func startSink(cw *codeWriter, first func() error, cancel context.CancelCauseFun
 }
 
 func (s *sink) run(cw *codeWriter, first func() error) error {
+	t0 := time.Now()
 	if err := first(); err != nil {
 		return err
+	}
+	if cw.tr != nil {
+		cw.tr.lead = time.Since(t0)
+		defer cw.tr.print(cw.n)
 	}
 	for {
 		if err := cw.upTo(s.final()); err != nil || cw.done == cw.n {
 			return err
 		}
+		t1 := time.Now()
 		select {
 		case <-s.wake:
+			if cw.tr != nil {
+				cw.tr.idle += time.Since(t1)
+			}
 		case <-s.quit:
 			s.mu.Lock()
 			finish := s.finish

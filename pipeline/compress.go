@@ -163,12 +163,12 @@ func Run(ctx context.Context, job Job) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer p.dev.Close()
+	defer traced("closing the devices", func() { p.dev.Close() })
 	t, err := p.train(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer t.close()
+	defer traced("freeing the points on the devices", t.close)
 	if t.assign == nil {
 		if err := p.assign(ctx, t); err != nil {
 			return nil, err
@@ -234,14 +234,21 @@ func plan(job Job) (*planned, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := src.check(metric); err != nil {
-		return nil, err
-	}
+	// The rows are checked (a pass over the whole input) while the
+	// devices open (a context and the kernels' JIT a GPU).
+	checked := make(chan error, 1)
+	go func() { checked <- src.check(metric) }()
 	p := &planned{job: job, opt: opt, log: log, n: n, d: d, m: m, metric: metric, rows: src.Rows, normalise: metric == index.Cosine, spec: code.Spec(), codeBytes: code.CodeBytes()}
 	if p.normalise {
 		p.rows = normalized{src.Rows}
 	}
 	dev, skipped, err := device.OpenDevices(opt.Backend, opt.Devices)
+	if cerr := <-checked; cerr != nil { // bad input first: it names the row
+		if err == nil {
+			dev.Close()
+		}
+		return nil, cerr
+	}
 	for _, s := range skipped {
 		log.Info("backend skipped", "reason", s)
 	}
@@ -407,6 +414,9 @@ func (p *planned) write(ctx context.Context, t *trained) error {
 	plan.Times = &p.sum.WriteTimes
 	p.sum.SpillDir = plan.SpillDir
 	start := time.Now()
+	if os.Getenv("VLC_ENCODE_TRACE") != "" {
+		fmt.Fprintf(os.Stderr, "compress trace: encoding starts %v after the start\n", start.Sub(p.job.Start).Round(time.Millisecond))
+	}
 	if err := index.WriteContext(ctx, p.job.Output, plan); err != nil {
 		return err
 	}
@@ -505,4 +515,14 @@ func b2u(b bool) uint32 {
 		return 1
 	}
 	return 0
+}
+
+// traced runs f, and with VLC_ENCODE_TRACE set prints how long it took
+// to standard error: what a compress spends past its summary's total.
+func traced(what string, f func()) {
+	start := time.Now()
+	f()
+	if os.Getenv("VLC_ENCODE_TRACE") != "" {
+		fmt.Fprintf(os.Stderr, "compress trace: %s took %v\n", what, time.Since(start).Round(time.Millisecond))
+	}
 }

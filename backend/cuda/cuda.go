@@ -56,9 +56,11 @@ type Device struct {
 	// encodePerSM is the number of encoding threads per SM
 	// (VLC_CUDA_ENCODE_THREADS, default encodeThreads).
 	encodePerSM int
-	la          *launchArgs
-	jitLog      []byte
-	name        [256]byte
+	// encodeRuns is VLC_CUDA_ENCODE_RUNS (0: encodeRuns).
+	encodeRuns int
+	la         *launchArgs
+	jitLog     []byte
+	name       [256]byte
 
 	mu     sync.Mutex
 	closed bool
@@ -107,18 +109,36 @@ func OpenDevices(ordinals []int) ([]device.Device, error) {
 			ordinals = append(ordinals, o)
 		}
 	}
-	var devs []device.Device
-	for _, o := range ordinals {
-		d, err := openOrdinal(o)
-		if err != nil {
-			for _, d := range devs {
-				d.Close()
-			}
-			return nil, err
+	// Each opens on a goroutine of its own: a context and the module's
+	// JIT take a few hundred milliseconds a GPU, and the driver takes
+	// them for several GPUs at once.
+	opened := make([]*Device, len(ordinals))
+	errs := make([]error, len(ordinals))
+	var wg sync.WaitGroup
+	for i, o := range ordinals {
+		wg.Go(func() { opened[i], errs[i] = openOrdinal(o) })
+	}
+	wg.Wait()
+	devs := make([]device.Device, 0, len(opened))
+	for i, d := range opened {
+		if errs[i] == nil {
+			devs = append(devs, d)
 		}
-		devs = append(devs, d)
+	}
+	if err := errors.Join(errs...); err != nil {
+		closeAll(devs)
+		return nil, err
 	}
 	return devs, nil
+}
+
+// closeAll closes devs at once, each on a goroutine of its own.
+func closeAll(devs []device.Device) {
+	var wg sync.WaitGroup
+	for _, d := range devs {
+		wg.Go(func() { d.Close() })
+	}
+	wg.Wait()
 }
 
 // loadDevices loads the driver and counts the devices it sees.
@@ -224,6 +244,14 @@ func openOrdinal(ordinal int) (*Device, error) {
 			return nil, fmt.Errorf("cuda: VLC_CUDA_ENCODE_THREADS=%q: want 32 to 2048 threads per SM", v)
 		}
 		d.encodePerSM = r
+	}
+	if v := os.Getenv("VLC_CUDA_ENCODE_RUNS"); v != "" {
+		r, err := strconv.Atoi(v)
+		if err != nil || r < 1 || r > 4096 {
+			d.w.stop()
+			return nil, fmt.Errorf("cuda: VLC_CUDA_ENCODE_RUNS=%q: want 1 to 4096 runs", v)
+		}
+		d.encodeRuns = r
 	}
 	err = d.w.do(func() error { return d.init(ptx, src) })
 	if err != nil {

@@ -3,10 +3,14 @@
 package cuda
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/vlc-embed/vlc/device"
@@ -36,10 +40,12 @@ func (s *dataset) EncodeRotated(l device.RotatedLayout, anchors []float32, ids [
 }
 
 // encodeRuns is how many runs EncodeRotatedStream encodes the entries in,
-// about: each run's codes come back, and the caller works on them, while
-// the device encodes the next (at 1M x 768, 4 bits, on an H100, the kernel
-// takes 0.66 s and repacking a run's codes on the host less).
-const encodeRuns = 8
+// about (VLC_CUDA_ENCODE_RUNS overrides it): each run's codes come back,
+// and the caller works on them, while the device encodes the next. The
+// last run's work on the host is left after the device is done, so runs
+// are short: 20M x 768 at 4 bits on two H200s took 8.41 s to encode and
+// write in 8 runs and 6.98 s in 32, the devices' part 6.3 s either way.
+const encodeRuns = 32
 
 // EncodeRotatedStream is EncodeRotated in runs of entries: a launch of
 // the kernel each, a whole number of rounds of its threads, its codes
@@ -263,7 +269,9 @@ func (s *dataset) encodeEntries(tmp *jobBufs, l device.RotatedLayout, anch, idb 
 	// with part of its threads idle. The kernels go on a stream of
 	// their own, so that a run's codes come back (on the default
 	// stream, its event waited for) while the next run's kernel runs.
-	run := threads * max(1, (n+threads*encodeRuns-1)/(threads*encodeRuns))
+	runs := cmp.Or(dev.encodeRuns, encodeRuns)
+	run := threads * max(1, (n+threads*runs-1)/(threads*runs))
+	tr := newEncodeTrace(dev.ordinal, n, run)
 	st, err := dev.newStream()
 	if err != nil {
 		return err
@@ -318,9 +326,11 @@ func (s *dataset) encodeEntries(tmp *jobBufs, l device.RotatedLayout, anch, idb 
 	}
 	for lo := 0; lo < n; lo += run {
 		hi := min(n, lo+run)
+		tr.mark(encWait)
 		if err := dev.wait(ev[lo/run%2]); err != nil {
 			return err
 		}
+		tr.mark(encCopy)
 		if hi < n {
 			if err := launch(hi); err != nil {
 				return err
@@ -344,10 +354,13 @@ func (s *dataset) encodeEntries(tmp *jobBufs, l device.RotatedLayout, anch, idb 
 				}
 			})
 		}
+		tr.mark(encReady)
 		if ready != nil {
 			ready(lo, hi)
 		}
+		tr.mark(encLaunch)
 	}
+	tr.print()
 	s.toHost.Add(int64(n*l.Packed + len(cs)))
 	return nil
 }
@@ -355,4 +368,51 @@ func (s *dataset) encodeEntries(tmp *jobBufs, l device.RotatedLayout, anch, idb 
 func binary32(b []byte, v float32) {
 	u := math.Float32bits(v)
 	b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+}
+
+// encodeTrace sums, with VLC_ENCODE_TRACE set, where the worker's time
+// went in encodeEntries: waiting for a run's kernel, copying its codes
+// back, and the caller's ready; printed to standard error at the end.
+type encodeTrace struct {
+	ordinal, n, run int
+	start, last     time.Time
+	step            int
+	sum             [encSteps]time.Duration
+}
+
+const (
+	encLaunch = iota // from the next kernel's launch to waiting for the run's
+	encWait          // waiting for the run's kernel
+	encCopy          // copying its codes back
+	encReady         // the caller's ready
+	encSteps
+)
+
+var encodeTraceOn = sync.OnceValue(func() bool { return os.Getenv("VLC_ENCODE_TRACE") != "" })
+
+func newEncodeTrace(ordinal, n, run int) *encodeTrace {
+	if !encodeTraceOn() {
+		return nil
+	}
+	now := time.Now()
+	return &encodeTrace{ordinal: ordinal, n: n, run: run, start: now, last: now}
+}
+
+// mark ends the step under way and starts step.
+func (t *encodeTrace) mark(step int) {
+	if t == nil {
+		return
+	}
+	now := time.Now()
+	t.sum[t.step] += now.Sub(t.last)
+	t.step, t.last = step, now
+}
+
+func (t *encodeTrace) print() {
+	if t == nil {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "encode trace: device %d, %d entries in runs of %d: %v; launch %v, kernel wait %v, copy back %v, ready %v\n",
+		t.ordinal, t.n, t.run, time.Since(t.start).Round(time.Millisecond), t.sum[encLaunch].Round(time.Millisecond),
+		t.sum[encWait].Round(time.Millisecond), t.sum[encCopy].Round(time.Millisecond), t.sum[encReady].Round(time.Millisecond))
 }

@@ -96,3 +96,31 @@ func TestMaxAbsHalf(t *testing.T) {
 		t.Errorf("anchors: error %v", err)
 	}
 }
+
+func TestMaxMagnitude(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for n := range 70 {
+		for trial := range 20 {
+			data := make([]uint16, n)
+			for i := range data {
+				switch trial % 4 {
+				case 0:
+					data[i] = uint16(rng.Uint32())
+				case 1:
+					data[i] = uint16(rng.IntN(3)) | 0x8000*uint16(rng.IntN(2))
+				case 2:
+					data[i] = 0x7fff - uint16(rng.IntN(2)) | 0x8000*uint16(rng.IntN(2))
+				default:
+					data[i] = uint16(rng.IntN(0x7c00))
+				}
+			}
+			var want uint16
+			for _, h := range data {
+				want = max(want, h&0x7fff)
+			}
+			if got := maxMagnitude(data); got != want {
+				t.Fatalf("%d values (trial %d): got %#x, want %#x", n, trial, got, want)
+			}
+		}
+	}
+}

@@ -45,6 +45,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vlc-embed/vlc/internal/fault"
 	"github.com/vlc-embed/vlc/vecfile"
@@ -123,6 +124,10 @@ func init() {
 		"version":     {"", "print the version, the VCS revision and the backends built in", "", runVersion},
 	}
 }
+
+// processStart is when the process began, for traces of where a
+// command's time goes (VLC_ENCODE_TRACE).
+var processStart = time.Now()
 
 func main() {
 	// The first Ctrl-C (or SIGTERM) cancels ctx: the command stops at its
