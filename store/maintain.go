@@ -130,7 +130,7 @@ func (ix *Store) maintain(ctx context.Context) error {
 
 // job is one piece of background work, computed from version from.
 type job struct {
-	kind   string // "merge" or "train"
+	kind   string // "merge", "train" or "graph" (graphjob.go)
 	from   *snapshot
 	inputs []int // segments of from it replaces, ascending and adjacent
 	// newRow[k][r] is the output row of row r of input k, -1 for a row
@@ -164,7 +164,14 @@ func (ix *Store) runJob(ctx context.Context) (bool, error) {
 		}
 		return false, fmt.Errorf("%s: %s of segments %v: %w", ix.path, j.kind, j.inputs, err)
 	}
-	err = ix.commitJob(ctx, j)
+	if jobHook != nil {
+		jobHook(j.kind, "written")
+	}
+	if j.kind == "graph" {
+		err = ix.commitGraph(ctx, j)
+	} else {
+		err = ix.commitJob(ctx, j)
+	}
 	if errors.Is(err, errSuperseded) {
 		os.Remove(j.pending)
 		return true, err // the next plan looks at the newest version
@@ -179,10 +186,8 @@ func (ix *Store) runJob(ctx context.Context) (bool, error) {
 // policy is the store's Policy with its defaults filled in; a store
 // built from a file (no schema) merges but never trains by itself.
 func (snap *snapshot) policy() Policy {
-	var p Policy
-	if s := snap.man.Schema; s != nil {
-		p = s.Policy
-	} else {
+	p := snap.setPolicy()
+	if snap.man.Schema == nil {
 		p.TrainAt, p.RetrainGrowth, p.RetrainDrift = -1, -1, -1
 	}
 	p.TrainAt = cmp.Or(p.TrainAt, DefaultTrainAt)
@@ -190,6 +195,18 @@ func (snap *snapshot) policy() Policy {
 	p.RetrainDrift = cmp.Or(p.RetrainDrift, DriftWarn)
 	p.MergeFactor = cmp.Or(p.MergeFactor, DefaultMergeFactor)
 	return p
+}
+
+// setPolicy is the store's Policy as it was set (Create, SetPolicy),
+// zeros where the defaults hold.
+func (snap *snapshot) setPolicy() Policy {
+	switch {
+	case snap.man.Schema != nil:
+		return snap.man.Schema.Policy
+	case snap.man.Policy != nil:
+		return *snap.man.Policy
+	}
+	return Policy{}
 }
 
 // plan returns the first due job, or nil.
@@ -207,6 +224,9 @@ func (snap *snapshot) plan() *job {
 	}
 	if run := snap.mergeRun(p); run != nil {
 		return &job{kind: "merge", from: snap, inputs: run}
+	}
+	if i := snap.graphDue(p); i >= 0 {
+		return &job{kind: "graph", from: snap, inputs: []int{i}}
 	}
 	return nil
 }
@@ -378,6 +398,13 @@ func removeStalePending(path string) {
 // build writes the job's output to a pending file.
 func (ix *Store) build(ctx context.Context, j *job) error {
 	snap := j.from
+	if j.kind == "graph" {
+		var err error
+		if j.pending, err = newPendingFile(ix.path); err != nil {
+			return err
+		}
+		return ix.buildGraph(ctx, j)
+	}
 	j.newRow = make([][]int32, len(j.inputs))
 	for k, i := range j.inputs {
 		rows := make([]int32, snap.segs[i].ix.Len())

@@ -481,6 +481,9 @@ type Info struct {
 	// added since training, over that of the trained rows (0 when none
 	// were added). Well above 1, the anchors no longer fit: Retrain.
 	Drift float64
+	// Policy is the store's background work as set (Create, SetPolicy):
+	// zeros where the defaults hold.
+	Policy Policy
 }
 
 // SegmentInfo is one file of an index.
@@ -510,7 +513,7 @@ func (ix *Store) Info() (Info, error) {
 	defer snap.release()
 	first := snap.segs[0].ix
 	in := Info{Meta: first.Meta(), Dim: first.Dim(), Lists: first.Lists(), Rows: snap.live, Deleted: snap.group.Len() - snap.live,
-		Sections: first.Sections(), ListSizes: first.ListSizes(), FromInput: snap.fromInputRows(), InputRows: snap.inputRows()}
+		Sections: first.Sections(), ListSizes: first.ListSizes(), FromInput: snap.fromInputRows(), InputRows: snap.inputRows(), Policy: snap.setPolicy()}
 	var addRows int
 	var addEnergy float64
 	for i, s := range snap.segs {
