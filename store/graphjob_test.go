@@ -221,3 +221,190 @@ func TestGraphPolicy(t *testing.T) {
 		t.Fatalf("policy off, compacted: graphs %v, want none", has)
 	}
 }
+
+// TestGraphJobRaces: writes of another handle (as of another process)
+// land while a graph job is built, outside the lock. Rows deleted
+// meanwhile: the graph commits (its rows are the segment's) and the
+// rows stay deleted. A compaction meanwhile replaces the segment: the
+// job commits nothing (the next one builds the compacted segment's
+// graph). A merge meanwhile that takes the segment in: the same. After
+// each, every live row is found, no deleted one, and the segment folder
+// holds nothing the store does not name.
+func TestGraphJobRaces(t *testing.T) {
+	ctx := context.Background()
+	docs := deepDocs(t, "../testdata/deep2k/base.f16", 0, 900)
+	for _, c := range []struct {
+		name  string
+		stage string
+		// race runs in the job, on other, a handle of the same store;
+		// it returns the ids it deleted.
+		race func(other *vlc.Store) []string
+		// built is the graphs built in all: 1 where the job that raced
+		// commits, 2 where it is dropped and another builds the graph of
+		// what replaced its segment.
+		built int
+	}{
+		{"delete", "computed", func(o *vlc.Store) []string {
+			ids := []string{docs[3].ID, docs[400].ID, docs[599].ID}
+			if err := o.Delete(ctx, ids); err != nil {
+				t.Fatal(err)
+			}
+			return ids
+		}, 1},
+		{"delete before commit", "written", func(o *vlc.Store) []string {
+			ids := []string{docs[10].ID, docs[11].ID}
+			if err := o.Delete(ctx, ids); err != nil {
+				t.Fatal(err)
+			}
+			return ids
+		}, 1},
+		{"compact", "written", func(o *vlc.Store) []string {
+			ids := []string{docs[20].ID}
+			if err := o.Delete(ctx, ids); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Compact(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return ids
+		}, 2},
+		{"merge", "computed", func(o *vlc.Store) []string {
+			// Two small segments beside the first: the merge's fixed-bytes
+			// rule folds them, and with them the segment the job built for.
+			if _, err := o.Add(ctx, docs[600:650]); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := o.Add(ctx, docs[650:700]); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Maintain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.vlc")
+			st := policyStore(t, path, docs, 600)
+			defer st.Close()
+			other, err := vlc.OpenWith(path, vlc.OpenOptions{Manual: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			var gone []string
+			raced, built := false, 0
+			defer store.SetJobHook(func(kind, stage string) {
+				if kind == "graph" && stage == "computed" {
+					built++
+				}
+				if kind == "graph" && stage == c.stage && !raced {
+					raced = true
+					gone = c.race(other)
+				}
+			})()
+			// One job at a time: runJob through Maintain runs until none is
+			// due, so look between the job that raced and the next
+			// through another handle's view of the store.
+			if err := st.Maintain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !raced || built != c.built {
+				t.Fatalf("raced %v, %d graphs built; want %d", raced, built, c.built)
+			}
+			has, live := graphs(t, st)
+			for i := range has {
+				if live[i] >= graphPolicy.GraphAt && !has[i] {
+					t.Errorf("segment %d of %d live rows has no graph after Maintain (graphs %v)", i, live[i], has)
+				}
+			}
+			want := 600 - len(gone)
+			if c.name == "merge" {
+				want = 700
+			}
+			if n := st.Len(); n != want {
+				t.Errorf("%d live rows, want %d", n, want)
+			}
+			for _, id := range gone {
+				if _, err := st.Get(id); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("Get(%s) of an id deleted during the job: %v", id, err)
+				}
+			}
+			hits, err := st.Search(ctx, docs[0].Vector, vlc.SearchOptions{K: 1000, Ef: 1000, NProbe: 1 << 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for _, h := range hits {
+				if slices.Contains(gone, h.ID) || seen[h.ID] {
+					t.Fatalf("hit %s deleted or twice", h.ID)
+				}
+				seen[h.ID] = true
+			}
+			if len(hits) != want {
+				t.Errorf("a search of every row through the graphs found %d, want %d", len(hits), want)
+			}
+			st.Close()
+			other.Close()
+			checkFolder(t, path)
+		})
+	}
+}
+
+// TestGraphJobCancelled: a graph job whose context ends while it builds,
+// after the graph is computed, or while it waits for the lock to commit,
+// commits nothing and leaves no file behind (the pending folder empty,
+// no segment the manifest does not name), and the store reopens whole;
+// the next Maintain builds the graph.
+func TestGraphJobCancelled(t *testing.T) {
+	docs := deepDocs(t, "../testdata/deep2k/base.f16", 0, 600)
+	for _, stage := range []string{"start", "computed", "written"} {
+		t.Run(stage, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.vlc")
+			st := policyStore(t, path, docs, 600)
+			defer st.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			if stage == "start" {
+				cancel()
+			}
+			var release func()
+			fired := false
+			defer store.SetJobHook(func(kind, s string) {
+				if kind != "graph" || s != stage || fired {
+					return
+				}
+				fired = true
+				if s == "written" { // the commit then waits for the lock, and gives up
+					var err error
+					if release, err = store.HoldLock(path); err != nil {
+						t.Error(err)
+					}
+				}
+				cancel()
+			})()
+			err := st.Maintain(ctx)
+			if release != nil {
+				release()
+			}
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Maintain: %v, want context.Canceled", err)
+			}
+			if has, _ := graphs(t, st); has[0] {
+				t.Fatal("a graph committed by a cancelled job")
+			}
+			st.Close()
+			checkFolder(t, path)
+			st, err = vlc.OpenWith(path, vlc.OpenOptions{Manual: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.Maintain(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if has, _ := graphs(t, st); !has[0] || st.Len() != 600 {
+				t.Fatalf("after a Maintain not cancelled: graphs %v, %d rows", has, st.Len())
+			}
+		})
+	}
+}
