@@ -408,3 +408,51 @@ func TestGraphJobCancelled(t *testing.T) {
 		})
 	}
 }
+
+// TestGraphPolicyCollection: a collection created with GraphAt holds its
+// vectors exactly (a code the graph does not take: no graph) until it
+// trains; then the trained segment gets a graph, and searches walk it.
+func TestGraphPolicyCollection(t *testing.T) {
+	ctx := context.Background()
+	docs := deepDocs(t, "../testdata/deep2k/base.f16", 0, 700)
+	path := filepath.Join(t.TempDir(), "c.vlc")
+	st, err := store.Create(ctx, path, store.Schema{Dim: 96, Code: "rotated", Bits: 4, Policy: store.Policy{TrainAt: 500, GraphAt: 150, GraphDegree: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if st, err = store.OpenWith(path, store.OpenOptions{Manual: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Add(ctx, docs[:300]); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if has, _ := graphs(t, st); slices.Contains(has, true) {
+		t.Fatalf("untrained: graphs %v, want none (flat code)", has)
+	}
+	if _, err := st.Add(ctx, docs[300:700]); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	has, live := graphs(t, st)
+	if len(has) != 1 || !has[0] || live[0] != 700 {
+		t.Fatalf("trained: graphs %v, live rows %v; want one segment of 700 with a graph", has, live)
+	}
+	var walked atomic.Int64
+	defer store.SetGraphWalked(func(int) { walked.Add(1) })()
+	hits, err := st.Search(ctx, docs[5].Vector, store.SearchOptions{K: 3})
+	if err != nil || len(hits) != 3 || hits[0].ID != docs[5].ID || walked.Load() != 1 {
+		t.Fatalf("search of a row: %v, %v, %d walks; want it first, through the graph", hits, err, walked.Load())
+	}
+	for _, p := range []store.Schema{{Dim: 8, Metric: "ip", Policy: store.Policy{GraphAt: 10}}, {Dim: 8, Code: "sq8", Policy: store.Policy{GraphAt: 10}}} {
+		if _, err := store.Create(ctx, filepath.Join(t.TempDir(), "x.vlc"), p); !errors.Is(err, index.ErrArgument) {
+			t.Errorf("Create(%+v): %v, want ErrArgument", p, err)
+		}
+	}
+}
