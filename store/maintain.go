@@ -34,7 +34,11 @@ import (
 //   - train: a collection created empty trains its anchors once it holds
 //     Policy.TrainAt vectors, and again as it grows (RetrainGrowth) or
 //     drifts (RetrainDrift); segments added during the training are
-//     encoded against the new anchors at its commit.
+//     encoded against the new anchors at its commit;
+//   - graph: under Policy.GraphAt, a segment of at least GraphAt live rows
+//     without a graph gets one, once no training or merge is due
+//     (graphjob.go); its commit needs the segment's file unchanged, and
+//     carries the deletions made meanwhile over as they are.
 
 // errSuperseded marks a job whose inputs are gone from the newest
 // version (a compaction, a retraining or another job replaced them).
@@ -101,8 +105,9 @@ func (ix *Store) stopBackground() {
 }
 
 // Maintain runs the background work that is due (merging small segments,
-// training) now, in the caller's goroutine, and returns once none is
-// left: for a process that writes and exits (the CLI), and for tests.
+// training, the graphs Policy.GraphAt asks for) now, in the caller's
+// goroutine, and returns once none is left: for a process that writes
+// and exits (the CLI), and for tests.
 func (ix *Store) Maintain(ctx context.Context) error {
 	return ix.maintain(ctx)
 }

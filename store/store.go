@@ -213,8 +213,9 @@ func Open(path string) (*Store, error) {
 // OpenOptions are how a Store is opened.
 type OpenOptions struct {
 	// Manual turns off the background work (merging small segments,
-	// training a collection created empty) that a write starts; Maintain
-	// runs it on demand.
+	// training a collection created empty, building the graphs
+	// Policy.GraphAt asks for) that a write starts; Maintain runs it on
+	// demand.
 	Manual bool
 	// Logger receives the background training's progress (nil: none).
 	Logger *slog.Logger
