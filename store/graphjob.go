@@ -137,7 +137,9 @@ func (ix *Store) commitGraph(ctx context.Context, j *job) error {
 	v.man.Segments[n].File = name
 	// The rows stay where they are, but a merge begun before this commit
 	// finds its input's file gone: a change of layout makes it start
-	// again rather than take the rows for deleted (commitJob).
+	// again (commitJob) rather than take the rows for deleted, which
+	// would write them as deleted copies beside this file (no row lost,
+	// but a vacuum's work; TestMergeAfterGraphCommit).
 	v.man.Layout++
 	return w.commit(v)
 }

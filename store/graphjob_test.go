@@ -456,3 +456,71 @@ func TestGraphPolicyCollection(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeAfterGraphCommit: a merge computed from a version one of whose
+// input segments then gets a graph (another handle's graph job, under a
+// policy changed meanwhile) finds that input's file gone while the newest
+// version holds its rows under a new name. No row may be lost or live
+// twice; and the merge starts again (the graph commit counts a change of
+// layout) rather than write those rows as deleted copies beside the new
+// file, which a vacuum merge would then have to drop.
+func TestMergeAfterGraphCommit(t *testing.T) {
+	ctx := context.Background()
+	docs := deepDocs(t, "../testdata/deep2k/base.f16", 0, 770)
+	path := filepath.Join(t.TempDir(), "m.vlc")
+	st := policyStore(t, path, docs, 600)
+	defer st.Close()
+	if err := st.Maintain(ctx); err != nil { // the first segment's graph
+		t.Fatal(err)
+	}
+	for _, r := range [][2]int{{600, 700}, {700, 770}} { // both of tier 6 (of 2)
+		if _, err := st.Add(ctx, docs[r[0]:r[1]]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := vlc.OpenWith(path, vlc.OpenOptions{Manual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	merged, merges := false, 0
+	defer store.SetJobHook(func(kind, stage string) {
+		if kind == "merge" && stage == "written" {
+			merges++
+		}
+		if kind != "merge" || stage != "written" || merged {
+			return
+		}
+		merged = true
+		if err := other.SetPolicy(ctx, store.Policy{GraphAt: 80, GraphDegree: 16, MergeFactor: 100}); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Maintain(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if has, _ := graphs(t, other); !slices.Equal(has, []bool{true, true, false}) {
+			t.Fatalf("the other handle's graphs %v, want the first two segments'", has)
+		}
+	})()
+	if err := st.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !merged || merges != 1 {
+		t.Fatalf("%d merges ran, want the one that met the graph commit and was dropped", merges)
+	}
+	{
+		has, live := graphs(t, st)
+		t.Logf("DEBUG %v %v", has, live)
+	}
+	if n := st.Len(); n != 770 {
+		t.Fatalf("%d live rows after the merge met the graph commit, want 770", n)
+	}
+	for _, d := range docs {
+		if _, err := st.Get(d.ID); err != nil {
+			t.Fatalf("Get(%s): %v", d.ID, err)
+		}
+	}
+	st.Close()
+	other.Close()
+	checkFolder(t, path)
+}
