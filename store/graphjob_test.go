@@ -19,6 +19,10 @@ import (
 // segments of 300 live rows, merges of 2.
 var graphPolicy = store.Policy{GraphAt: 300, GraphDegree: 16, MergeFactor: 2}
 
+// jobRows is the rows of the store the graph job tests build: one
+// segment, above graphPolicy.GraphAt.
+const jobRows = 350
+
 // policyStore builds an index of docs[:trained] (rotated, 4 bits) at
 // path and opens it without background work, with graphPolicy set.
 func policyStore(t *testing.T, path string, docs []vlc.Document, trained int) *vlc.Store {
@@ -232,7 +236,7 @@ func TestGraphPolicy(t *testing.T) {
 // holds nothing the store does not name.
 func TestGraphJobRaces(t *testing.T) {
 	ctx := context.Background()
-	docs := deepDocs(t, "../testdata/deep2k/base.f16", 0, 900)
+	docs := deepDocs(t, "../testdata/deep2k/base.f16", 0, jobRows+100)
 	for _, c := range []struct {
 		name  string
 		stage string
@@ -245,7 +249,7 @@ func TestGraphJobRaces(t *testing.T) {
 		built int
 	}{
 		{"delete", "computed", func(o *vlc.Store) []string {
-			ids := []string{docs[3].ID, docs[400].ID, docs[599].ID}
+			ids := []string{docs[3].ID, docs[200].ID, docs[jobRows-1].ID}
 			if err := o.Delete(ctx, ids); err != nil {
 				t.Fatal(err)
 			}
@@ -271,10 +275,10 @@ func TestGraphJobRaces(t *testing.T) {
 		{"merge", "computed", func(o *vlc.Store) []string {
 			// Two small segments beside the first: the merge's fixed-bytes
 			// rule folds them, and with them the segment the job built for.
-			if _, err := o.Add(ctx, docs[600:650]); err != nil {
+			if _, err := o.Add(ctx, docs[jobRows:jobRows+50]); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := o.Add(ctx, docs[650:700]); err != nil {
+			if _, err := o.Add(ctx, docs[jobRows+50:jobRows+100]); err != nil {
 				t.Fatal(err)
 			}
 			if err := o.Maintain(ctx); err != nil {
@@ -285,7 +289,7 @@ func TestGraphJobRaces(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "r.vlc")
-			st := policyStore(t, path, docs, 600)
+			st := policyStore(t, path, docs, jobRows)
 			defer st.Close()
 			other, err := vlc.OpenWith(path, vlc.OpenOptions{Manual: true})
 			if err != nil {
@@ -318,9 +322,9 @@ func TestGraphJobRaces(t *testing.T) {
 					t.Errorf("segment %d of %d live rows has no graph after Maintain (graphs %v)", i, live[i], has)
 				}
 			}
-			want := 600 - len(gone)
+			want := jobRows - len(gone)
 			if c.name == "merge" {
-				want = 700
+				want = jobRows + 100
 			}
 			if n := st.Len(); n != want {
 				t.Errorf("%d live rows, want %d", n, want)
@@ -357,11 +361,11 @@ func TestGraphJobRaces(t *testing.T) {
 // no segment the manifest does not name), and the store reopens whole;
 // the next Maintain builds the graph.
 func TestGraphJobCancelled(t *testing.T) {
-	docs := deepDocs(t, "../testdata/deep2k/base.f16", 0, 600)
+	docs := deepDocs(t, "../testdata/deep2k/base.f16", 0, jobRows)
 	for _, stage := range []string{"start", "computed", "written"} {
 		t.Run(stage, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.vlc")
-			st := policyStore(t, path, docs, 600)
+			st := policyStore(t, path, docs, jobRows)
 			defer st.Close()
 			ctx, cancel := context.WithCancel(context.Background())
 			if stage == "start" {
@@ -402,7 +406,7 @@ func TestGraphJobCancelled(t *testing.T) {
 			if err := st.Maintain(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if has, _ := graphs(t, st); !has[0] || st.Len() != 600 {
+			if has, _ := graphs(t, st); !has[0] || st.Len() != jobRows {
 				t.Fatalf("after a Maintain not cancelled: graphs %v, %d rows", has, st.Len())
 			}
 		})
@@ -507,10 +511,6 @@ func TestMergeAfterGraphCommit(t *testing.T) {
 	}
 	if !merged || merges != 1 {
 		t.Fatalf("%d merges ran, want the one that met the graph commit and was dropped", merges)
-	}
-	{
-		has, live := graphs(t, st)
-		t.Logf("DEBUG %v %v", has, live)
 	}
 	if n := st.Len(); n != 770 {
 		t.Fatalf("%d live rows after the merge met the graph commit, want 770", n)
