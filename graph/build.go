@@ -157,8 +157,11 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		b.refine(opt.BuildEf)
+		b.refine(ctx, opt.BuildEf)
 		b.addReverse()
+	}
+	if err := ctx.Err(); err != nil { // a pass cut short
+		return nil, err
 	}
 	b.connect(cands)
 	g := &Graph{n: n, d: d, r: b.r, entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes, refine: refine, opt: opt}
@@ -461,11 +464,15 @@ func (b *builder) addReverse() {
 // refine chooses every row's neighbours again from the rows a search for
 // it on the graph as it stands expands, with its current neighbours.
 // Every row searches the same graph and the new lists replace the old
-// together, so the order rows are taken in does not matter.
-func (b *builder) refine(ef int) {
+// together, so the order rows are taken in does not matter. Once ctx is
+// done the rows left are skipped (Build then returns ctx's error).
+func (b *builder) refine(ctx context.Context, ef int) {
 	next := make([]uint32, len(b.adj))
 	pool := sync.Pool{New: func() any { return newBeam(b.n) }}
 	par.For(b.n, 16, func(lo, hi int) {
+		if ctx.Err() != nil {
+			return
+		}
 		bm := pool.Get().(*beam)
 		defer pool.Put(bm)
 		var merged, kept []pair

@@ -88,20 +88,32 @@ func newNodeCodes(ix *index.Index, decoded bool) (nodeCodes, error) {
 	return nc, nil
 }
 
-// newNodeFrame checks that ix is one the graph can score and returns its
-// node codes less the records: the rotation, the anchors and their
-// norms, what a query's scorer needs beside the records.
-func newNodeFrame(ix *index.Index) (nodeCodes, error) {
+// Supported reports whether Build takes ix: nil where it does, else
+// ErrUnsupported (a code other than the rotated one, a metric other than
+// l2) or ErrEmpty (no rows), saying why. It reads the index's header
+// alone.
+func Supported(ix *index.Index) error {
 	meta := ix.Meta()
 	spec := meta.CodeSpec()
 	switch {
 	case spec.Kind != quant.KindRotated:
-		return nodeCodes{}, fmt.Errorf("%w: code %v (only the rotated code)", ErrUnsupported, spec.Kind)
+		return fmt.Errorf("%w: code %v (only the rotated code)", ErrUnsupported, spec.Kind)
 	case meta.Metric != index.L2 || spec.IP:
-		return nodeCodes{}, fmt.Errorf("%w: metric %v (only l2)", ErrUnsupported, meta.Metric)
+		return fmt.Errorf("%w: metric %v (only l2)", ErrUnsupported, meta.Metric)
 	case ix.Len() == 0:
-		return nodeCodes{}, ErrEmpty
+		return ErrEmpty
 	}
+	return nil
+}
+
+// newNodeFrame checks that ix is one the graph can score and returns its
+// node codes less the records: the rotation, the anchors and their
+// norms, what a query's scorer needs beside the records.
+func newNodeFrame(ix *index.Index) (nodeCodes, error) {
+	if err := Supported(ix); err != nil {
+		return nodeCodes{}, err
+	}
+	spec := ix.Meta().CodeSpec()
 	d, b := ix.Dim(), spec.Bits
 	packed := (d*b + 7) / 8
 	nc := nodeCodes{bits: b, packed: packed, stride: packed + 12, coords: packed * 8 / b,

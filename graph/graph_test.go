@@ -278,6 +278,13 @@ func TestErrors(t *testing.T) {
 		} else {
 			t.Logf("%s: %v", tc.name, err)
 		}
+		// Supported answers for the index as Build does.
+		if tc.ix != nil && errors.Is(tc.want, ErrUnsupported) != errors.Is(Supported(tc.ix), ErrUnsupported) {
+			t.Errorf("%s: Supported %v, Build wants %v", tc.name, Supported(tc.ix), tc.want)
+		}
+	}
+	if err := Supported(ix); err != nil {
+		t.Errorf("Supported of a rotated l2 index: %v", err)
 	}
 	g, err := Build(ctx, ix, base, BuildOptions{Degree: 8})
 	if err != nil {

@@ -181,19 +181,24 @@ type CreateRequest struct {
 }
 
 // PolicyFields is vlc.Policy in JSON: when a collection trains and
-// merges (0: the default, -1: never).
+// merges (0: the default, -1: never), and which segments get a graph.
 type PolicyFields struct {
 	TrainAt       int     `json:"train_at,omitempty"`
 	RetrainGrowth float64 `json:"retrain_growth,omitempty"`
 	RetrainDrift  float64 `json:"retrain_drift,omitempty"`
 	MergeFactor   int     `json:"merge_factor,omitempty"`
+	GraphAt       int     `json:"graph_at,omitempty"`
+	GraphDegree   int     `json:"graph_degree,omitempty"`
+	GraphAlpha    float64 `json:"graph_alpha,omitempty"`
+	GraphNProbe   int     `json:"graph_nprobe,omitempty"`
 }
 
 func (c CreateRequest) schema() vlc.Schema {
 	sc := vlc.Schema{Dim: c.Dim, Metric: c.Metric, Code: c.Code, Bits: c.Bits, Subspaces: c.Subspaces,
 		Ratio: c.Ratio, Seed: c.Seed, Indexed: c.Indexed}
 	if p := c.Policy; p != nil {
-		sc.Policy = vlc.Policy{TrainAt: p.TrainAt, RetrainGrowth: p.RetrainGrowth, RetrainDrift: p.RetrainDrift, MergeFactor: p.MergeFactor}
+		sc.Policy = vlc.Policy{TrainAt: p.TrainAt, RetrainGrowth: p.RetrainGrowth, RetrainDrift: p.RetrainDrift, MergeFactor: p.MergeFactor,
+			GraphAt: p.GraphAt, GraphDegree: p.GraphDegree, GraphAlpha: p.GraphAlpha, GraphNProbe: p.GraphNProbe}
 	}
 	return sc
 }

@@ -186,6 +186,38 @@ func TestServeCollectionLifecycle(t *testing.T) {
 	}
 }
 
+// A collection created with a graph policy trains, then its segment
+// gets a graph in the server's background work; info counts it and a
+// search with "ef" walks it.
+func TestServeGraphPolicy(t *testing.T) {
+	needCreate(t)
+	ts, srv := dataServer(t, t.TempDir(), true)
+	code, body := call(t, ts, "POST", "/v1/indexes", "secret", map[string]any{"name": "g", "dim": 8, "code": "rotated",
+		"policy": map[string]any{"train_at": 60, "graph_at": 50, "graph_degree": 8}})
+	if code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	var docs []any
+	for i := range 80 {
+		v := make([]float32, 8)
+		for j := range v {
+			v[j] = float32((i*7+j*3)%11) + float32(i%5)/10
+		}
+		docs = append(docs, map[string]any{"id": fmt.Sprint(i), "vector": v})
+	}
+	if code, body := call(t, ts, "POST", "/v1/indexes/g/documents", "secret", map[string]any{"documents": docs}); code != 200 {
+		t.Fatalf("add: %d %s", code, body)
+	}
+	srv.WaitMaintenance()
+	var in serve.InfoBody
+	if code, body := call(t, ts, "GET", "/v1/indexes/g", "", nil); code != 200 || json.Unmarshal(body, &in) != nil || in.Live != 80 || in.Graphs != 1 {
+		t.Fatalf("info: %d %s; want 80 live rows, one graph", code, body)
+	}
+	if code, body := call(t, ts, "POST", "/v1/indexes/g/search", "", map[string]any{"vector": docs[3].(map[string]any)["vector"], "k": 1, "ef": 16}); code != 200 || !strings.Contains(string(body), `"id":"3"`) {
+		t.Fatalf("search with ef: %d %s", code, body)
+	}
+}
+
 // With Maintain, writes leave fewer segments behind than without: the
 // server runs the collection's merges after them.
 func TestServeMaintainAfterWrites(t *testing.T) {

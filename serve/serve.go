@@ -568,6 +568,7 @@ type InfoBody struct {
 	Deleted  int     `json:"deleted"`
 	Bytes    int64   `json:"bytes"`
 	Segments int     `json:"segments"`
+	Graphs   int     `json:"graphs"` // segments that hold a graph
 	Drift    float64 `json:"drift"`
 }
 
@@ -576,8 +577,14 @@ func (s *Server) describe(name string, ix *vlc.Store) (InfoBody, error) {
 	if err != nil {
 		return InfoBody{}, err
 	}
-	return InfoBody{Name: name, Dim: in.Dim, Metric: in.Meta.Metric.String(), Lists: in.Lists, Live: in.Rows,
-		Deleted: in.Deleted, Bytes: in.Bytes, Segments: len(in.Segments), Drift: in.Drift}, nil
+	b := InfoBody{Name: name, Dim: in.Dim, Metric: in.Meta.Metric.String(), Lists: in.Lists, Live: in.Rows,
+		Deleted: in.Deleted, Bytes: in.Bytes, Segments: len(in.Segments), Drift: in.Drift}
+	for _, seg := range in.Segments {
+		if seg.Graph {
+			b.Graphs++
+		}
+	}
+	return b, nil
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) (int, error) {

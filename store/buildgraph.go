@@ -25,6 +25,8 @@ import (
 // otherwise is an error. The write lock is held for the whole build,
 // so other writes wait for it. A lone index file becomes a store of one
 // segment, as with Add (vlc graph writes a lone file's graph into it).
+// Policy.GraphAt has the store's background work build graphs itself,
+// outside the lock, from the decoded vectors (graphjob.go).
 func (ix *Store) BuildGraph(ctx context.Context, seg int, orig Originals, opt graph.BuildOptions) error {
 	if orig == nil {
 		return fmt.Errorf("%w: BuildGraph needs the original vectors", index.ErrArgument)

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/vlc-embed/vlc/graph"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/quant"
 
@@ -61,6 +62,104 @@ type Policy struct {
 	// one (default DefaultMergeFactor): the segments number about
 	// MergeFactor-1 per tenfold of the rows.
 	MergeFactor int `json:"merge_factor,omitempty"`
+	// GraphAt, when above 0, gives every segment of at least this many
+	// live rows a graph (package graph) that searches walk
+	// (SearchOptions.Ef): the background work builds it, after a merge,
+	// a training or an Add that leaves such a segment without one, from
+	// the rows' decoded vectors (the store keeps no others), and commits
+	// the segment rewritten with it (graphjob.go). 0 (the default): no
+	// segment gets one in the background. Only the rotated code and the
+	// l2 metric take a graph (graph.Supported); segments of other codes
+	// are left to their lists.
+	GraphAt int `json:"graph_at,omitempty"`
+	// GraphDegree, GraphAlpha and GraphNProbe are those graphs'
+	// graph.BuildOptions Degree, Alpha and NProbe (0: 32, 1.1 and 8, vlc
+	// graph's defaults; GraphNProbe -1 measures every pair of rows).
+	GraphDegree int     `json:"graph_degree,omitempty"`
+	GraphAlpha  float64 `json:"graph_alpha,omitempty"`
+	GraphNProbe int     `json:"graph_nprobe,omitempty"`
+}
+
+// SetPolicy replaces the store's Policy (a collection's, in its schema,
+// or that of a store grown from an index file, which then merges and
+// builds graphs by it but still trains only when told: its TrainAt,
+// RetrainGrowth and RetrainDrift must stay 0) and commits it as a write;
+// the background work due under it starts after (or at the next
+// Maintain, for a store opened Manual). A lone index file becomes a
+// store of one segment, as with Add. Info.Policy reads it back.
+func (ix *Store) SetPolicy(ctx context.Context, p Policy) error {
+	w, err := ix.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.end()
+	if sc := w.snap.man.Schema; sc != nil {
+		c := *sc
+		c.Policy = p
+		if _, err := c.check(); err != nil {
+			return err
+		}
+	} else if err := p.check(false); err != nil {
+		return err
+	} else if p.GraphAt > 0 {
+		if err := graph.Supported(w.snap.segs[0].ix); errors.Is(err, graph.ErrUnsupported) {
+			return fmt.Errorf("%w: policy graph_at %d: %v", errs.ErrArgument, p.GraphAt, err)
+		}
+	}
+	v, err := w.next()
+	if err != nil {
+		return err
+	}
+	if sc := v.man.Schema; sc != nil {
+		c := *sc // a version's, read by others: changed in a copy
+		c.Indexed = slices.Clone(sc.Indexed)
+		c.Policy = p
+		v.man.Schema = &c
+	} else if p == (Policy{}) {
+		v.man.Policy = nil
+	} else {
+		v.man.Policy = &p
+	}
+	return w.commit(v)
+}
+
+// graphOptions are the build options of the graphs GraphAt asks for.
+func (p Policy) graphOptions() graph.BuildOptions {
+	opt := graph.BuildOptions{Degree: p.GraphDegree, Alpha: float32(p.GraphAlpha), NProbe: cmp.Or(p.GraphNProbe, DefaultGraphNProbe)}
+	if opt.NProbe < 0 {
+		opt.NProbe = 0 // every pair
+	}
+	return opt
+}
+
+// check validates the policy; collection says whether it is a
+// collection's (created empty, which trains itself) or that of a store
+// grown from an index file (which does not).
+func (p Policy) check(collection bool) error {
+	bad := func(field string, value any, reason string) error {
+		return fmt.Errorf("%w: policy %s %v: %s", errs.ErrArgument, field, value, reason)
+	}
+	switch {
+	case p.TrainAt < -1:
+		return bad("train_at", p.TrainAt, "must be -1 (never), 0 (the default) or more")
+	case p.RetrainGrowth != -1 && (p.RetrainGrowth < 0 || p.RetrainGrowth > 0 && p.RetrainGrowth <= 1 || math.IsNaN(p.RetrainGrowth)):
+		return bad("retrain_growth", p.RetrainGrowth, "must be -1 (never), 0 (the default) or above 1")
+	case p.RetrainDrift != -1 && (p.RetrainDrift < 0 || math.IsNaN(p.RetrainDrift)):
+		return bad("retrain_drift", p.RetrainDrift, "must be -1 (never), 0 (the default) or more")
+	case p.MergeFactor < 0 || p.MergeFactor == 1:
+		return bad("merge_factor", p.MergeFactor, "must be 0 (the default) or at least 2")
+	case p.GraphAt < 0:
+		return bad("graph_at", p.GraphAt, "must be 0 (no graphs, the default) or the live rows from which a segment gets one")
+	case p.GraphDegree < 0 || p.GraphDegree > 1024:
+		return bad("graph_degree", p.GraphDegree, "must be 0 (the default, 32) or 1 to 1024")
+	case p.GraphAlpha != 0 && !(p.GraphAlpha >= 1 && p.GraphAlpha <= 1e30):
+		return bad("graph_alpha", p.GraphAlpha, "must be 0 (the default, 1.1) or at least 1")
+	case p.GraphNProbe < -1:
+		return bad("graph_nprobe", p.GraphNProbe, "must be -1 (every pair of rows), 0 (the default, 8) or more")
+	case !collection && (p.TrainAt != 0 || p.RetrainGrowth != 0 || p.RetrainDrift != 0):
+		return fmt.Errorf("%w: policy train_at %d, retrain_growth %v, retrain_drift %v: a store grown from an index file trains only when told (Retrain), so these stay 0", errs.ErrArgument, p.TrainAt, p.RetrainGrowth, p.RetrainDrift)
+	}
+	return nil
 }
 
 // Defaults of Policy.
@@ -68,6 +167,10 @@ const (
 	DefaultTrainAt       = 4096
 	DefaultRetrainGrowth = 4
 	DefaultMergeFactor   = 10
+	// DefaultGraphNProbe is the lists the index's own search probes for
+	// a row's candidate neighbours in a graph the policy asks for, as vlc
+	// graph's -nprobe: a build of n log n distances, not n^2.
+	DefaultGraphNProbe = 8
 )
 
 // ErrExists is returned by Create for a path that holds a file already.
@@ -147,16 +250,16 @@ func (s *Schema) check() (index.Metric, error) {
 			return 0, bad(fmt.Sprintf("indexed[%d]", i), strconv.Quote(f), "must be a field name or a dotted path")
 		}
 	}
-	p := s.Policy
-	switch {
-	case p.TrainAt < -1:
-		return 0, bad("train_at", p.TrainAt, "must be -1 (never), 0 (the default) or more")
-	case p.RetrainGrowth != -1 && (p.RetrainGrowth < 0 || p.RetrainGrowth > 0 && p.RetrainGrowth <= 1 || math.IsNaN(p.RetrainGrowth)):
-		return 0, bad("retrain_growth", p.RetrainGrowth, "must be -1 (never), 0 (the default) or above 1")
-	case p.RetrainDrift != -1 && (p.RetrainDrift < 0 || math.IsNaN(p.RetrainDrift)):
-		return 0, bad("retrain_drift", p.RetrainDrift, "must be -1 (never), 0 (the default) or more")
-	case p.MergeFactor < 0 || p.MergeFactor == 1:
-		return 0, bad("merge_factor", p.MergeFactor, "must be 0 (the default) or at least 2")
+	if err := s.Policy.check(true); err != nil {
+		return 0, err
+	}
+	if s.Policy.GraphAt > 0 {
+		if metric != index.L2 {
+			return 0, bad("policy graph_at", s.Policy.GraphAt, fmt.Sprintf("a graph takes the l2 metric only, not %s", s.Metric))
+		}
+		if s.Code != "" && s.Code != "auto" && s.Code != "rotated" {
+			return 0, bad("policy graph_at", s.Policy.GraphAt, fmt.Sprintf("a graph takes the rotated code only, not %s", s.Code))
+		}
 	}
 	return metric, nil
 }

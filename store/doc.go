@@ -8,7 +8,16 @@
 //
 // Search scans the segments as one index (index.Group), with filters over
 // ids and payloads and re-ranking from the original vectors; where a
-// segment's file holds a graph (vlc graph, BuildGraph), it walks that
-// graph instead and scans the others' lists (graph.go, SearchOptions.Ef). The build
+// segment's file holds a graph, it walks that graph instead and scans the
+// others' lists (graph.go, SearchOptions.Ef). A segment gets a graph from
+// BuildGraph (vlc graph -base: from the original vectors, at once, under
+// the lock) or, where Policy.GraphAt asks for graphs, from the background
+// work: every segment of at least GraphAt live rows without one, after
+// the merges and training due, built from the rows' decoded vectors
+// outside the lock and committed only while the segment's file is still
+// the one it was built over (graphjob.go). A write that rewrites rows (a
+// merge, Compact, Retrain) writes segments without a graph; until the
+// background work gives them one, they are searched by their lists.
+// Background work (merges, training, graphs) is maintain.go's. The build
 // itself is package pipeline's; docs/FORMAT.md ("Stores") has the files.
 package store

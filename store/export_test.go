@@ -36,3 +36,12 @@ func SetGraphWalked(f func(segment int)) (undo func()) {
 	graphWalked = f
 	return func() { graphWalked = nil }
 }
+
+// SetJobHook sets a function background jobs call with their kind and
+// stage ("computed": a graph built, not yet written; "written": the
+// output in its pending file, not yet committed); the returned function
+// undoes it.
+func SetJobHook(f func(kind, stage string)) (undo func()) {
+	jobHook = f
+	return func() { jobHook = nil }
+}

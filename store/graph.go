@@ -24,8 +24,11 @@ import (
 // same rows in the segment's numbering (spanned), a counted set staying
 // counted, so that the graph's filtered search plans as it does for a
 // lone file. Writes never carry a graph over: a segment written by Add,
-// a merge, Compact or Retrain has none and is searched by its lists. A
-// store opened on a device searches every segment's lists.
+// a merge, Compact or Retrain has none and is searched by its lists, until
+// BuildGraph or, under Policy.GraphAt, the background work (graphjob.go)
+// gives it one; a segment keeps its graph through deletions, whose rows
+// stay in it as waypoints that the filter keeps from the hits. A store
+// opened on a device searches every segment's lists.
 
 // openGraph opens s's graph once, where its file holds one; s.graph is
 // nil otherwise. The graph reads the segment's mapping, so it lives as

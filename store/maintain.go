@@ -34,7 +34,11 @@ import (
 //   - train: a collection created empty trains its anchors once it holds
 //     Policy.TrainAt vectors, and again as it grows (RetrainGrowth) or
 //     drifts (RetrainDrift); segments added during the training are
-//     encoded against the new anchors at its commit.
+//     encoded against the new anchors at its commit;
+//   - graph: under Policy.GraphAt, a segment of at least GraphAt live rows
+//     without a graph gets one, once no training or merge is due
+//     (graphjob.go); its commit needs the segment's file unchanged, and
+//     carries the deletions made meanwhile over as they are.
 
 // errSuperseded marks a job whose inputs are gone from the newest
 // version (a compaction, a retraining or another job replaced them).
@@ -101,8 +105,9 @@ func (ix *Store) stopBackground() {
 }
 
 // Maintain runs the background work that is due (merging small segments,
-// training) now, in the caller's goroutine, and returns once none is
-// left: for a process that writes and exits (the CLI), and for tests.
+// training, the graphs Policy.GraphAt asks for) now, in the caller's
+// goroutine, and returns once none is left: for a process that writes
+// and exits (the CLI), and for tests.
 func (ix *Store) Maintain(ctx context.Context) error {
 	return ix.maintain(ctx)
 }
@@ -130,7 +135,7 @@ func (ix *Store) maintain(ctx context.Context) error {
 
 // job is one piece of background work, computed from version from.
 type job struct {
-	kind   string // "merge" or "train"
+	kind   string // "merge", "train" or "graph" (graphjob.go)
 	from   *snapshot
 	inputs []int // segments of from it replaces, ascending and adjacent
 	// newRow[k][r] is the output row of row r of input k, -1 for a row
@@ -164,7 +169,14 @@ func (ix *Store) runJob(ctx context.Context) (bool, error) {
 		}
 		return false, fmt.Errorf("%s: %s of segments %v: %w", ix.path, j.kind, j.inputs, err)
 	}
-	err = ix.commitJob(ctx, j)
+	if jobHook != nil {
+		jobHook(j.kind, "written")
+	}
+	if j.kind == "graph" {
+		err = ix.commitGraph(ctx, j)
+	} else {
+		err = ix.commitJob(ctx, j)
+	}
 	if errors.Is(err, errSuperseded) {
 		os.Remove(j.pending)
 		return true, err // the next plan looks at the newest version
@@ -179,10 +191,8 @@ func (ix *Store) runJob(ctx context.Context) (bool, error) {
 // policy is the store's Policy with its defaults filled in; a store
 // built from a file (no schema) merges but never trains by itself.
 func (snap *snapshot) policy() Policy {
-	var p Policy
-	if s := snap.man.Schema; s != nil {
-		p = s.Policy
-	} else {
+	p := snap.setPolicy()
+	if snap.man.Schema == nil {
 		p.TrainAt, p.RetrainGrowth, p.RetrainDrift = -1, -1, -1
 	}
 	p.TrainAt = cmp.Or(p.TrainAt, DefaultTrainAt)
@@ -190,6 +200,18 @@ func (snap *snapshot) policy() Policy {
 	p.RetrainDrift = cmp.Or(p.RetrainDrift, DriftWarn)
 	p.MergeFactor = cmp.Or(p.MergeFactor, DefaultMergeFactor)
 	return p
+}
+
+// setPolicy is the store's Policy as it was set (Create, SetPolicy),
+// zeros where the defaults hold.
+func (snap *snapshot) setPolicy() Policy {
+	switch {
+	case snap.man.Schema != nil:
+		return snap.man.Schema.Policy
+	case snap.man.Policy != nil:
+		return *snap.man.Policy
+	}
+	return Policy{}
 }
 
 // plan returns the first due job, or nil.
@@ -207,6 +229,9 @@ func (snap *snapshot) plan() *job {
 	}
 	if run := snap.mergeRun(p); run != nil {
 		return &job{kind: "merge", from: snap, inputs: run}
+	}
+	if i := snap.graphDue(p); i >= 0 {
+		return &job{kind: "graph", from: snap, inputs: []int{i}}
 	}
 	return nil
 }
@@ -378,6 +403,13 @@ func removeStalePending(path string) {
 // build writes the job's output to a pending file.
 func (ix *Store) build(ctx context.Context, j *job) error {
 	snap := j.from
+	if j.kind == "graph" {
+		var err error
+		if j.pending, err = newPendingFile(ix.path); err != nil {
+			return err
+		}
+		return ix.buildGraph(ctx, j)
+	}
 	j.newRow = make([][]int32, len(j.inputs))
 	for k, i := range j.inputs {
 		rows := make([]int32, snap.segs[i].ix.Len())

@@ -43,7 +43,8 @@ var (
 // manifestVersion is the STOR layout; a reader refuses a newer one.
 // Version 1 named segments seg-NNNNNN.vlc and had no ORIG; a store of
 // version 1 opens, and its first write upgrades it. Version 3 adds the
-// schema of a collection created empty; a store without one is still
+// schema of a collection created empty (and the layout count and the
+// policy of a store grown from a file); a store without them is still
 // written as version 2, which older readers open.
 const manifestVersion = 3
 
@@ -70,6 +71,10 @@ type manifest struct {
 	// background job whose input segment left while it stayed the same
 	// knows the segment's rows were all deleted.
 	Layout uint64 `json:"layout,omitempty"`
+	// Policy is the background work's policy of a store grown from an
+	// index file (SetPolicy; nil: the defaults). A collection keeps its
+	// own in Schema.
+	Policy *Policy `json:"policy,omitempty"`
 }
 
 type segmentEntry struct {
@@ -249,7 +254,7 @@ func writeManifest(path string, m manifest, deleted []*roaring.Bitmap, origin *r
 		}
 	}
 	m.Version = 2
-	if m.Schema != nil || m.TrainedRows > 0 || m.Layout > 0 {
+	if m.Schema != nil || m.TrainedRows > 0 || m.Layout > 0 || m.Policy != nil {
 		m.Version = 3
 	}
 	st, err := json.MarshalIndent(m, "", " ")

@@ -213,8 +213,9 @@ func Open(path string) (*Store, error) {
 // OpenOptions are how a Store is opened.
 type OpenOptions struct {
 	// Manual turns off the background work (merging small segments,
-	// training a collection created empty) that a write starts; Maintain
-	// runs it on demand.
+	// training a collection created empty, building the graphs
+	// Policy.GraphAt asks for) that a write starts; Maintain runs it on
+	// demand.
 	Manual bool
 	// Logger receives the background training's progress (nil: none).
 	Logger *slog.Logger
@@ -481,6 +482,9 @@ type Info struct {
 	// added since training, over that of the trained rows (0 when none
 	// were added). Well above 1, the anchors no longer fit: Retrain.
 	Drift float64
+	// Policy is the store's background work as set (Create, SetPolicy):
+	// zeros where the defaults hold.
+	Policy Policy
 }
 
 // SegmentInfo is one file of an index.
@@ -510,7 +514,7 @@ func (ix *Store) Info() (Info, error) {
 	defer snap.release()
 	first := snap.segs[0].ix
 	in := Info{Meta: first.Meta(), Dim: first.Dim(), Lists: first.Lists(), Rows: snap.live, Deleted: snap.group.Len() - snap.live,
-		Sections: first.Sections(), ListSizes: first.ListSizes(), FromInput: snap.fromInputRows(), InputRows: snap.inputRows()}
+		Sections: first.Sections(), ListSizes: first.ListSizes(), FromInput: snap.fromInputRows(), InputRows: snap.inputRows(), Policy: snap.setPolicy()}
 	var addRows int
 	var addEnergy float64
 	for i, s := range snap.segs {

@@ -29,6 +29,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	seed := fset.Uint64("seed", 1, "random seed of training")
 	indexed := fset.String("index", "", "payload `fields` to index for filters, comma-separated (dotted paths into the JSON object)")
 	trainAt := fset.Int("train-at", 0, fmt.Sprintf("live vectors at which the collection trains its anchors; until then searches are exact (0: %d; -1: never)", store.DefaultTrainAt))
+	graphAt := fset.Int("graph-at", 0, "give every segment of at least this many live rows a graph that searches walk, built in the background (after training, merges and writes) from the rows' decoded vectors; 0: none (vlc graph -at changes it later)")
 	pos, err := parse(fset, args, []string{"PATH"}, stdout)
 	if err != nil {
 		return err
@@ -47,6 +48,9 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *trainAt < -1 {
 		return fmt.Errorf("-train-at %d: give the vectors to train at, 0 for the default or -1 never to train", *trainAt)
 	}
+	if *graphAt < 0 {
+		return fmt.Errorf("-graph-at %d: give the live rows from which a segment gets a graph, or 0 for none", *graphAt)
+	}
 	fields, err := splitFields(*indexed)
 	if err != nil {
 		return err
@@ -59,7 +63,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	st, err := vlc.Create(ctx, path, vlc.Schema{
 		Dim: *dim, Metric: *metric, Code: *codeName, Bits: *bits, Ratio: *ratio, Subspaces: *subspaces, Seed: *seed,
-		Indexed: fields, Policy: vlc.Policy{TrainAt: *trainAt},
+		Indexed: fields, Policy: vlc.Policy{TrainAt: *trainAt, GraphAt: *graphAt},
 	})
 	if oe := (*vlc.OptionError)(nil); errors.As(err, &oe) {
 		return errors.New(oe.Message(flagName))
@@ -74,6 +78,9 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		train = fmt.Sprintf("trains at %d vectors", store.DefaultTrainAt)
 	case -1:
 		train = "never trains"
+	}
+	if *graphAt > 0 {
+		train += fmt.Sprintf("; graphs for segments of %d live rows", *graphAt)
 	}
 	fmt.Fprintf(stderr, "%s: empty collection of dimension %d, metric %s; %s\n", path, *dim, *metric, train)
 	return nil

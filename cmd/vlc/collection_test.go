@@ -90,6 +90,9 @@ func TestCreateErrors(t *testing.T) {
 		{"bits and ratio", []string{"create", p, "-dim", "8", "-bits", "4", "-ratio", "0.1"}, []string{"-bits 4 and -ratio 0.1 both given"}},
 		{"empty index field", []string{"create", p, "-dim", "8", "-index", "cat,,n"}, []string{`-index "cat,,n": field 2 is empty`}},
 		{"train-at", []string{"create", p, "-dim", "8", "-train-at", "-2"}, []string{"-train-at -2"}},
+		{"graph-at", []string{"create", p, "-dim", "8", "-graph-at", "-2"}, []string{"-graph-at -2"}},
+		{"graph-at ip", []string{"create", p, "-dim", "8", "-metric", "ip", "-graph-at", "100"}, []string{"graph_at 100", "l2 metric only"}},
+		{"graph-at pq", []string{"create", p, "-dim", "8", "-code", "pq", "-graph-at", "100"}, []string{"graph_at 100", "rotated code only"}},
 		{"exists", []string{"create", exists, "-dim", "8"}, []string{exists + ": a file exists at the path", "vlc drop"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkFails(t, tc.args, tc.want) })

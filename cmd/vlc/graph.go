@@ -26,19 +26,44 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out := fs.String("o", "", "write the index with its graph to `file` (default: replace INDEX)")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
 	segment := fs.Int("segment", 0, "for a store: the segment (as vlc info lists them, from 0, the trained one) to build a graph for, committed as a new segment file; -base is then read by id (row i: the vector of id i)")
+	at := fs.Int("at", 0, "instead of -base: set the store's policy (an index file becomes a store) to give every segment of at least this many live rows a graph, built in the background from the rows' decoded vectors after merges and writes, with -degree, -alpha and -nprobe; the due graphs are built now. 0 turns the policy off")
 	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
 	if err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
-	case *base == "":
-		return fmt.Errorf("-base is required: the vectors the index was built from")
+	case set["at"] && *base != "":
+		return fmt.Errorf("%w: -at %d and -base both given: -at builds graphs from the rows' decoded vectors, in the background; -base builds one now from the vectors given", errs.ErrArgument, *at)
+	case set["at"] && (set["segment"] || set["o"]):
+		return fmt.Errorf("%w: -at %d sets the policy of the whole store: no -segment or -o", errs.ErrArgument, *at)
+	case set["at"] && *at < 0:
+		return fmt.Errorf("%w: -at %d: want the live rows from which a segment gets a graph, or 0 for none", errs.ErrArgument, *at)
+	case *base == "" && !set["at"]:
+		return fmt.Errorf("-base is required: the vectors the index was built from (or -at, for graphs the store builds itself)")
 	case *degree < 1 || *degree > 1024:
 		return fmt.Errorf("%w: -degree %d: want 1 to 1024", errs.ErrArgument, *degree)
 	case !(*alpha >= 1) || *alpha > 1e30:
 		return fmt.Errorf("%w: -alpha %v: want a number of at least 1", errs.ErrArgument, *alpha)
 	case *nprobe < 0:
 		return fmt.Errorf("%w: -nprobe %d: want 0 or more", errs.ErrArgument, *nprobe)
+	}
+	if set["at"] {
+		p := graphPolicy{At: *at}
+		if set["degree"] {
+			p.Degree = *degree
+		}
+		if set["alpha"] {
+			p.Alpha = *alpha
+		}
+		if set["nprobe"] {
+			p.NProbe = *nprobe
+			if *nprobe == 0 {
+				p.NProbe = -1 // every pair
+			}
+		}
+		return setGraphPolicy(ctx, pos[0], p, *quiet, stdout, stderr)
 	}
 	if isStore(pos[0]) {
 		if *out != "" {
@@ -130,4 +155,58 @@ func graphStore(ctx context.Context, path, base string, segment int, opt graph.B
 	s := in.Segments[segment]
 	fmt.Fprintf(stdout, "wrote %s: segment %d (%d rows) with a graph, %s, built and written in %.2f s\n", path, segment, s.Rows, s.File, time.Since(start).Seconds())
 	return nil
+}
+
+// graphPolicy is the graph part of a store's policy, as vlc graph -at
+// sets it.
+type graphPolicy struct {
+	At, Degree, NProbe int
+	Alpha              float64
+}
+
+// setGraphPolicy is vlc graph -at: the store's policy, its other fields
+// kept, asks for graphs (or none, at 0); then the due work runs.
+func setGraphPolicy(ctx context.Context, path string, gp graphPolicy, quiet bool, stdout, stderr io.Writer) error {
+	st, err := vlc.OpenWith(path, vlc.OpenOptions{Manual: true})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	in, err := st.Info()
+	if err != nil {
+		return err
+	}
+	p := in.Policy
+	p.GraphAt, p.GraphDegree, p.GraphAlpha, p.GraphNProbe = gp.At, gp.Degree, gp.Alpha, gp.NProbe
+	start := time.Now()
+	if err := st.SetPolicy(ctx, p); err != nil {
+		return err
+	}
+	if err := runMaintain(ctx, st, stderr); err != nil {
+		return err
+	}
+	if quiet {
+		return nil
+	}
+	if in, err = st.Info(); err != nil {
+		return err
+	}
+	if gp.At == 0 {
+		fmt.Fprintf(stdout, "%s: no graphs built in the background; %s\n", path, graphCount(in))
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s: graphs for segments of at least %d live rows, built in the background; %s (%.2f s)\n", path, gp.At, graphCount(in), time.Since(start).Seconds())
+	return nil
+}
+
+// graphCount says how many of a store's segments hold a graph.
+func graphCount(in vlc.Info) string {
+	n, rows := 0, 0
+	for _, s := range in.Segments {
+		if s.Graph {
+			n++
+			rows += s.Rows - s.Deleted
+		}
+	}
+	return fmt.Sprintf("%d of %d segment(s) hold a graph (%d of %d live rows)", n, len(in.Segments), rows, in.Rows)
 }

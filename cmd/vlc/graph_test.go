@@ -235,3 +235,58 @@ func TestGraphStoreCommand(t *testing.T) {
 		}
 	}
 }
+
+// vlc graph -at sets a store's policy (a lone file becomes a store) so
+// that segments of that many live rows get graphs, built then and after
+// writes (vlc add says so); vlc info shows the policy and the graphs;
+// -at 0 turns it off; vlc create -graph-at sets it on a collection; bad
+// combinations are one-line errors.
+func TestGraphPolicyCommand(t *testing.T) {
+	path := copyGolden(t)
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"graph", "-at", "100", "-base", goldenF16, path}, "-at 100 and -base both given"},
+		{[]string{"graph", "-at", "100", "-segment", "1", path}, "no -segment or -o"},
+		{[]string{"graph", "-at", "-1", path}, "-at -1"},
+	} {
+		code, _, errs := runVLC(t, tc.args...)
+		checkOneLineError(t, code, errs)
+		if !strings.Contains(errs, tc.msg) {
+			t.Errorf("%v: stderr %q does not say %q", tc.args, errs, tc.msg)
+		}
+	}
+	out, _ := mustVLC(t, "graph", "-at", "100", "-degree", "8", path)
+	if !strings.HasPrefix(out, path+": graphs for segments of at least 100 live rows, built in the background; 1 of 1 segment(s) hold a graph (256 of 256 live rows)") {
+		t.Fatalf("vlc graph -at printed %q", out)
+	}
+	_, errs := mustVLC(t, "add", path, goldenF16)
+	if !strings.Contains(errs, "maintenance: graphs built") {
+		t.Errorf("vlc add of 256 rows does not say it built a graph:\n%s", errs)
+	}
+	info, _ := mustVLC(t, "info", path)
+	if !strings.Contains(info, "built in the background for segments of at least 100 live rows (degree 8, alpha 1.1, the index's search of 8 lists)") ||
+		strings.Count(info, ", graph,") != strings.Count(info, "  segment ") {
+		t.Fatalf("vlc info after vlc graph -at and vlc add:\n%s", info)
+	}
+	js, _ := mustVLC(t, "info", "-json", path)
+	if !strings.Contains(js, `"policy":{"graph_at":100,"graph_degree":8}`) {
+		t.Errorf("vlc info -json: no policy with graph_at 100 in\n%s", js)
+	}
+	mustVLC(t, "search", "-query", goldenF16, "-ef", "16", path)
+	if out, _ = mustVLC(t, "graph", "-at", "0", path); !strings.Contains(out, "no graphs built in the background") {
+		t.Errorf("vlc graph -at 0 printed %q", out)
+	}
+	if info, _ = mustVLC(t, "info", path); strings.Contains(info, "in the background") {
+		t.Errorf("vlc info after -at 0 still names the policy:\n%s", info)
+	}
+	needCreate(t)
+	c := filepath.Join(t.TempDir(), "c.vlc")
+	if _, errs = mustVLC(t, "create", c, "-dim", "8", "-graph-at", "50"); !strings.Contains(errs, "graphs for segments of 50 live rows") {
+		t.Errorf("vlc create -graph-at said %q", errs)
+	}
+	if js, _ = mustVLC(t, "info", "-json", c); !strings.Contains(js, `"graph_at":50`) {
+		t.Errorf("vlc info -json of the collection: no graph_at 50 in\n%s", js)
+	}
+}

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/quant"
+	"github.com/vlc-embed/vlc/store"
 )
 
 func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -72,6 +75,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"list_min":         sizes[0], "list_median": sizes[len(sizes)/2], "list_max": sizes[len(sizes)-1],
 		"sections": secs,
 		"live":     in.Rows, "deleted": in.Deleted, "segments": segs, "drift": in.Drift, "store_bytes": in.Bytes,
+		"policy": in.Policy,
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(info)
@@ -96,6 +100,12 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			kind += ", graph"
 		}
 		fmt.Fprintf(stdout, "  segment     %s: %d rows, %d deleted, %s, ids %v, payloads %v, energy %.6g, %d bytes\n", s.File, s.Rows, s.Deleted, kind, s.IDs, s.Payloads, s.Energy, s.Bytes)
+	}
+	if p := in.Policy; p.GraphAt > 0 {
+		fmt.Fprintf(stdout, "  graphs      %s; built in the background for segments of at least %d live rows (degree %d, alpha %g, %s)\n",
+			graphCount(in), p.GraphAt, cmp.Or(p.GraphDegree, 32), cmp.Or(p.GraphAlpha, 1.1), candidatesFrom(max(0, cmp.Or(p.GraphNProbe, store.DefaultGraphNProbe))))
+	} else if strings.Contains(graphFiles(in), "\n") {
+		fmt.Fprintf(stdout, "  graphs      %s\n", graphCount(in))
 	}
 	if in.Drift > 0 {
 		fmt.Fprintf(stdout, "  drift       added vectors lie %.2fx as far (squared) from their anchors as the trained ones\n", in.Drift)

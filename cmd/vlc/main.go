@@ -79,17 +79,20 @@ func init() {
 			"INDEX...: one index, or several with -sweep. A store (with added or deleted vectors) is searched as it is, its ids\n" +
 				"read as the rows of -base or the ground truth (as vlc add without -ids numbers them): -base gives the exact\n" +
 				"neighbours among the live rows, -gt has the rows the store does not hold dropped", runEval},
-		"graph": {"[flags] -base FILE INDEX", "build a graph over an index's rows into its file, for search at high recall",
+		"graph": {"[flags] (-base FILE | -at N) INDEX", "build a graph over an index's rows into its file, for search at high recall",
 			"FILE: the vectors INDEX was built from, row for row; INDEX: an index file of the rotated code and metric l2.\n" +
 				"The index is rewritten with the graph (section GRPH, format version 3) atomically; vlc search and vlc eval\n" +
 				"then walk the graph (-ef). On a store: the graph of one segment (-segment), -base read by id (row i: id i;\n" +
 				"rows not from it placed by their decoded vectors), committed as a new segment file; a merge, compaction or\n" +
-				"retraining writes segments without one, searched by their lists", runGraph},
+				"retraining writes segments without one, searched by their lists. -at N instead sets the store's policy:\n" +
+				"every segment of at least N live rows gets a graph, built from its rows' decoded vectors now and, after\n" +
+				"writes, merges and training, by the store's background work (vlc add runs it); -at 0 turns that off", runGraph},
 		"info":   {"[flags] INDEX", "describe an index", "", runInfo},
 		"verify": {"INDEX", "check every checksum of an index", "", runVerify},
 		"create": {"[flags] PATH", "make an empty collection (a store) that vlc add fills",
 			"PATH: where the store goes; it must not exist. It holds its vectors exactly (every search scans them all)\n" +
-				"until it has -train-at of them, then trains its anchors, at the end of the write that reached them", runCreate},
+				"until it has -train-at of them, then trains its anchors, at the end of the write that reached them;\n" +
+				"-graph-at N gives every trained segment of at least N live rows a graph, built in the background", runCreate},
 		"add": {"[flags] INDEX VECTORS", "add vectors (with ids and payloads) to an index",
 			"VECTORS: a vector file of the index's dimension. Prints the ids given to the new vectors on stdout, one a line, in order.\n" +
 				"After the write (the ids printed), the store's due work runs before vlc exits: small segments merged, training\n" +

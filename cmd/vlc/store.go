@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/internal/regfile"
@@ -170,7 +171,21 @@ func runMaintain(ctx context.Context, ix *vlc.Store, stderr io.Writer) error {
 	if len(after.Segments) != len(before.Segments) || after.Lists != before.Lists {
 		fmt.Fprintf(stderr, "%s: maintenance: %d segment(s) -> %d, %d lists -> %d\n", ix.Path(), len(before.Segments), len(after.Segments), before.Lists, after.Lists)
 	}
+	if g := graphFiles(after); g != graphFiles(before) {
+		fmt.Fprintf(stderr, "%s: maintenance: graphs built; %s\n", ix.Path(), graphCount(after))
+	}
 	return nil
+}
+
+// graphFiles names the segment files that hold a graph.
+func graphFiles(in vlc.Info) string {
+	var b strings.Builder
+	for _, s := range in.Segments {
+		if s.Graph {
+			b.WriteString(s.File + "\n")
+		}
+	}
+	return b.String()
 }
 
 // driftNote warns when the rows added since training sit far from the

@@ -30,6 +30,11 @@ var (
 	// vlc add of the same vectors) that trains itself in the background
 	// during the run, or as an index file compressed (vlc compress).
 	flagEmpty = flag.String("store.start", "both", "how the store starts: compress, create, or both (a sub-test each)")
+	// With graphs, the store's policy (vlc graph -at, vlc create
+	// -graph-at) gives every segment of that many live rows a graph, which
+	// the processes' background work builds beside their writes, and the
+	// searches walk; the code is then the rotated one.
+	flagGraphAt = flag.Int("store.graph-at", 0, "give segments of at least this many live rows a graph, built by the background work (0: none)")
 )
 
 func TestMain(m *testing.M) {
@@ -195,14 +200,28 @@ func storeModel(t *testing.T, how string) {
 	if err := os.WriteFile(pl, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	var code []string
+	if *flagGraphAt > 0 {
+		code = []string{"-code", "rotated"}
+		t.Logf("graphs for segments of %d live rows", *flagGraphAt)
+	}
 	if how == "compress" {
-		if out, err := exec.Command(s.bin, "compress", base, "-dim", strconv.Itoa(dim), "-o", s.store, "-payloads", pl, "-anchors", "8", "-backend", "cpu", "-quiet").CombinedOutput(); err != nil {
+		if out, err := exec.Command(s.bin, append([]string{"compress", base, "-dim", strconv.Itoa(dim), "-o", s.store, "-payloads", pl, "-anchors", "8", "-backend", "cpu", "-quiet"}, code...)...).CombinedOutput(); err != nil {
 			t.Fatalf("compress: %v\n%s", err, out)
+		}
+		if *flagGraphAt > 0 {
+			if out, err := exec.Command(s.bin, "graph", "-at", strconv.Itoa(*flagGraphAt), "-quiet", s.store).CombinedOutput(); err != nil {
+				t.Fatalf("graph -at: %v\n%s", err, out)
+			}
 		}
 	} else {
 		// Exact until 360 live vectors, then trained in the background
 		// by whichever process writes.
-		if out, err := exec.Command(s.bin, "create", s.store, "-dim", strconv.Itoa(dim), "-train-at", "360").CombinedOutput(); err != nil {
+		args := []string{"create", s.store, "-dim", strconv.Itoa(dim), "-train-at", "360"}
+		if *flagGraphAt > 0 {
+			args = append(append(args, code...), "-graph-at", strconv.Itoa(*flagGraphAt))
+		}
+		if out, err := exec.Command(s.bin, args...).CombinedOutput(); err != nil {
 			t.Fatalf("create: %v\n%s", err, out)
 		}
 		ids := filepath.Join(dir, "base.ids")
@@ -331,6 +350,12 @@ func storeModel(t *testing.T, how string) {
 	t.Logf("%d operations in %v: %d writes acknowledged, %d refused as they should be, %d killed (%d applied, %d not); %d reads by the clients, %d by the concurrent readers; %d locked; %d versions; 0 divergences",
 		s.counts["ops"], time.Since(start).Round(time.Millisecond), s.counts["acked"], s.counts["refused"], s.counts["killed"],
 		s.counts["applied"], s.counts["absent"], s.counts["reads"], reads.Load(), s.counts["locked"], len(s.m.versions))
+	if *flagGraphAt > 0 {
+		t.Logf("graphs: %d of the %d segments the full checks saw held one", s.counts["graphs seen"], s.counts["segments seen"])
+		if s.counts["graphs seen"] == 0 {
+			t.Errorf("graph-at %d: no segment held a graph at any full check", *flagGraphAt)
+		}
+	}
 	if s.counts["locked"] > 0 {
 		t.Errorf("%d writes found the store locked, though no two writes of this test overlap: a lock outlived its write", s.counts["locked"])
 	}
@@ -775,6 +800,14 @@ func (s *session) fullCheck(when string) {
 			s.diverged("%s: Get(%s): %v", when, id, err)
 		} else if got, _ := generation(rec.Payload); got != g {
 			s.diverged("%s: Get(%s) holds generation %d, the search %d", when, id, got, g)
+		}
+	}
+	if in, err := s.check.Info(); err == nil {
+		for _, seg := range in.Segments {
+			s.counts["segments seen"]++
+			if seg.Graph {
+				s.counts["graphs seen"]++
+			}
 		}
 	}
 }

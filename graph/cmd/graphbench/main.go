@@ -69,6 +69,7 @@ func run() error {
 	flag.BoolVar(&opt.Decoded, "decoded", false, "score by the decoded code rather than the estimate")
 	flag.IntVar(&opt.Bits, "bits", 0, "split code: the graph codes the rows at this width (5..8), walks by the top 4 bits, re-ranks by all (0: the index's codes)")
 	flag.BoolVar(&opt.Compact, "compact", false, "compact adjacency: neighbour lists sorted and delta-coded")
+	buildDecoded := flag.Bool("build-decoded", false, "choose the neighbours by the rows' decoded vectors (what their codes give back), as a store's background graph job does, rather than by -base")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the searches (not the build) to this file")
 	buildProfile := flag.String("cpuprofile-build", "", "write a CPU profile of the build to this file")
 	flag.Parse()
@@ -135,8 +136,12 @@ func run() error {
 		}
 		defer f.Close()
 	}
+	var buildRows index.Rows = base
+	if *buildDecoded {
+		buildRows = decodedRows{ix}
+	}
 	t0 := time.Now()
-	g, err := graph.Build(context.Background(), ix, base, opt)
+	g, err := graph.Build(context.Background(), ix, buildRows, opt)
 	if *buildProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -295,4 +300,18 @@ func describeGraph(ix *index.Index, opt graph.BuildOptions) string {
 func describe(ix *index.Index) string {
 	m := ix.Meta()
 	return fmt.Sprintf("rotated %db", m.Bits)
+}
+
+// decodedRows are the index's rows as their codes give them back
+// (-build-decoded).
+type decodedRows struct{ ix *index.Index }
+
+func (d decodedRows) Len() int { return d.ix.Len() }
+func (d decodedRows) Dim() int { return d.ix.Dim() }
+func (d decodedRows) Row(i int, dst []float32) []float32 {
+	v, err := d.ix.Vector(i, dst[:d.ix.Dim()])
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
