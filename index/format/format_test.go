@@ -76,17 +76,17 @@ func TestRoundTrip(t *testing.T) {
 	cases := map[string][]Section{
 		"small": smallSections(),
 		"odd sizes": {
-			{KindOf("EMPT"), nil},
-			{KindOf("ONE!"), []byte{7}},
-			{KindOf("SIXF"), bytes.Repeat([]byte{0xff}, 64)},
-			{KindOf("S65_"), bytes.Repeat([]byte{0xaa}, 65)},
-			{KindOf("BIG."), big},
-			{KindOf("EMP2"), []byte{}},
+			{Kind: KindOf("EMPT"), Data: nil},
+			{Kind: KindOf("ONE!"), Data: []byte{7}},
+			{Kind: KindOf("SIXF"), Data: bytes.Repeat([]byte{0xff}, 64)},
+			{Kind: KindOf("S65_"), Data: bytes.Repeat([]byte{0xaa}, 65)},
+			{Kind: KindOf("BIG."), Data: big},
+			{Kind: KindOf("EMP2"), Data: []byte{}},
 		},
 		"max sections": func() []Section {
 			var s []Section
 			for i := range maxSections {
-				s = append(s, Section{KindOf(fmt.Sprintf("S%03d", i)), bytes.Repeat([]byte{byte(i)}, i)})
+				s = append(s, Section{Kind: KindOf(fmt.Sprintf("S%03d", i)), Data: bytes.Repeat([]byte{byte(i)}, i)})
 			}
 			return s
 		}(),
@@ -234,7 +234,7 @@ func TestGolden(t *testing.T) {
 
 func TestEveryByteFlipDetected(t *testing.T) {
 	// The golden container, and one with padding between table and section.
-	for _, secs := range [][]Section{smallSections(), {{KindOf("ONLY"), []byte("x")}}} {
+	for _, secs := range [][]Section{smallSections(), {{Kind: KindOf("ONLY"), Data: []byte("x")}}} {
 		testFlips(t, encode(t, secs))
 	}
 }
@@ -280,9 +280,9 @@ func testFlips(t *testing.T, orig []byte) {
 
 func TestTruncation(t *testing.T) {
 	orig := encode(t, []Section{
-		{KindOf("EMPT"), nil},
-		{KindOf("DATA"), bytes.Repeat([]byte{1, 2, 3}, 400)},
-		{KindOf("TAIL"), bytes.Repeat([]byte{9}, 64)},
+		{Kind: KindOf("EMPT"), Data: nil},
+		{Kind: KindOf("DATA"), Data: bytes.Repeat([]byte{1, 2, 3}, 400)},
+		{Kind: KindOf("TAIL"), Data: bytes.Repeat([]byte{9}, 64)},
 	})
 	var cuts []int
 	for n := 0; n < len(orig); n += align {
@@ -317,7 +317,7 @@ func TestInvalidHeaders(t *testing.T) {
 	}{
 		{"bad magic", func(b []byte) { b[0] = 'X' }, true, ErrNotIndex, "bad magic"},
 		{"version 0", put32(8, 0), true, ErrVersion, "version 0"},
-		{"version 4", put32(8, 4), true, ErrVersion, "version 4"},
+		{"version 5", put32(8, Version+1), true, ErrVersion, "version 5"},
 		{"count 0", put32(12, 0), true, ErrCorrupt, "section count 0"},
 		{"count 65", put32(12, 65), true, ErrCorrupt, "section count 65"},
 		{"count 2^32-1", put32(12, math.MaxUint32), true, ErrCorrupt, "section count 4294967295"},
@@ -412,7 +412,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestPaddingAfterTable(t *testing.T) {
-	b := encode(t, []Section{{KindOf("ONLY"), []byte("x")}}) // table [64,96), section at 128
+	b := encode(t, []Section{{Kind: KindOf("ONLY"), Data: []byte("x")}}) // table [64,96), section at 128
 	b[100] = 1
 	_, _, err := openBytes(t, b, true)
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "padding after section table") {
@@ -428,11 +428,12 @@ func TestEncodeRejects(t *testing.T) {
 	cases := map[string][]Section{
 		"no sections":      nil,
 		"65 sections":      many,
-		"duplicate kinds":  {{KindOf("META"), nil}, {KindOf("ANCH"), nil}, {KindOf("META"), []byte{1}}},
-		"zero kind":        {{Kind{}, nil}},
-		"kind with space":  {{KindOf("ME A"), nil}},
-		"kind not ASCII":   {{KindOf("MÉA"), nil}},
-		"kind control chr": {{KindOf("ME\nA"), nil}},
+		"duplicate kinds":  {{Kind: KindOf("META"), Data: nil}, {Kind: KindOf("ANCH"), Data: nil}, {Kind: KindOf("META"), Data: []byte{1}}},
+		"zero kind":        {{Kind: Kind{}}},
+		"version too new":  {{Kind: KindOf("META"), Data: nil, Version: Version + 1}},
+		"kind with space":  {{Kind: KindOf("ME A"), Data: nil}},
+		"kind not ASCII":   {{Kind: KindOf("MÉA"), Data: nil}},
+		"kind control chr": {{Kind: KindOf("ME\nA"), Data: nil}},
 	}
 	for name, secs := range cases {
 		var buf bytes.Buffer
@@ -497,7 +498,7 @@ func TestWriteFileFailureKeepsOldFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dup := []Section{{KindOf("META"), []byte("new")}, {KindOf("META"), []byte("new")}}
+	dup := []Section{{Kind: KindOf("META"), Data: []byte("new")}, {Kind: KindOf("META"), Data: []byte("new")}}
 	err = WriteFile(path, dup)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "duplicate") {
 		t.Fatalf("WriteFile with duplicate kinds = %v", err)
@@ -542,7 +543,7 @@ func TestWriteFileReplaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	next := []Section{{KindOf("NEXT"), []byte("second version")}}
+	next := []Section{{Kind: KindOf("NEXT"), Data: []byte("second version")}}
 	if err := WriteFile(path, next); err != nil {
 		t.Fatal(err)
 	}
@@ -577,7 +578,7 @@ func TestWriteFileReadOnlyFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chmod(dir, 0o755)
-	err := WriteFile(path, []Section{{KindOf("NEXT"), nil}})
+	err := WriteFile(path, []Section{{Kind: KindOf("NEXT"), Data: nil}})
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("WriteFile into read-only folder = %v", err)
 	}
@@ -606,8 +607,8 @@ func FuzzOpen(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(index)
-	f.Add(encode(f, []Section{{KindOf("EMPT"), nil}}))
-	f.Add(encode(f, []Section{{KindOf("A___"), []byte{1}}, {KindOf("B___"), bytes.Repeat([]byte{2}, 70)}, {KindOf("C___"), nil}}))
+	f.Add(encode(f, []Section{{Kind: KindOf("EMPT"), Data: nil}}))
+	f.Add(encode(f, []Section{{Kind: KindOf("A___"), Data: []byte{1}}, {Kind: KindOf("B___"), Data: bytes.Repeat([]byte{2}, 70)}, {Kind: KindOf("C___"), Data: nil}}))
 	path := filepath.Join(f.TempDir(), "f.vlc") // one per worker process; calls within it are sequential
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkOpen(t, path, b)
@@ -671,7 +672,7 @@ func checkOpen(t *testing.T, path string, b []byte) {
 		if !ok || int64(len(d)) != in.Length || crc32.Checksum(d, castagnoli) != in.CRC {
 			t.Fatalf("section %v inconsistent with its table entry", in.Kind)
 		}
-		secs = append(secs, Section{in.Kind, d})
+		secs = append(secs, Section{Kind: in.Kind, Data: d})
 	}
 	re := encode(t, secs)
 	if v := file.Version(); v != int(le.Uint32(re[8:])) { // the same container, under the file's version
@@ -692,7 +693,7 @@ func BenchmarkVerify(b *testing.B) {
 		data[i] = byte(i * 7)
 	}
 	path := filepath.Join(b.TempDir(), "big.vlc")
-	if err := WriteFile(path, []Section{{KindOf("META"), []byte("meta")}, {KindOf("VECS"), data}}); err != nil {
+	if err := WriteFile(path, []Section{{Kind: KindOf("META"), Data: []byte("meta")}, {Kind: KindOf("VECS"), Data: data}}); err != nil {
 		b.Fatal(err)
 	}
 	f, err := Open(path, OpenOptions{})

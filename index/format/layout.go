@@ -14,8 +14,9 @@ import (
 // container is the same in every version; the version tells the index
 // which layout its sections have, so a reader older than the file refuses
 // it. A file is written under BaseVersion unless it holds a section of a
-// kind in kindVersions, so that a file without one keeps its bytes.
-const Version = 3
+// kind in kindVersions or one whose Section.Version asks for more, so
+// that a file without one keeps its bytes.
+const Version = 4
 
 // BaseVersion is the version of a file none of whose sections needs a
 // newer reader.
@@ -27,11 +28,16 @@ const BaseVersion = 2
 // reader of version 2 would skip, searching by the lists alone.
 var kindVersions = map[Kind]uint32{{'G', 'R', 'P', 'H'}: 3}
 
-// fileVersion is the version a file of these sections is written under.
-func fileVersion(infos []SectionInfo) uint32 {
+// fileVersion is the version a file of these sections is written under:
+// the newest its kinds (kindVersions) or the sections themselves
+// (Section.Version) need, at least BaseVersion.
+func fileVersion(infos []SectionInfo, sections []Section) uint32 {
 	v := uint32(BaseVersion)
 	for _, s := range infos {
 		v = max(v, kindVersions[s.Kind])
+	}
+	for _, s := range sections {
+		v = max(v, s.Version)
 	}
 	return v
 }
@@ -85,6 +91,12 @@ func (k Kind) valid() bool {
 type Section struct {
 	Kind Kind
 	Data []byte
+	// Version, when above the version the file would be written under
+	// otherwise, raises the file's version to it: for data laid out so
+	// that an older reader would misread it (a graph of format version
+	// 4, whose GRPH section a version-3 reader takes for corrupt). At
+	// most Version; 0 for the kind's own.
+	Version uint32
 }
 
 // SectionInfo describes one section of an open file, as stored in its table.
@@ -108,6 +120,9 @@ func checkSections(sections []Section) error {
 	for i, s := range sections {
 		if !s.Kind.valid() {
 			return fmt.Errorf("section %d: kind %q is not 4 printable ASCII bytes", i, s.Kind)
+		}
+		if s.Version > Version {
+			return fmt.Errorf("section %q: version %d, this build writes versions up to %d", s.Kind, s.Version, Version)
 		}
 		for _, t := range sections[:i] {
 			if t.Kind == s.Kind {
@@ -136,10 +151,10 @@ func layout(sections []Section) ([]SectionInfo, int64) {
 }
 
 // marshalHeader returns the header followed by the section table.
-func marshalHeader(infos []SectionInfo, size int64) []byte {
+func marshalHeader(infos []SectionInfo, size int64, version uint32) []byte {
 	b := make([]byte, headerSize+entrySize*len(infos))
 	copy(b, magic)
-	le.PutUint32(b[8:], fileVersion(infos))
+	le.PutUint32(b[8:], version)
 	le.PutUint32(b[12:], uint32(len(infos)))
 	le.PutUint64(b[16:], uint64(size))
 	for i, s := range infos {

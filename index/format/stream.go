@@ -138,7 +138,7 @@ func (w *FileWriter) Commit() error {
 	if err := w.ctx.Err(); err != nil {
 		return w.fail(err)
 	}
-	hdr := marshalHeader(w.infos, w.size)
+	hdr := marshalHeader(w.infos, w.size, fileVersion(w.infos, nil))
 	head := make([]byte, w.infos[0].Offset) // the header, the table, zeros to the first section
 	copy(head, hdr)
 	_, err := w.f.WriteAt(head, 0)

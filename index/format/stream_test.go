@@ -54,13 +54,13 @@ func streamAll(w *FileWriter, secs []Section, rng *rand.Rand) error {
 // the golden file's sections, and sections of lengths around the 64-byte
 // alignment, empty ones among them.
 func TestFileWriterSameBytes(t *testing.T) {
-	odd := []Section{{KindOf("NONE"), nil}}
+	odd := []Section{{Kind: KindOf("NONE"), Data: nil}}
 	for i, n := range []int{1, 63, 64, 65, 0, 127, 128, 129, 1000} {
 		data := make([]byte, n)
 		for j := range data {
 			data[j] = byte(i*31 + j)
 		}
-		odd = append(odd, Section{KindOf("S" + string(rune('a'+i)) + "__"), data})
+		odd = append(odd, Section{Kind: KindOf("S" + string(rune('a'+i)) + "__"), Data: data})
 	}
 	golden, err := os.ReadFile(goldenPath)
 	if err != nil {
@@ -99,7 +99,7 @@ func TestFileWriterSameBytes(t *testing.T) {
 // naming the file that wraps the context's.
 func TestFileWriterCanceled(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 2*ctxChunk/16+5) // 2 chunks and a bit
-	secs := []Section{{KindOf("META"), []byte("meta")}, {KindOf("BIG."), big}}
+	secs := []Section{{Kind: KindOf("META"), Data: []byte("meta")}, {Kind: KindOf("BIG."), Data: big}}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "idx.vlc")
 	if err := WriteFile(path, smallSections()); err != nil {
@@ -154,7 +154,7 @@ func TestFileWriterCanceled(t *testing.T) {
 // a section short at Commit, a write after an error, Abort; bad kinds are
 // refused before the disk is touched.
 func TestFileWriterRefuses(t *testing.T) {
-	secs := []Section{{KindOf("META"), []byte("meta")}, {KindOf("CODE"), []byte("0123456789")}}
+	secs := []Section{{Kind: KindOf("META"), Data: []byte("meta")}, {Kind: KindOf("CODE"), Data: []byte("0123456789")}}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "idx.vlc")
 	if err := WriteFile(path, smallSections()); err != nil {

@@ -28,7 +28,7 @@ func Encode(w io.Writer, sections []Section) error {
 		return fmt.Errorf("format: encode: %w", err)
 	}
 	infos, size := layout(sections)
-	hdr := marshalHeader(infos, size)
+	hdr := marshalHeader(infos, size, fileVersion(infos, sections))
 	if _, err := w.Write(hdr); err != nil {
 		return fmt.Errorf("format: encode: %w", err)
 	}

@@ -33,7 +33,7 @@ func (c *countdownCtx) Err() error {
 // is not canceled writes the same bytes as Encode.
 func TestWriteFileContextCanceled(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 3*ctxChunk/16+5) // 3 chunks and a bit
-	secs := []Section{{KindOf("META"), []byte("meta")}, {KindOf("BIG."), big}}
+	secs := []Section{{Kind: KindOf("META"), Data: []byte("meta")}, {Kind: KindOf("BIG."), Data: big}}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "idx.vlc")
 	if err := WriteFile(path, smallSections()); err != nil {
