@@ -166,7 +166,10 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	b.connect(cands)
 	g := &Graph{n: n, d: d, r: b.r, entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes, refine: refine, opt: opt}
 	if opt.Compact {
-		c := compact(slots{b.adj, b.r}, n)
+		c, err := compact(slots{b.adj, b.r}, n)
+		if err != nil {
+			return nil, err
+		}
 		g.compact = &c
 	} else {
 		g.adj = pack(slots{b.adj, b.r}, n)

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"slices"
 
@@ -37,8 +38,9 @@ type compactSlots struct {
 	w    int // bits.Len(n)
 }
 
-// compact lays s out as compactSlots for n rows.
-func compact(s slots, n int) compactSlots {
+// compact lays s out as compactSlots for n rows; lists of 2^32 bits
+// (512 MiB) or more are an error, their block offsets being uint32.
+func compact(s slots, n int) (compactSlots, error) {
 	c := compactSlots{r: s.r, cb: bits.Len(uint(s.r)), w: bits.Len(uint(n))}
 	rows := len(s.ids) / s.r
 	c.offs = make([]uint32, (rows+compactRows-1)/compactRows)
@@ -46,7 +48,7 @@ func compact(s slots, n int) compactSlots {
 	var ids []uint32
 	for i := range rows {
 		if i%compactRows == 0 {
-			c.offs[i/compactRows] = uint32(wr.bit)
+			c.offs[i/compactRows] = uint32(wr.bit) // checked below
 		}
 		ids = s.neighbours(ids[:0], uint32(i))
 		slices.Sort(ids)
@@ -65,8 +67,11 @@ func compact(s slots, n int) compactSlots {
 			wr.put(uint64(ids[k]-ids[k-1]-1), g)
 		}
 	}
+	if int64(wr.bit) >= 1<<32 {
+		return compactSlots{}, argErr("a compact adjacency of %d bytes: at most 512 MiB", (wr.bit+7)/8)
+	}
 	c.data = append(wr.data[:(wr.bit+7)/8], make([]byte, 8)...)
-	return c
+	return c, nil
 }
 
 // bitWriter appends fields of up to 32 bits, least significant first.
@@ -126,6 +131,64 @@ func (c *compactSlots) neighbours(dst []uint32, i uint32) []uint32 {
 func (c *compactSlots) prefetch(i uint32) {
 	from := int(c.offs[i/compactRows]) / 8
 	vec.Prefetch(c.data[from:min(len(c.data), from+c.r*c.w/8*2)])
+}
+
+// check reads every row of an adjacency of n rows read from a file, as
+// neighbours would, and returns what is wrong ("" for nothing): each
+// block offset must be where its row starts, each field within the
+// lists, each row at most r neighbours below n, and the bits after the
+// last row zero up to the lists' length (c.data less its 8 zero bytes).
+func (c *compactSlots) check(n int) string {
+	limit := (len(c.data) - 8) * 8
+	if len(c.offs) != (n+compactRows-1)/compactRows {
+		return fmt.Sprintf("%d block offsets for %d rows", len(c.offs), n)
+	}
+	bit := 0
+	need := func(i, bits int) string {
+		if bit+bits > limit {
+			return fmt.Sprintf("row %d runs past the lists' %d bytes", i, limit/8)
+		}
+		return ""
+	}
+	for i := range n {
+		if i%compactRows == 0 && int(c.offs[i/compactRows]) != bit {
+			return fmt.Sprintf("block %d starts at bit %d, its first row at %d", i/compactRows, c.offs[i/compactRows], bit)
+		}
+		if e := need(i, c.cb); e != "" {
+			return e
+		}
+		cnt := int(c.field(bit, c.cb))
+		bit += c.cb
+		if cnt == 0 {
+			continue
+		}
+		if cnt > c.r {
+			return fmt.Sprintf("row %d holds %d neighbours, the degree is %d", i, cnt, c.r)
+		}
+		if e := need(i, gapBits+c.w); e != "" {
+			return e
+		}
+		g := int(c.field(bit, gapBits))
+		v := uint64(c.field(bit+gapBits, c.w))
+		bit += gapBits + c.w
+		if e := need(i, (cnt-1)*g); e != "" {
+			return e
+		}
+		for range cnt - 1 {
+			v += uint64(c.field(bit, g)) + 1
+			bit += g
+		}
+		if v >= uint64(n) {
+			return fmt.Sprintf("row %d holds row %d of %d", i, v, n)
+		}
+	}
+	if (bit+7)/8 != limit/8 {
+		return fmt.Sprintf("the rows end at byte %d of the lists' %d", (bit+7)/8, limit/8)
+	}
+	if bit%8 != 0 && c.data[bit/8]>>(bit%8) != 0 {
+		return "the bits after the last row are not zero"
+	}
+	return ""
 }
 
 // bytes is the adjacency's size: the rows and the block offsets.

@@ -156,7 +156,8 @@ func TestFileCorrupt(t *testing.T) {
 	good := g.appendSection(nil)
 	le := binary.LittleEndian
 	m := int64(ix.Lists())
-	adjAt, startsAt, nodesAt, _ := sectionLayout(int64(g.n), int64(g.r), int64(g.adj.w), m, int64(g.perList), int64(g.nodes.stride))
+	p := sectionParts(int64(g.n), m, int64(g.perList), (int64(g.n*g.r*g.adj.w)+7)/8, int64(g.nodes.stride), 0)
+	adjAt, startsAt, nodesAt := p.adj, p.starts, p.nodes
 	put := func(at int64, v uint32) func([]byte) []byte {
 		return func(b []byte) []byte { le.PutUint32(b[at:], v); return b }
 	}
@@ -176,7 +177,9 @@ func TestFileCorrupt(t *testing.T) {
 		{"degree other", put(hDegree, 9), "bytes, want"},
 		{"entry", put(hEntry, 300), "field entry is row 300 of 300"},
 		{"starts per list", put(hPerList, 2000), "field starts per list is 2000"},
-		{"flags", put(hFlags, 2), "field flags is 0x2"},
+		{"flags", put(hFlags, 8), "field flags is 0x8"},
+		{"flags compact", put(hFlags, flagCompact), "compact adjacency"},
+		{"flags split", put(hFlags, flagSplit), "field bits is 4, a split code's 5 to 8"},
 		{"alpha", put(hAlpha, math.Float32bits(0.5)), "field alpha is 0.5"},
 		{"alpha NaN", put(hAlpha, math.Float32bits(float32(math.NaN()))), "field alpha is NaN"},
 		{"build ef", put(hBuildEf, 0), "build ef 0"},

@@ -47,13 +47,8 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 		return nodeCodes{}, nil, argErr("split code of %d bits, want 5 to 8", b)
 	}
 	d, m, n := ix.Dim(), ix.Lists(), ix.Len()
-	s := b - 4
-	// The node records as a 4-bit code's.
-	nc.bits, nc.packed = 4, (d*4+7)/8
-	nc.stride, nc.coords = nc.packed+12, nc.packed*2
-	rc := &refineCodes{bits: b, s: s, packed: s * ((d + 7) / 8), hiPacked: nc.packed, nodeStride: nc.stride,
-		halfL: float32(int(1)<<b-1) / 2, scale: float32(int(1) << s)}
-	rc.stride = rc.packed + 4
+	rc := splitFrame(&nc, d, b)
+	s := rc.s
 	list := make([]int, n)
 	seen := make([]bool, n)
 	err = ix.Codes(func(row, a int, _ []byte) error {
@@ -73,7 +68,7 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 		nc.rot.Apply(rotAnchors[a*d : (a+1)*d])
 	}
 	nc.data = make([]byte, n*nc.stride)
-	rc.data = make([]byte, n*rc.stride+8)
+	rc.data = make([]byte, n*rc.stride)
 	r := make([]float32, d)
 	levels := make([]uint8, d)
 	halfL := float64(int(1)<<b-1) / 2
@@ -122,6 +117,43 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 		binary.LittleEndian.PutUint16(lo[rc.packed+2:], f16.FromFloat32(float32(ratio)))
 	}
 	return nc, rc, nil
+}
+
+// splitFrame sets nc's records to a 4-bit code's (the top 4 bits of a
+// split code of b bits over d dimensions) and returns the low levels'
+// layout, less their data.
+func splitFrame(nc *nodeCodes, d, b int) *refineCodes {
+	s := b - 4
+	nc.bits, nc.packed = 4, (d*4+7)/8
+	nc.stride, nc.coords = nc.packed+12, nc.packed*2
+	rc := &refineCodes{bits: b, s: s, packed: s * ((d + 7) / 8), hiPacked: nc.packed, nodeStride: nc.stride,
+		halfL: float32(int(1)<<b-1) / 2, scale: float32(int(1) << s)}
+	rc.stride = rc.packed + 4
+	return rc
+}
+
+// check reads the low levels of n rows of d dimensions read from a file
+// and returns what is wrong ("" for nothing): a scalar that is not a
+// finite float16, a bit set past the last dimension of a plane.
+func (rc *refineCodes) check(n, d int) string {
+	plane := rc.packed / rc.s
+	var pad byte
+	if d%8 != 0 {
+		pad = 0xff << (d % 8)
+	}
+	for i := range n {
+		lo := rc.data[i*rc.stride : (i+1)*rc.stride]
+		for k := range rc.s {
+			if lo[(k+1)*plane-1]&pad != 0 {
+				return fmt.Sprintf("row %d: plane %d has bits past dimension %d", i, k, d)
+			}
+		}
+		dk, ratio := binary.LittleEndian.Uint16(lo[rc.packed:]), binary.LittleEndian.Uint16(lo[rc.packed+2:])
+		if !f16.IsFinite(dk) || !f16.IsFinite(ratio) {
+			return fmt.Sprintf("row %d: scalars %v and %v are not finite", i, f16.ToFloat32(dk), f16.ToFloat32(ratio))
+		}
+	}
+	return ""
 }
 
 // tables sets lut to the nibble tables of the query (sc set), for the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -42,7 +41,10 @@ func TestCompactSlots(t *testing.T) {
 				s.ids[i*r+k] = v
 			}
 		}
-		c := compact(s, n)
+		c, err := compact(s, n)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i := range rows {
 			want := s.neighbours(nil, uint32(i))
 			slices.Sort(want)
@@ -123,10 +125,6 @@ func TestSplitCode(t *testing.T) {
 			t.Errorf("%d bits: recall@10 %.3f, want above %.3f (the 4-bit code's, or the narrower split's) and at 7 bits and more 0.95", b, got, prev)
 		}
 		prev = got
-		err = WriteFile(context.Background(), filepath.Join(t.TempDir(), "g.vlc"), ix, g)
-		if !errors.Is(err, ErrUnsupported) {
-			t.Errorf("%d bits: WriteFile gave %v, want ErrUnsupported", b, err)
-		}
 	}
 	for _, b := range []int{-1, 4, 9} {
 		if _, err := Build(context.Background(), ix, base, BuildOptions{Bits: b}); !errors.Is(err, ErrArgument) {
