@@ -23,6 +23,8 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	degree := fs.Int("degree", 32, "the most neighbours a row keeps (R)")
 	alpha := fs.Float64("alpha", 1.1, "the pruning's factor, at least 1: above 1 keeps some long edges")
 	nprobe := fs.Int("nprobe", 8, "find each row's candidate neighbours with the index's own search of this many lists (0: measure every pair of rows, n^2 distances)")
+	bits := fs.Int("bits", 0, "a split code: the graph codes every row itself at this many bits (5 to 8) against the index's anchors and rotation, walks by the top 4 bits of each level and scores its best rows again by all of them (0: the index's own codes)")
+	compact := fs.Bool("compact", false, "store each row's neighbours sorted and delta-coded in the fewest bits its gaps need, rather than in -degree slots of fixed width")
 	out := fs.String("o", "", "write the index with its graph to `file` (default: replace INDEX)")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
 	segment := fs.Int("segment", 0, "for a store: the segment (as vlc info lists them, from 0, the trained one) to build a graph for, committed as a new segment file; -base is then read by id (row i: the vector of id i)")
@@ -38,6 +40,10 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: -at %d and -base both given: -at builds graphs from the rows' decoded vectors, in the background; -base builds one now from the vectors given", errs.ErrArgument, *at)
 	case set["at"] && (set["segment"] || set["o"]):
 		return fmt.Errorf("%w: -at %d sets the policy of the whole store: no -segment or -o", errs.ErrArgument, *at)
+	case set["at"] && (*bits != 0 || *compact):
+		return fmt.Errorf("%w: -at %d with -bits or -compact: the store's background graphs use the segment's own codes and fixed slots", errs.ErrArgument, *at)
+	case *bits != 0 && (*bits < 5 || *bits > 8):
+		return fmt.Errorf("%w: -bits %d: want 5 to 8, or 0 for the index's own codes", errs.ErrArgument, *bits)
 	case set["at"] && *at < 0:
 		return fmt.Errorf("%w: -at %d: want the live rows from which a segment gets a graph, or 0 for none", errs.ErrArgument, *at)
 	case *base == "" && !set["at"]:
@@ -69,7 +75,7 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *out != "" {
 			return fmt.Errorf("%w: -o %s: a store's graph goes into a new segment file of the store", errs.ErrArgument, *out)
 		}
-		return graphStore(ctx, pos[0], *base, *segment, graph.BuildOptions{Degree: *degree, Alpha: float32(*alpha), NProbe: *nprobe}, *quiet, stdout)
+		return graphStore(ctx, pos[0], *base, *segment, graph.BuildOptions{Degree: *degree, Alpha: float32(*alpha), NProbe: *nprobe, Bits: *bits, Compact: *compact}, *quiet, stdout)
 	}
 	if *segment != 0 {
 		return fmt.Errorf("%w: -segment %d: %s is an index file, not a store", errs.ErrArgument, *segment, pos[0])
@@ -96,7 +102,7 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	start := time.Now()
-	g, err := graph.Build(ctx, ix, rows, graph.BuildOptions{Degree: *degree, Alpha: float32(*alpha), NProbe: *nprobe})
+	g, err := graph.Build(ctx, ix, rows, graph.BuildOptions{Degree: *degree, Alpha: float32(*alpha), NProbe: *nprobe, Bits: *bits, Compact: *compact})
 	if err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
@@ -109,14 +115,21 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	adj, codes := g.Size()
 	f16 := float64(g.Float16Size())
-	fmt.Fprintf(stdout, "wrote %s: graph of %d rows, degree %d (alpha %g, candidates from %s), built in %.2f s\n",
-		dst, g.Len(), g.Degree(), *alpha, candidatesFrom(*nprobe), built.Seconds())
+	var shape string
+	if *bits != 0 {
+		shape += fmt.Sprintf(", a %d-bit split code", *bits)
+	}
+	if *compact {
+		shape += ", compact lists"
+	}
+	fmt.Fprintf(stdout, "wrote %s: graph of %d rows, degree %d%s (alpha %g, candidates from %s), built in %.2f s\n",
+		dst, g.Len(), g.Degree(), shape, *alpha, candidatesFrom(*nprobe), built.Seconds())
 	st, err := os.Stat(dst)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "  size        adjacency %.3f + node codes %.3f of float16 (%d + %d bytes); the file %.3f (%d bytes)\n",
-		float64(adj)/f16, float64(codes)/f16, adj, codes, float64(st.Size())/f16, st.Size())
+	fmt.Fprintf(stdout, "  size        adjacency %.3f + node codes %.3f = %.3f of float16, what a search reads (%d + %d bytes); the file %.3f (%d bytes)\n",
+		float64(adj)/f16, float64(codes)/f16, float64(adj+codes)/f16, adj, codes, float64(st.Size())/f16, st.Size())
 	return nil
 }
 

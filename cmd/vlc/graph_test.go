@@ -11,6 +11,7 @@ import (
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/graph"
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/index/format"
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
@@ -96,6 +97,96 @@ func TestGraphCommand(t *testing.T) {
 	out, _ = mustVLC(t, "eval", "-query", goldenF16, "-base", goldenF16, "-ef", "16", path)
 	if !strings.Contains(out, "(graph, ef 16, seeds from 0 list(s), no re-rank)") {
 		t.Fatalf("eval -ef printed:\n%s", out)
+	}
+}
+
+// vlc graph -bits 7 -compact writes a split code and compact lists
+// (format version 4) that search and eval walk, finding the hits of the
+// same graph built in memory; a store made from the file walks it too;
+// -bits outside 5..8 and with -at are one-line errors.
+func TestGraphCommandSplit(t *testing.T) {
+	path := copyGolden(t)
+	out, _ := mustVLC(t, "graph", "-base", goldenF16, "-degree", "8", "-nprobe", "2", "-bits", "7", "-compact", path)
+	if !strings.HasPrefix(out, "wrote "+path+": graph of 256 rows, degree 8, a 7-bit split code, compact lists") || !strings.Contains(out, "what a search reads") {
+		t.Fatalf("vlc graph printed %q", out)
+	}
+	if f, err := format.Open(path, format.OpenOptions{}); err != nil || f.Version() != 4 {
+		t.Fatalf("the file: %v, version %d, want 4", err, f.Version())
+	} else {
+		f.Close()
+	}
+	ix, err := index.Open(path, index.Options{Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	g, err := graph.Open(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := g.Options(); o.Bits != 7 || !o.Compact {
+		t.Fatalf("the graph read has options %+v", o)
+	}
+	q, err := vecfile.Open(goldenF16, vecfile.Options{Dim: ix.Dim()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	built, err := graph.Build(context.Background(), ix, q, graph.BuildOptions{Degree: 8, NProbe: 2, Bits: 7, Compact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := (&graph.Searcher{Index: ix, Graph: built, Ef: 12}).SearchBatch(context.Background(), q, index.SearchOptions{K: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ = mustVLC(t, "search", "-query", goldenF16, "-k", "3", "-ef", "12", path)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 3*q.Len() {
+		t.Fatalf("%d lines, want %d", len(lines), 3*q.Len())
+	}
+	for i, line := range lines {
+		f := strings.Split(line, "\t")
+		if id := want[i/3][i%3].ID; len(f) < 3 || f[2] != strconv.Itoa(id) {
+			t.Fatalf("line %d %q, want id %d", i, line, id)
+		}
+	}
+	out, _ = mustVLC(t, "eval", "-query", goldenF16, "-base", goldenF16, "-sweep-ef", "8,16", path)
+	if lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); len(lines) != 3 {
+		t.Fatalf("eval -sweep-ef printed:\n%s", out)
+	}
+	mustVLC(t, "add", "-maintain=false", path, goldenF16) // a store: the graph's segment and one without
+	if info, _ := mustVLC(t, "info", path); !strings.Contains(info, "trained, graph,") {
+		t.Fatalf("vlc info does not show the trained segment's graph:\n%s", info)
+	}
+	st, err := vlc.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	hits, err := st.SearchRows(context.Background(), q, vlc.SearchOptions{K: 3, Ef: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ = mustVLC(t, "search", "-query", goldenF16, "-k", "3", "-ef", "12", path)
+	lines = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for i, line := range lines {
+		if f := strings.Split(line, "\t"); len(f) < 3 || f[2] != hits[i/3][i%3].ID {
+			t.Fatalf("store: line %d %q, want id %s", i, line, hits[i/3][i%3].ID)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"graph", "-base", goldenF16, "-bits", "4", copyGolden(t)}, "-bits 4: want 5 to 8"},
+		{[]string{"graph", "-at", "100", "-compact", copyGolden(t)}, "-at 100 with -bits or -compact"},
+	} {
+		code, _, errs := runVLC(t, tc.args...)
+		checkOneLineError(t, code, errs)
+		if !strings.Contains(errs, tc.msg) {
+			t.Errorf("%v: stderr %q does not say %q", tc.args, errs, tc.msg)
+		}
 	}
 }
 
