@@ -17,10 +17,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -70,6 +72,7 @@ func run() error {
 	flag.IntVar(&opt.Bits, "bits", 0, "split code: the graph codes the rows at this width (5..8), walks by the top 4 bits, re-ranks by all (0: the index's codes)")
 	flag.BoolVar(&opt.Compact, "compact", false, "compact adjacency: neighbour lists sorted and delta-coded")
 	buildDecoded := flag.Bool("build-decoded", false, "choose the neighbours by the rows' decoded vectors (what their codes give back), as a store's background graph job does, rather than by -base")
+	filePath := flag.String("file", "", "write -index with the graph to this `file` (graph.WriteFile), check that the graph read from it (graph.Open, mapped) finds the hits of the one built for every query at every -ef, and search that one")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the searches (not the build) to this file")
 	buildProfile := flag.String("cpuprofile-build", "", "write a CPU profile of the build to this file")
 	flag.Parse()
@@ -158,6 +161,14 @@ func run() error {
 	fmt.Fprintf(os.Stderr, "graphbench: %d x %d, degree %d (mean %.1f), built in %.2f s on %d threads; adjacency %d B, codes %d B (%.3f of float16)\n",
 		g.Len(), g.Dim(), g.Degree(), float64(edges)/float64(g.Len()), buildS, runtime.GOMAXPROCS(0), adjBytes, codeBytes, float64(adjBytes+codeBytes)/float64(f16))
 
+	if *filePath != "" {
+		fg, closeFile, err := fromFile(ix, g, *filePath, qs, *efs, graph.SearchOptions{K: 10, RerankCount: *rerankCount, Starts: *starts, Rerank: rerankRows})
+		if err != nil {
+			return err
+		}
+		defer closeFile()
+		g = fg
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -245,6 +256,50 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// fromFile writes ix's file with g to path, opens the graph it holds and
+// checks that it finds g's hits for every query at every width of efs
+// (opt's other fields as given); it returns that graph and what closes
+// its index.
+func fromFile(ix *index.Index, g *graph.Graph, path string, qs [][]float32, efs string, opt graph.SearchOptions) (*graph.Graph, func(), error) {
+	if err := graph.WriteFile(context.Background(), path, ix, g); err != nil {
+		return nil, nil, err
+	}
+	fix, err := index.Open(path, index.Options{Verify: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	fg, err := graph.Open(fix)
+	if err != nil {
+		fix.Close()
+		return nil, nil, err
+	}
+	for _, f := range strings.Split(efs, ",") {
+		ef, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			fix.Close()
+			return nil, nil, fmt.Errorf("-ef: %w", err)
+		}
+		opt.Ef = max(ef, 10)
+		for i, q := range qs {
+			want, err1 := g.Search(q, opt)
+			got, err2 := fg.Search(q, opt)
+			if err := errors.Join(err1, err2); err != nil || !reflect.DeepEqual(got, want) {
+				fix.Close()
+				return nil, nil, fmt.Errorf("-file: query %d, ef %d: the graph read finds %v, the one built %v (%v)", i, ef, got, want, err)
+			}
+		}
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		fix.Close()
+		return nil, nil, err
+	}
+	f16 := float64(g.Float16Size())
+	fmt.Fprintf(os.Stderr, "graphbench: wrote %s, %d bytes (%.3f of float16; the index alone %.3f): the graph read from it finds the hits of the one built for all %d queries at ef %s; searching it\n",
+		path, st.Size(), float64(st.Size())/f16, ix.SizeRatio(), len(qs), efs)
+	return fg, func() { fix.Close() }, nil
 }
 
 var readsMu sync.Mutex
