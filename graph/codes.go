@@ -35,6 +35,30 @@ type nodeCodes struct {
 	panels               *vec.Panels
 	norms                []float32 // |anchor|^2
 	data                 []byte
+	// scales, when set (a split code's records, refine.go), holds each
+	// anchor's K offset, K step and B step, three float32 an anchor: a
+	// record's scalars are then uint16 levels k and b of K = offset +
+	// step k and B = step b, then the row's list as uint16 (uint32 where
+	// there are more than 65,536 lists: listBytes), 6 bytes in place of
+	// 12.
+	scales    []float32
+	listBytes int
+}
+
+// scalars returns the K, B and list of record rec.
+func (nc *nodeCodes) scalars(rec []byte) (k, beta float32, a uint32) {
+	p := nc.packed
+	le := binary.LittleEndian
+	if nc.scales == nil {
+		return math.Float32frombits(le.Uint32(rec[p:])), math.Float32frombits(le.Uint32(rec[p+4:])), le.Uint32(rec[p+8:])
+	}
+	if nc.listBytes == 2 {
+		a = uint32(le.Uint16(rec[p+4:]))
+	} else {
+		a = le.Uint32(rec[p+4:])
+	}
+	s := nc.scales[3*a : 3*a+3 : 3*a+3]
+	return s[0] + s[1]*float32(le.Uint16(rec[p:])), s[2] * float32(le.Uint16(rec[p+2:])), a
 }
 
 // newNodeCodes reads every row's code from ix.
@@ -226,8 +250,6 @@ func (sc *scorer) score(i uint32) float32 {
 		}
 		ql = t0 + t1
 	}
-	k := math.Float32frombits(binary.LittleEndian.Uint32(rec[p:]))
-	beta := math.Float32frombits(binary.LittleEndian.Uint32(rec[p+4:]))
-	a := binary.LittleEndian.Uint32(rec[p+8:])
+	k, beta, a := nc.scalars(rec)
 	return sc.qq - 2*sc.dots[a] + k - 2*beta*(ql-sc.qs)
 }

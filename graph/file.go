@@ -66,24 +66,29 @@ func sectionVersion(flags uint32) uint32 {
 }
 
 // parts is where the parts of a section start: the adjacency's data
-// ends at adjEnd, 8 zero bytes at least follow it; lows is end where
-// there is no split code.
+// ends at adjEnd, 8 zero bytes at least follow it; scales is nodes, and
+// lows end, where there is no split code.
 type parts struct {
-	adj, adjEnd, starts, nodes, lows, end int64
+	adj, adjEnd, starts, scales, nodes, lows, end int64
 }
 
 // sectionParts lays out a section of adjBytes of adjacency (packed
-// slots, or the compact lists with their length and block offsets), m*perList
-// starting rows, n node records of nodeStride bytes and n low-level
-// records of lowStride (0: no split code). The packed layout of version
-// 3 is unchanged: its adjacency is (n*r*w+7)/8 bytes.
+// slots, or the compact lists with their length and block offsets),
+// m*perList starting rows, n node records of nodeStride bytes and, for
+// a split code (lowStride above 0), m anchors' scales and n low-level
+// records of lowStride. The layout of version 3 is unchanged: its
+// adjacency is (n*r*w+7)/8 bytes of packed slots.
 func sectionParts(n, m, perList, adjBytes, nodeStride, lowStride int64) parts {
 	up := func(x int64) int64 { return (x + 63) &^ 63 }
 	var p parts
 	p.adj = headerBytes
 	p.adjEnd = p.adj + adjBytes
 	p.starts = up(p.adjEnd + 8)
-	p.nodes = up(p.starts + m*perList*4)
+	p.scales = up(p.starts + m*perList*4)
+	p.nodes = p.scales
+	if lowStride > 0 {
+		p.nodes = up(p.scales + m*scaleBytes)
+	}
 	p.lows = p.nodes + n*nodeStride
 	p.end = p.lows
 	if lowStride > 0 {
@@ -92,6 +97,9 @@ func sectionParts(n, m, perList, adjBytes, nodeStride, lowStride int64) parts {
 	}
 	return p
 }
+
+// scaleBytes is the bytes of an anchor's scales (nodeCodes.scales).
+const scaleBytes = 12
 
 // compactHead is the bytes of a compact adjacency before its lists: the
 // lists' length (uint64) and a block offset (uint32) every compactRows
@@ -162,6 +170,9 @@ func (g *Graph) appendSection(dst []byte) []byte {
 	}
 	for i, v := range g.reps {
 		le.PutUint32(out[p.starts+int64(i)*4:], v)
+	}
+	for i, v := range g.nodes.scales {
+		le.PutUint32(out[p.scales+int64(i)*4:], math.Float32bits(v))
 	}
 	copy(out[p.nodes:], g.nodes.data)
 	if g.refine != nil {
@@ -275,7 +286,7 @@ func openSection(ix *index.Index, b []byte) (*Graph, error) {
 		if sb := u(hBits); sb < 5 || sb > 8 {
 			return nil, bad("field bits is %d, a split code's 5 to 8", sb)
 		}
-		rc = splitFrame(&nc, d, int(u(hBits)))
+		rc = splitFrame(&nc, d, m, int(u(hBits)))
 	} else if err := field("bits", hBits, nc.bits); err != nil {
 		return nil, err
 	}
@@ -332,10 +343,15 @@ func openSection(ix *index.Index, b []byte) (*Graph, error) {
 			len(b), p.end, n, r, m, opt.StartsPerList, nc.stride, what)
 	}
 	startsEnd := p.starts + int64(m*opt.StartsPerList*4)
+	scalesEnd := p.scales
+	if rc != nil {
+		scalesEnd += int64(m) * scaleBytes
+	}
 	for _, z := range []struct {
 		name     string
 		from, to int64
-	}{{"adjacency padding", p.adjEnd, p.starts}, {"starting rows padding", startsEnd, p.nodes}, {"node records padding", p.nodes + int64(n)*int64(nc.stride), p.lows}} {
+	}{{"adjacency padding", p.adjEnd, p.starts}, {"starting rows padding", startsEnd, p.scales},
+		{"scales padding", scalesEnd, p.nodes}, {"node records padding", p.nodes + int64(n)*int64(nc.stride), p.lows}} {
 		if i := firstNonZero(b[z.from:z.to]); i >= 0 {
 			return nil, bad("%s is not zero (byte %d of the section)", z.name, z.from+int64(i))
 		}
@@ -366,15 +382,36 @@ func openSection(ix *index.Index, b []byte) (*Graph, error) {
 			return nil, bad("starting rows: list %d, start %d is row %d of %d", i/opt.StartsPerList, i%opt.StartsPerList, v, n)
 		}
 	}
+	if rc != nil {
+		nc.scales = viewF32(b[p.scales:scalesEnd])
+		for a := range m {
+			s := nc.scales[3*a : 3*a+3]
+			if !finite32(s[0]) || !(s[1] >= 0) || !(s[2] >= 0) || !finite32(s[0]+65535*s[1]) || !finite32(65535*s[2]) {
+				return nil, bad("scales: list %d has K offset %v and steps %v and %v", a, s[0], s[1], s[2])
+			}
+		}
+	}
 	nodesEnd := p.nodes + int64(n)*int64(nc.stride)
 	nc.data = b[p.nodes:nodesEnd:nodesEnd]
 	at := nc.packed
 	for i := range n {
 		rec := nc.data[i*nc.stride : (i+1)*nc.stride]
-		k, beta := math.Float32frombits(le.Uint32(rec[at:])), math.Float32frombits(le.Uint32(rec[at+4:]))
-		if a := le.Uint32(rec[at+8:]); int64(a) >= int64(m) {
+		var a uint32
+		switch {
+		case rc == nil:
+			a = le.Uint32(rec[at+8:])
+		case nc.listBytes == 2:
+			a = uint32(le.Uint16(rec[at+4:]))
+		default:
+			a = le.Uint32(rec[at+4:])
+		}
+		if int64(a) >= int64(m) {
 			return nil, bad("node record %d: list %d of %d", i, a, m)
 		}
+		if rc != nil {
+			continue
+		}
+		k, beta := math.Float32frombits(le.Uint32(rec[at:])), math.Float32frombits(le.Uint32(rec[at+4:]))
 		if !finite32(k) || !finite32(beta) {
 			return nil, bad("node record %d: scalars %v and %v are not finite", i, k, beta)
 		}
@@ -391,6 +428,7 @@ func openSection(ix *index.Index, b []byte) (*Graph, error) {
 
 func finite32(v float32) bool { return v-v == 0 }
 
+
 func firstNonZero(b []byte) int {
 	for i, c := range b {
 		if c != 0 {
@@ -398,6 +436,14 @@ func firstNonZero(b []byte) int {
 		}
 	}
 	return -1
+}
+
+// viewF32 reads a 4-byte-aligned part of a mapped section in place.
+func viewF32(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
 // viewU32 reads a 4-byte-aligned part of a mapped section in place (the

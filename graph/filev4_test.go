@@ -135,9 +135,11 @@ func TestFileCorruptV4(t *testing.T) {
 		{"trailing bits", func(b []byte) []byte { b[stream+lists-1] |= 0x80; return b }, "compact adjacency:"},
 		{"adjacency padding", func(b []byte) []byte { b[p.adjEnd] = 1; return b }, "adjacency padding is not zero"},
 		{"starting row", put32(p.starts, 300), "starting rows: list 0, start 0 is row 300 of 300"},
-		{"node list", put32(p.nodes+int64(g.nodes.packed)+8, 4), "node record 0: list 4 of 4"},
-		{"node scalar", put32(p.nodes+int64(g.nodes.packed), math.Float32bits(float32(math.NaN()))), "node record 0: scalars NaN"},
-		{"node padding", func(b []byte) []byte { b[p.lows-1] = 1; return b }, "node records padding is not zero"},
+		{"node list", func(b []byte) []byte { le.PutUint16(b[p.nodes+int64(g.nodes.packed)+4:], 4); return b }, "node record 0: list 4 of 4"},
+		{"scale NaN", put32(p.scales, math.Float32bits(float32(math.NaN()))), "scales: list 0 has K offset NaN"},
+		{"scale negative", put32(p.scales+4*4, math.Float32bits(-1)), "scales: list 1 has K offset"},
+		{"scale too large", put32(p.scales+2*4, math.Float32bits(1e36)), "scales: list 0 has K offset"},
+		{"scales padding", func(b []byte) []byte { b[p.nodes-1] = 1; return b }, "scales padding is not zero"},
 		{"split scalar", func(b []byte) []byte {
 			le.PutUint16(b[p.lows+int64(rc.stride)*7+int64(rc.packed):], 0x7c00)
 			return b

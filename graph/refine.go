@@ -21,11 +21,16 @@ import (
 //
 // with L = 2^b - 1 and K, B the b-bit code's (nodeCodes' comment). The
 // walk's 4-bit code is u4 = h - 15/2 with its own B4 = |r|^2/<u4, Pr> and
-// K4. Each record here is the low levels as s bit planes (plane k holds
-// bit k of every dimension's low level, dimension j at bit j, (D+7)/8
-// bytes a plane), then K - K4 and B 2^s / B4 - 1 as float16: both small,
-// float16 keeps them to about 2^-11 of their size. A plane is scored with
-// nibble tables (quant.NibbleTables at 1 bit), built once per query.
+// K4, kept in the node records as uint16 levels of their list's range
+// (nodeCodes.scales: K4 = offset + step k, B4 = step b, the steps a
+// list's range over 65,535), with the list as uint16: 6 bytes a row
+// where the index's codes take 12. Each record here is the low levels
+// as s bit planes (plane k holds bit k of every dimension's low level,
+// dimension j at bit j, (D+7)/8 bytes a plane), then K - K4 and B 2^s /
+// B4 - 1 as float16, of K4 and B4 as stored: both small, float16 keeps
+// them to about 2^-11 of their size, so that the re-rank's K and B do
+// not carry the levels' rounding. A plane is scored with nibble tables
+// (quant.NibbleTables at 1 bit), built once per query.
 type refineCodes struct {
 	bits, s      int
 	packed       int // bytes of low levels
@@ -47,7 +52,7 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 		return nodeCodes{}, nil, argErr("split code of %d bits, want 5 to 8", b)
 	}
 	d, m, n := ix.Dim(), ix.Lists(), ix.Len()
-	rc := splitFrame(&nc, d, b)
+	rc := splitFrame(&nc, d, m, b)
 	s := rc.s
 	list := make([]int, n)
 	seen := make([]bool, n)
@@ -72,6 +77,10 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 	r := make([]float32, d)
 	levels := make([]uint8, d)
 	halfL := float64(int(1)<<b-1) / 2
+	// The b-bit code's K and B and the 4-bit code's, each row's; the
+	// 4-bit ones are stored as levels of each list's range (scales).
+	type consts struct{ k, beta, k4, b4 float64 }
+	cs := make([]consts, n)
 	for i := range n {
 		a := list[i]
 		anchor, pa := nc.anchors[a*d:(a+1)*d], rotAnchors[a*d:(a+1)*d]
@@ -105,27 +114,71 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 		if u4r > 0 {
 			beta4 = rr / u4r
 		}
-		k4, b4 := float32(aa+rr+2*beta4*pau4), float32(beta4)
-		binary.LittleEndian.PutUint32(rec[nc.packed:], math.Float32bits(k4))
-		binary.LittleEndian.PutUint32(rec[nc.packed+4:], math.Float32bits(b4))
-		binary.LittleEndian.PutUint32(rec[nc.packed+8:], uint32(a))
+		cs[i] = consts{k: aa + rr + 2*beta*pau, beta: beta, k4: aa + rr + 2*beta4*pau4, b4: beta4}
+	}
+	kMin, kMax, bMax := make([]float64, m), make([]float64, m), make([]float64, m)
+	for a := range m {
+		kMin[a], kMax[a] = math.Inf(1), math.Inf(-1)
+	}
+	for i, c := range cs {
+		a := list[i]
+		kMin[a], kMax[a], bMax[a] = min(kMin[a], c.k4), max(kMax[a], c.k4), max(bMax[a], c.b4)
+	}
+	nc.scales = make([]float32, 3*m)
+	for a := range m {
+		if kMin[a] <= kMax[a] {
+			nc.scales[3*a], nc.scales[3*a+1] = float32(kMin[a]), float32((kMax[a]-kMin[a])/65535)
+		}
+		nc.scales[3*a+2] = float32(bMax[a] / 65535)
+	}
+	le := binary.LittleEndian
+	for i, c := range cs {
+		a := list[i]
+		rec := nc.data[i*nc.stride : (i+1)*nc.stride]
+		lo := rc.data[i*rc.stride : (i+1)*rc.stride]
+		sc := nc.scales[3*a : 3*a+3]
+		le.PutUint16(rec[nc.packed:], level16(c.k4-float64(sc[0]), sc[1], false))
+		le.PutUint16(rec[nc.packed+2:], level16(c.b4, sc[2], c.b4 > 0))
+		if nc.listBytes == 2 {
+			le.PutUint16(rec[nc.packed+4:], uint16(a))
+		} else {
+			le.PutUint32(rec[nc.packed+4:], uint32(a))
+		}
+		k4, b4, _ := nc.scalars(rec)
 		var ratio float64
 		if b4 != 0 {
-			ratio = beta*float64(rc.scale)/float64(b4) - 1
+			ratio = c.beta*float64(rc.scale)/float64(b4) - 1
 		}
-		binary.LittleEndian.PutUint16(lo[rc.packed:], f16.FromFloat32(float32(aa+rr+2*beta*pau-float64(k4))))
-		binary.LittleEndian.PutUint16(lo[rc.packed+2:], f16.FromFloat32(float32(ratio)))
+		le.PutUint16(lo[rc.packed:], f16.FromFloat32(float32(c.k-float64(k4))))
+		le.PutUint16(lo[rc.packed+2:], f16.FromFloat32(float32(max(-65504, min(65504, ratio)))))
 	}
 	return nc, rc, nil
+}
+
+// level16 is v in steps of step, rounded, within 0..65535; at least 1
+// where positive is set.
+func level16(v float64, step float32, positive bool) uint16 {
+	var l float64
+	if step > 0 {
+		l = math.Round(v / float64(step))
+	}
+	if positive {
+		l = max(l, 1)
+	}
+	return uint16(max(0, min(65535, l)))
 }
 
 // splitFrame sets nc's records to a 4-bit code's (the top 4 bits of a
 // split code of b bits over d dimensions) and returns the low levels'
 // layout, less their data.
-func splitFrame(nc *nodeCodes, d, b int) *refineCodes {
+func splitFrame(nc *nodeCodes, d, m, b int) *refineCodes {
 	s := b - 4
+	nc.listBytes = 2
+	if m > 1<<16 {
+		nc.listBytes = 4
+	}
 	nc.bits, nc.packed = 4, (d*4+7)/8
-	nc.stride, nc.coords = nc.packed+12, nc.packed*2
+	nc.stride, nc.coords = nc.packed+4+nc.listBytes, nc.packed*2
 	rc := &refineCodes{bits: b, s: s, packed: s * ((d + 7) / 8), hiPacked: nc.packed, nodeStride: nc.stride,
 		halfL: float32(int(1)<<b-1) / 2, scale: float32(int(1) << s)}
 	rc.stride = rc.packed + 4
@@ -191,9 +244,7 @@ func (rc *refineCodes) score(sc *scorer, lut []float32, i uint32) float32 {
 		ql += float32(int(1)<<k) * (t0 + t1)
 	}
 	p := rc.packed
-	k4 := math.Float32frombits(binary.LittleEndian.Uint32(hi[nc.packed:]))
-	b4 := math.Float32frombits(binary.LittleEndian.Uint32(hi[nc.packed+4:]))
-	a := binary.LittleEndian.Uint32(hi[nc.packed+8:])
+	k4, b4, a := nc.scalars(hi)
 	k := k4 + f16.ToFloat32(binary.LittleEndian.Uint16(lo[p:]))
 	beta := b4 / rc.scale * (1 + f16.ToFloat32(binary.LittleEndian.Uint16(lo[p+2:])))
 	return sc.qq - 2*sc.dots[a] + k - 2*beta*(rc.scale*qh+ql-rc.halfL*sc.sum)
