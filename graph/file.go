@@ -428,7 +428,6 @@ func openSection(ix *index.Index, b []byte) (*Graph, error) {
 
 func finite32(v float32) bool { return v-v == 0 }
 
-
 func firstNonZero(b []byte) int {
 	for i, c := range b {
 		if c != 0 {
