@@ -232,15 +232,27 @@ func TestWriteFileOtherIndex(t *testing.T) {
 }
 
 // goldenV3 is goldenV2 with a graph of degree 8 (BuildOptions{Degree: 8}
-// over goldenRows) written into it: the version-3 golden.
-const goldenV3 = "../testdata/golden/v3-graph.vlc"
+// over goldenRows) written into it: the version-3 golden; goldenV4 the
+// same with a 7-bit split code and compact lists.
+const (
+	goldenV3 = "../testdata/golden/v3-graph.vlc"
+	goldenV4 = "../testdata/golden/v4-graph.vlc"
+)
 
-var updateGolden = flag.Bool("update", false, "rewrite "+goldenV3)
+var updateGolden = flag.Bool("update", false, "rewrite "+goldenV3+" and "+goldenV4)
 
 // The graph built over the version-2 golden and written into it gives the
 // version-3 golden's bytes, which open under version 3 and search as the
 // graph just built does.
-func TestGoldenV3(t *testing.T) {
+func TestGoldenV3(t *testing.T) { checkGolden(t, goldenV3, BuildOptions{Degree: 8}, 3) }
+
+// The same for version 4: a 7-bit split code and compact lists.
+func TestGoldenV4(t *testing.T) {
+	checkGolden(t, goldenV4, BuildOptions{Degree: 8, Bits: 7, Compact: true}, 4)
+}
+
+func checkGolden(t *testing.T, golden string, opt BuildOptions, version int) {
+	t.Helper()
 	ix, err := index.Open(goldenV2, index.Options{Verify: true})
 	if err != nil {
 		t.Fatal(err)
@@ -251,17 +263,17 @@ func TestGoldenV3(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	g, _, ix2 := writeWithGraph(t, ix, rows, BuildOptions{Degree: 8})
+	g, _, ix2 := writeWithGraph(t, ix, rows, opt)
 	got, err := os.ReadFile(ix2.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if *updateGolden {
-		if err := os.WriteFile(goldenV3, got, 0o644); err != nil {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want, err := os.ReadFile(goldenV3)
+	want, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatalf("%v (run go test -update to create it)", err)
 	}
@@ -270,17 +282,17 @@ func TestGoldenV3(t *testing.T) {
 		for i < len(got) && i < len(want) && got[i] == want[i] {
 			i++
 		}
-		t.Fatalf("the file written differs from %s at offset %d (%d bytes, want %d)", goldenV3, i, len(got), len(want))
+		t.Fatalf("the file written differs from %s at offset %d (%d bytes, want %d)", golden, i, len(got), len(want))
 	}
-	f, err := format.Open(goldenV3, format.OpenOptions{Verify: true})
+	f, err := format.Open(golden, format.OpenOptions{Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if f.Version() != 3 {
-		t.Fatalf("%s is version %d, want 3", goldenV3, f.Version())
+	if f.Version() != version {
+		t.Fatalf("%s is version %d, want %d", golden, f.Version(), version)
 	}
-	ix3, err := index.Open(goldenV3, index.Options{Verify: true})
+	ix3, err := index.Open(golden, index.Options{Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +300,9 @@ func TestGoldenV3(t *testing.T) {
 	g3, err := Open(ix3)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if g3.Options() != g.Options() {
+		t.Fatalf("the golden's graph has options %+v, the graph built %+v", g3.Options(), g.Options())
 	}
 	q := make([]float32, ix.Dim())
 	for i := 0; i < rows.Len(); i += 37 {
