@@ -84,8 +84,9 @@ func (g *Graph) walkAdj() adjacency {
 // Size is what a search reads at most, in bytes: the adjacency (Degree
 // slots a row of bits.Len(Len()) bits, packed, or the compact lists and
 // their block offsets) and the rows' codes (their packed levels and three
-// 4-byte scalars, and a split code's low levels and two more), re-rank
-// vectors not included.
+// 4-byte scalars; for a split code its top 4 bits, three 2-byte scalars,
+// the low levels and two float16), re-rank vectors and a split code's
+// scales (12 bytes a list) not included.
 func (g *Graph) Size() (adjacency, codes int64) {
 	adjacency, codes = int64(len(g.adj.data)), int64(len(g.nodes.data))
 	if g.compact != nil {
