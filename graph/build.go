@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/par"
@@ -57,6 +58,65 @@ type BuildOptions struct {
 	// in the fewest bits each row's gaps allow (compact.go), in place
 	// of Degree fixed slots of bits.Len(n) bits a row.
 	Compact bool
+	// Searcher, when set, finds the candidates in place of the index's
+	// Search row by row (NProbe, at least 1, is its nprobe): one batched
+	// search of every row as a query, 65,536 rows at a time (a
+	// batch searched while the one before is measured), each batch's
+	// hits then measured exactly as above. It must search ix's rows as ix
+	// numbers them: ix itself (the same graph, byte for byte, as without
+	// it), ix on a device (index.DeviceIndex: its estimates may order
+	// near ties otherwise, so the graph may differ; graph/README.md says
+	// by how much), or a Group of ix alone. Not stored with the graph.
+	Searcher BatchSearcher
+	// Times, when set, receives how long each stage of the build took.
+	// Not stored with the graph.
+	Times *BuildTimes
+}
+
+// BatchSearcher searches for many queries at once: *index.Index,
+// *index.DeviceIndex and *index.Group are ones.
+type BatchSearcher interface {
+	SearchBatch(ctx context.Context, queries index.Rows, opt index.SearchOptions) ([][]index.Hit, error)
+}
+
+// candidateBatch is the most rows a batched search for candidates
+// (BuildOptions.Searcher) takes as queries at once: two batches' hits
+// (K of Candidates+1 each, 16 bytes a hit) are held at a time, about
+// 70 MB each at the default degree. A variable for the tests.
+var candidateBatch = 1 << 16
+
+// BuildTimes is how long each stage of a Build took (BuildOptions.Times),
+// wall time; the stages run one after another, on all cores.
+type BuildTimes struct {
+	// Rows: the vectors read as float32 and checked, and the rows' codes
+	// the search scores (the index's, or a split code's).
+	Rows time.Duration
+	// Candidates: every row's candidates found and measured exactly.
+	Candidates time.Duration
+	// Search is the batched searches' time (BuildOptions.Searcher),
+	// summed: each batch is searched while the one before is measured,
+	// so it overlaps the rest of Candidates.
+	Search time.Duration
+	// Wait is the part of Candidates spent waiting for a batch's hits,
+	// the batch before measured (BuildOptions.Searcher): the search's
+	// time not hidden behind the measuring.
+	Wait time.Duration
+	// Prune: the first neighbours pruned from the candidates.
+	Prune time.Duration
+	// Starts: the medoid, every row's nearest anchor and each anchor's
+	// starting rows.
+	Starts time.Duration
+	// Reverse: the reverse edges added, after the pruning and after
+	// each pass.
+	Reverse time.Duration
+	// Refine: the passes' searches and pruning (BuildOptions.Passes).
+	Refine time.Duration
+	// Connect: every row made reachable from the entry.
+	Connect time.Duration
+	// Pack: the adjacency packed (or compacted) for the search.
+	Pack time.Duration
+	// Total is the whole Build.
+	Total time.Duration
 }
 
 func (o BuildOptions) withDefaults() BuildOptions {
@@ -102,12 +162,27 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		return nil, argErr("alpha %v must be at least 1", opt.Alpha)
 	case opt.Candidates < 1 || opt.BuildEf < 1 || opt.NProbe < 0:
 		return nil, argErr("candidates %d, build ef %d and nprobe %d must be at least 1, 1 and 0", opt.Candidates, opt.BuildEf, opt.NProbe)
+	case opt.Searcher != nil && opt.NProbe < 1:
+		return nil, argErr("a searcher finds the candidates with nprobe lists: nprobe %d, want at least 1", opt.NProbe)
 	case opt.StartsPerList < 1 || opt.StartsPerList > 1024:
 		return nil, argErr("starts per list %d outside 1..1024", opt.StartsPerList)
 	case opt.Bits != 0 && (opt.Bits < 5 || opt.Bits > 8):
 		return nil, argErr("bits %d: want 0 (the index's codes) or 5 to 8", opt.Bits)
 	case opt.Bits != 0 && opt.Decoded:
 		return nil, argErr("a split code (bits %d) scores by its estimate, not decoded", opt.Bits)
+	}
+	var times BuildTimes
+	if opt.Times != nil {
+		defer func(start time.Time) {
+			times.Total = time.Since(start)
+			*opt.Times = times
+		}(time.Now())
+	}
+	stage := time.Now()
+	lap := func(d *time.Duration) {
+		now := time.Now()
+		*d += now.Sub(stage)
+		stage = now
 	}
 	var (
 		nodes  nodeCodes
@@ -122,25 +197,27 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		return nil, err
 	}
 	n, d := ix.Len(), ix.Dim()
-	x := make([]float32, n*d)
-	for i := range n {
-		row := rows.Row(i, x[i*d:(i+1)*d])
-		for j, v := range row {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, argErr("vector row %d, value %d is %v", i, j, v)
-			}
-		}
+	x, err := readRows(rows, n, d)
+	if err != nil {
+		return nil, err
 	}
 	if opt.Bits != 0 {
 		if nodes, refine, err = newSplitCodes(ix, x, opt.Bits); err != nil {
 			return nil, err
 		}
 	}
+	lap(&times.Rows)
 	b := &builder{x: x, n: n, d: d, r: opt.Degree, alpha2: opt.Alpha * opt.Alpha}
-	cands, err := b.candidates(ctx, ix, opt)
+	var cands [][]pair
+	if opt.Searcher != nil {
+		cands, err = b.batchCandidates(ctx, opt.Searcher, opt, &times)
+	} else {
+		cands, err = b.candidates(ctx, ix, opt)
+	}
 	if err != nil {
 		return nil, err
 	}
+	lap(&times.Candidates)
 	b.adj = make([]uint32, n*b.r)
 	par.For(n, 64, func(lo, hi int) {
 		var kept []pair
@@ -150,25 +227,65 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 			b.set(uint32(i), kept)
 		}
 	})
+	lap(&times.Prune)
 	b.entry = b.medoid()
 	b.reps = b.nearestRows(nodes.anchors, opt.StartsPerList)
+	lap(&times.Starts)
 	b.addReverse()
+	lap(&times.Reverse)
 	for pass := 0; pass < opt.Passes; pass++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		b.refine(opt.BuildEf)
+		lap(&times.Refine)
 		b.addReverse()
+		lap(&times.Reverse)
 	}
 	b.connect(cands)
-	g := &Graph{n: n, d: d, r: b.r, entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes, refine: refine, opt: opt}
+	lap(&times.Connect)
+	stored := opt
+	stored.Searcher, stored.Times = nil, nil
+	g := &Graph{n: n, d: d, r: b.r, entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes, refine: refine, opt: stored}
 	if opt.Compact {
 		c := compact(slots{b.adj, b.r}, n)
 		g.compact = &c
 	} else {
 		g.adj = pack(slots{b.adj, b.r}, n)
 	}
+	lap(&times.Pack)
 	return g, nil
+}
+
+// readRows returns rows as float32, row after row, on all cores; an error
+// names the first row (the lowest) holding a value that is not finite.
+func readRows(rows index.Rows, n, d int) ([]float32, error) {
+	x := make([]float32, n*d)
+	var mu sync.Mutex
+	bad, badCol := n, 0
+	par.For(n, 1024, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dst := x[i*d : (i+1)*d]
+			row := rows.Row(i, dst)
+			if &row[0] != &dst[0] {
+				copy(dst, row)
+			}
+			for j, v := range dst {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					mu.Lock()
+					if i < bad {
+						bad, badCol = i, j
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}
+	})
+	if bad < n {
+		return nil, argErr("vector row %d, value %d is %v", bad, badCol, x[bad*d+badCol])
+	}
+	return x, nil
 }
 
 // builder holds the vectors and the adjacency being built.
@@ -240,6 +357,7 @@ func (b *builder) candidates(ctx context.Context, ix *index.Index, opt BuildOpti
 			return
 		}
 		var h maxHeap
+		var buf []pair
 		m := b.meter()
 		for i := lo; i < hi; i++ {
 			h = h[:0]
@@ -251,24 +369,20 @@ func (b *builder) candidates(ctx context.Context, ix *index.Index, opt BuildOpti
 					mu.Unlock()
 					return
 				}
-				for _, hit := range hits {
-					if hit.ID != i {
-						h = append(h, pair{m.dist(uint32(i), uint32(hit.ID)), uint32(hit.ID)})
-					}
+				cands[i] = m.measure(uint32(i), hits, &buf)
+				continue
+			}
+			xi := b.row(uint32(i))
+			for j := range b.n {
+				if j == i {
+					continue
 				}
-			} else {
-				xi := b.row(uint32(i))
-				for j := range b.n {
-					if j == i {
-						continue
-					}
-					p := pair{m.l2(xi, b.row(uint32(j))), uint32(j)}
-					switch {
-					case len(h) < k:
-						h.push(p)
-					case less(p, h[0]):
-						h.replaceTop(p)
-					}
+				p := pair{m.l2(xi, b.row(uint32(j))), uint32(j)}
+				switch {
+				case len(h) < k:
+					h.push(p)
+				case less(p, h[0]):
+					h.replaceTop(p)
 				}
 			}
 			c := slices.Clone(h)
@@ -278,6 +392,89 @@ func (b *builder) candidates(ctx context.Context, ix *index.Index, opt BuildOpti
 	})
 	if failed != nil {
 		return nil, fmt.Errorf("graph: candidates from the index's search: %w", failed)
+	}
+	return cands, ctx.Err()
+}
+
+// measure returns row i's candidates from the hits of its search: every
+// hit but i itself, by exact distance, nearest first (ties by row). buf
+// is scratch.
+func (m meter) measure(i uint32, hits []index.Hit, buf *[]pair) []pair {
+	*buf = (*buf)[:0]
+	for _, hit := range hits {
+		if uint32(hit.ID) != i {
+			*buf = append(*buf, pair{m.dist(i, uint32(hit.ID)), uint32(hit.ID)})
+		}
+	}
+	c := slices.Clone(*buf)
+	slices.SortFunc(c, comparePairs)
+	return c
+}
+
+// floatRows are rows of float32 in memory, row after row.
+type floatRows struct {
+	x []float32
+	d int
+}
+
+func (r floatRows) Len() int { return len(r.x) / r.d }
+func (r floatRows) Dim() int { return r.d }
+func (r floatRows) Row(i int, dst []float32) []float32 {
+	return append(dst[:0], r.x[i*r.d:(i+1)*r.d]...)
+}
+
+// batchCandidates is candidates from s (BuildOptions.Searcher): every
+// row searched for as a query, candidateBatch rows a batch, a batch
+// searched while the one before is measured on all cores.
+func (b *builder) batchCandidates(ctx context.Context, s BatchSearcher, opt BuildOptions, times *BuildTimes) ([][]pair, error) {
+	k := min(opt.Candidates, b.n-1)
+	sopt := index.SearchOptions{K: k + 1, NProbe: opt.NProbe}
+	cands := make([][]pair, b.n)
+	type found struct {
+		hits [][]index.Hit
+		err  error
+		took time.Duration
+	}
+	search := func(lo int) chan found {
+		ch := make(chan found, 1)
+		go func() {
+			start := time.Now()
+			hi := min(lo+candidateBatch, b.n)
+			hits, err := s.SearchBatch(ctx, floatRows{b.x[lo*b.d : hi*b.d], b.d}, sopt)
+			if err == nil && len(hits) != hi-lo {
+				err = fmt.Errorf("%d queries, %d answers", hi-lo, len(hits))
+			}
+			if err != nil {
+				err = fmt.Errorf("graph: candidates of rows %d to %d from the search: %w", lo, hi-1, err)
+			}
+			ch <- found{hits, err, time.Since(start)}
+		}()
+		return ch
+	}
+	next := search(0)
+	for lo := 0; lo < b.n; lo += candidateBatch {
+		wait := time.Now()
+		f := <-next
+		times.Wait += time.Since(wait)
+		times.Search += f.took
+		if f.err != nil {
+			return nil, f.err
+		}
+		next = nil
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if lo+candidateBatch < b.n {
+			next = search(lo + candidateBatch)
+		}
+		par.For(len(f.hits), 16, func(from, to int) {
+			m := b.meter()
+			var buf []pair
+			for t := from; t < to; t++ {
+				i := lo + t
+				cands[i] = m.measure(uint32(i), f.hits[t], &buf)
+			}
+		})
 	}
 	return cands, ctx.Err()
 }
