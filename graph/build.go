@@ -1,11 +1,14 @@
 package graph
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vlc-embed/vlc/index"
@@ -218,7 +221,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		return nil, err
 	}
 	lap(&times.Candidates)
-	b.adj = make([]uint32, n*b.r)
+	b.adj, b.dist = make([]uint32, n*b.r), make([]float32, n*b.r)
 	par.For(n, 64, func(lo, hi int) {
 		var kept []pair
 		m := b.meter()
@@ -229,7 +232,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	})
 	lap(&times.Prune)
 	b.entry = b.medoid()
-	b.reps = b.nearestRows(nodes.anchors, opt.StartsPerList)
+	b.reps = b.nearestRows(&nodes, opt.StartsPerList)
 	lap(&times.Starts)
 	b.addReverse()
 	lap(&times.Reverse)
@@ -294,6 +297,11 @@ type builder struct {
 	n, d, r int
 	alpha2  float32 // Alpha^2: distances here are squared
 	adj     []uint32
+	// dist[i*r+k] is the squared distance from row i to its neighbour
+	// adj[i*r+k], as l2(row i, that row) measured it: a neighbour's
+	// distance is measured once, not again when a list is merged (the
+	// measure is symmetric to the bit, the same float ops on -x as on x).
+	dist    []float32
 	entry   uint32
 	reps    []uint32 // each anchor's starting rows (nearestRows), noEdge past a short list's
 	perList int      // starting rows an anchor
@@ -337,10 +345,11 @@ func (e exactScorer) scores(ids []uint32, out []float32) {
 // set writes row i's neighbours.
 func (b *builder) set(i uint32, kept []pair) {
 	nb := b.adj[int(i)*b.r : int(i+1)*b.r]
+	nd := b.dist[int(i)*b.r : int(i+1)*b.r]
 	for k := range nb {
-		nb[k] = noEdge
+		nb[k], nd[k] = noEdge, 0
 		if k < len(kept) {
-			nb[k] = kept[k].id
+			nb[k], nd[k] = kept[k].id, kept[k].dist
 		}
 	}
 }
@@ -516,24 +525,121 @@ func (m meter) prune(p uint32, cands []pair, kept []pair) []pair {
 }
 
 // medoid is the row nearest the mean of the rows (the lowest on ties).
+// On all cores: the mean by blocks of dimensions, each summed over the
+// rows in row order (the sums a loop over the rows makes), the nearest
+// row by blocks of rows, the blocks' best taken in order.
 func (b *builder) medoid() uint32 {
-	mean := make([]float64, b.d)
-	for i := range b.n {
-		for j, v := range b.row(uint32(i)) {
-			mean[j] += float64(v)
-		}
-	}
 	m := make([]float32, b.d)
-	for j := range m {
-		m[j] = float32(mean[j] / float64(b.n))
+	par.For(b.d, 16, func(lo, hi int) {
+		mean := make([]float64, hi-lo)
+		for i := range b.n {
+			for j, v := range b.row(uint32(i))[lo:hi] {
+				mean[j] += float64(v)
+			}
+		}
+		for j, s := range mean {
+			m[lo+j] = float32(s / float64(b.n))
+		}
+	})
+	const block = 4096
+	type best struct {
+		i uint32
+		d float32
 	}
-	best, bd := uint32(0), float32(math.Inf(1))
-	for i := range b.n {
-		if dd := vec.L2(m, b.row(uint32(i))); dd < bd {
-			best, bd = uint32(i), dd
+	bests := make([]best, (b.n+block-1)/block)
+	par.For(b.n, block, func(lo, hi int) {
+		bb := best{uint32(lo), float32(math.Inf(1))}
+		for i := lo; i < hi; i++ {
+			if dd := vec.L2(m, b.row(uint32(i))); dd < bb.d {
+				bb = best{uint32(i), dd}
+			}
+		}
+		bests[lo/block] = bb
+	})
+	top := best{0, float32(math.Inf(1))}
+	for _, bb := range bests {
+		if bb.d < top.d {
+			top = bb
 		}
 	}
-	return best
+	return top.i
+}
+
+// nearestAnchors sets b.assign[i] to the anchor nearest row i by vec.L2
+// (the lowest on ties), measuring only the anchors the triangle
+// inequality leaves in doubt: with a0 = hint(i) (the row's list in the
+// index, most often its nearest anchor), an anchor a with
+// |a - a0| > 2 |x - a0| is farther from x than a0 is. The bound is taken
+// with a margin of 1 % (and 1e-12), far beyond the rounding of float32
+// sums over any dimension below about 10^5, so that an anchor passed
+// over is farther by the computed distances too: the anchor a loop over
+// all of them finds.
+//
+// Past 8,192 anchors (the table of their distances would pass 256 MB)
+// every row measures every anchor.
+func (b *builder) nearestAnchors(anchors []float32, hint func(i int) int) {
+	m, d := len(anchors)/b.d, b.d
+	b.assign = make([]uint32, b.n)
+	if m > 8192 {
+		par.For(b.n, 256, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				best, bd := 0, float32(math.Inf(1))
+				for a := range m {
+					if dd := vec.L2(anchors[a*d:(a+1)*d], b.row(uint32(i))); dd < bd {
+						best, bd = a, dd
+					}
+				}
+				b.assign[i] = uint32(best)
+			}
+		})
+		return
+	}
+	// Every anchor's distances to the others, nearest first.
+	between := make([]float32, m*m)
+	par.For(m, 8, func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			for c := range a {
+				dd := float32(math.Sqrt(float64(vec.L2(anchors[a*d:(a+1)*d], anchors[c*d:(c+1)*d]))))
+				between[a*m+c], between[c*m+a] = dd, dd
+			}
+		}
+	})
+	order := make([]int32, m*m)
+	par.For(m, 8, func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			o, dist := order[a*m:(a+1)*m], between[a*m:(a+1)*m]
+			for c := range o {
+				o[c] = int32(c)
+			}
+			slices.SortFunc(o, func(x, y int32) int {
+				if c := cmp.Compare(dist[x], dist[y]); c != 0 {
+					return c
+				}
+				return cmp.Compare(x, y)
+			})
+		}
+	})
+	par.For(b.n, 256, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			x := b.row(uint32(i))
+			a0 := hint(i)
+			if a0 < 0 || a0 >= m {
+				a0 = 0
+			}
+			limit := 2*math.Sqrt(float64(vec.L2(anchors[a0*d:(a0+1)*d], x)))*1.01 + 1e-12
+			best, bd := 0, float32(math.Inf(1))
+			for _, c := range order[a0*m : (a0+1)*m] {
+				if float64(between[a0*m+int(c)]) > limit {
+					break
+				}
+				a := int(c)
+				if dd := vec.L2(anchors[a*d:(a+1)*d], x); dd < bd || dd == bd && a < best {
+					best, bd = a, dd
+				}
+			}
+			b.assign[i] = uint32(best)
+		}
+	})
 }
 
 // nearestRows notes each row's nearest anchor, where its refinement
@@ -541,19 +647,12 @@ func (b *builder) medoid() uint32 {
 // the anchor (the lowest on ties; of all rows when its list is empty),
 // then each time the row of its list farthest from the rows picked
 // (the lowest on ties), noEdge past the list's rows.
-func (b *builder) nearestRows(anchors []float32, k int) []uint32 {
+func (b *builder) nearestRows(nodes *nodeCodes, k int) []uint32 {
+	anchors := nodes.anchors
 	m := len(anchors) / b.d
-	b.assign = make([]uint32, b.n)
-	par.For(b.n, 256, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			best, bd := 0, float32(math.Inf(1))
-			for a := range m {
-				if dd := vec.L2(anchors[a*b.d:(a+1)*b.d], b.row(uint32(i))); dd < bd {
-					best, bd = a, dd
-				}
-			}
-			b.assign[i] = uint32(best)
-		}
+	b.nearestAnchors(anchors, func(i int) int {
+		rec := nodes.data[i*nodes.stride : (i+1)*nodes.stride]
+		return int(binary.LittleEndian.Uint32(rec[nodes.packed+8:]))
 	})
 	lists := make([][]uint32, m)
 	for i, a := range b.assign {
@@ -612,38 +711,59 @@ func (b *builder) nearestRows(anchors []float32, k int) []uint32 {
 }
 
 // addReverse gives every row q the edges p -> q pointing to it, pruning
-// again where that passes r neighbours. Incoming edges are gathered in
-// row order, and each row is then settled on its own: the same graph on
-// any number of cores.
+// again where that passes r neighbours. Each row is settled on its own,
+// its neighbours and incoming edges sorted by distance then row: the
+// order incoming edges are gathered in does not matter, and the graph is
+// the same on any number of cores.
 func (b *builder) addReverse() {
-	in := make([][]uint32, b.n)
-	for p := range b.n {
-		for _, q := range b.adj[p*b.r : (p+1)*b.r] {
-			if q == noEdge {
-				break
-			}
-			if !slices.Contains(b.adj[int(q)*b.r:int(q+1)*b.r], uint32(p)) {
-				in[q] = append(in[q], uint32(p))
+	// Incoming edges on all cores: each row's count, then their places
+	// (offs) and the rows, in whatever order the workers come.
+	need := make([]bool, len(b.adj))
+	count := make([]atomic.Int32, b.n)
+	par.For(b.n, 256, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			for k, q := range b.adj[p*b.r : (p+1)*b.r] {
+				if q == noEdge {
+					break
+				}
+				if !slices.Contains(b.adj[int(q)*b.r:int(q+1)*b.r], uint32(p)) {
+					need[p*b.r+k] = true
+					count[q].Add(1)
+				}
 			}
 		}
+	})
+	offs := make([]int, b.n+1)
+	for q := range b.n {
+		offs[q+1] = offs[q] + int(count[q].Load())
+		count[q].Store(0)
 	}
+	flat := make([]pair, offs[b.n])
+	par.For(b.n, 256, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			for k, q := range b.adj[p*b.r : (p+1)*b.r] {
+				if need[p*b.r+k] {
+					flat[offs[q]+int(count[q].Add(1))-1] = pair{b.dist[p*b.r+k], uint32(p)}
+				}
+			}
+		}
+	})
+	in := func(q int) []pair { return flat[offs[q]:offs[q+1]] }
 	par.For(b.n, 64, func(lo, hi int) {
 		var merged, kept []pair
 		m := b.meter()
 		for q := lo; q < hi; q++ {
-			if len(in[q]) == 0 {
+			if len(in(q)) == 0 {
 				continue
 			}
 			merged = merged[:0]
-			for _, v := range b.adj[q*b.r : (q+1)*b.r] {
+			for k, v := range b.adj[q*b.r : (q+1)*b.r] {
 				if v == noEdge {
 					break
 				}
-				merged = append(merged, pair{m.dist(uint32(q), v), v})
+				merged = append(merged, pair{b.dist[q*b.r+k], v})
 			}
-			for _, v := range in[q] {
-				merged = append(merged, pair{m.dist(uint32(q), v), v})
-			}
+			merged = append(merged, in(q)...)
 			slices.SortFunc(merged, comparePairs)
 			if len(merged) <= b.r {
 				b.set(uint32(q), merged)
@@ -660,7 +780,7 @@ func (b *builder) addReverse() {
 // Every row searches the same graph and the new lists replace the old
 // together, so the order rows are taken in does not matter.
 func (b *builder) refine(ef int) {
-	next := make([]uint32, len(b.adj))
+	next, nextDist := make([]uint32, len(b.adj)), make([]float32, len(b.adj))
 	pool := sync.Pool{New: func() any { return newBeam(b.n) }}
 	par.For(b.n, 16, func(lo, hi int) {
 		bm := pool.Get().(*beam)
@@ -671,32 +791,34 @@ func (b *builder) refine(ef int) {
 			xp := b.row(uint32(p))
 			bm.search(slots{b.adj, b.r}, b.reps[int(b.assign[p])*b.perList], ef, exactScorer{m, xp}, true)
 			merged = append(merged[:0], bm.expanded...)
-			for _, v := range b.adj[p*b.r : (p+1)*b.r] {
+			for k, v := range b.adj[p*b.r : (p+1)*b.r] {
 				if v == noEdge {
 					break
 				}
-				merged = append(merged, pair{m.dist(uint32(p), v), v})
+				merged = append(merged, pair{b.dist[p*b.r+k], v})
 			}
 			slices.SortFunc(merged, comparePairs)
 			merged = slices.CompactFunc(merged, func(a, c pair) bool { return a.id == c.id })
 			kept = m.prune(uint32(p), merged, kept[:0])
-			nb := next[p*b.r : (p+1)*b.r]
+			nb, nd := next[p*b.r:(p+1)*b.r], nextDist[p*b.r:(p+1)*b.r]
 			for k := range nb {
-				nb[k] = noEdge
+				nb[k], nd[k] = noEdge, 0
 				if k < len(kept) {
-					nb[k] = kept[k].id
+					nb[k], nd[k] = kept[k].id, kept[k].dist
 				}
 			}
 		}
 	})
-	b.adj = next
+	b.adj, b.dist = next, nextDist
 }
 
 // connect makes every row reachable from the entry: a row the walk from
 // the entry misses gets an edge from the nearest of its candidates that
 // is reached (into a free slot, else in place of that row's farthest
 // neighbour), and the walk goes on from it; rounds repeat until every row
-// is reached, as a replaced edge may cut another row off.
+// is reached, as a replaced edge may cut another row off. The walk from
+// the entry goes breadth first on all cores (reachedFrom); the rows it
+// reaches are the same whatever the order, and so is the graph.
 func (b *builder) connect(cands [][]pair) {
 	reached := make([]bool, b.n)
 	var stack []uint32
@@ -721,8 +843,7 @@ func (b *builder) connect(cands [][]pair) {
 		}
 	}
 	for round := 0; round < 100; round++ {
-		clear(reached)
-		walk(b.entry)
+		b.reachedFrom(b.entry, reached)
 		all := true
 		for u := range b.n {
 			if reached[u] {
@@ -748,4 +869,39 @@ func (b *builder) connect(cands [][]pair) {
 			return
 		}
 	}
+}
+
+// reachedFrom sets reached[v] for every row v reached from row from, and
+// clears it for the others: a breadth-first walk, each level's rows
+// shared among the cores.
+func (b *builder) reachedFrom(from uint32, reached []bool) {
+	seen := make([]atomic.Bool, b.n)
+	seen[from].Store(true)
+	level := []uint32{from}
+	var mu sync.Mutex
+	for len(level) > 0 {
+		var next []uint32
+		par.For(len(level), 256, func(lo, hi int) {
+			var found []uint32
+			for _, v := range level[lo:hi] {
+				for _, w := range b.adj[int(v)*b.r : int(v+1)*b.r] {
+					if w == noEdge {
+						break
+					}
+					if !seen[w].Load() && seen[w].CompareAndSwap(false, true) {
+						found = append(found, w)
+					}
+				}
+			}
+			mu.Lock()
+			next = append(next, found...)
+			mu.Unlock()
+		})
+		level = next
+	}
+	par.For(b.n, 4096, func(lo, hi int) {
+		for v := lo; v < hi; v++ {
+			reached[v] = seen[v].Load()
+		}
+	})
 }
