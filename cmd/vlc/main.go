@@ -83,7 +83,9 @@ func init() {
 				"The index is rewritten with the graph (section GRPH, format version 3) atomically; vlc search and vlc eval\n" +
 				"then walk the graph (-ef). On a store: the graph of one segment (-segment), -base read by id (row i: id i;\n" +
 				"rows not from it placed by their decoded vectors), committed as a new segment file; a merge, compaction or\n" +
-				"retraining writes segments without one, searched by their lists", runGraph},
+				"retraining writes segments without one, searched by their lists. With -backend cuda or webgpu (an index\n" +
+				"file) the candidate neighbours come from the index's search on the GPU, every row a query of one batched\n" +
+				"search; the rest of the build runs on the CPU. It prints each stage's seconds", runGraph},
 		"info":   {"[flags] INDEX", "describe an index", "", runInfo},
 		"verify": {"INDEX", "check every checksum of an index", "", runVerify},
 		"create": {"[flags] PATH", "make an empty collection (a store) that vlc add fills",
