@@ -566,75 +566,136 @@ func (b *builder) medoid() uint32 {
 }
 
 // nearestAnchors sets b.assign[i] to the anchor nearest row i by vec.L2
-// (the lowest on ties), measuring only the anchors the triangle
-// inequality leaves in doubt: with a0 = hint(i) (the row's list in the
-// index, most often its nearest anchor), an anchor a with
-// |a - a0| > 2 |x - a0| is farther from x than a0 is. The bound is taken
-// with a margin of 1 % (and 1e-12), far beyond the rounding of float32
-// sums over any dimension below about 10^5, so that an anchor passed
-// over is farther by the computed distances too: the anchor a loop over
-// all of them finds.
+// (the lowest on ties): the anchor a loop measuring every anchor finds,
+// with fewer anchors measured.
 //
-// Past 8,192 anchors (the table of their distances would pass 256 MB)
-// every row measures every anchor.
+//   - The triangle inequality: with a0 = hint(i) (the row's list in the
+//     index, most often its nearest anchor), an anchor a with
+//     |a - a0| > 2 |x - a0| is farther from x than a0 is. The bound is
+//     taken with a margin of 1 % (and 1e-12), far beyond the rounding of
+//     float32 sums over any dimension below about 10^5, so that an anchor
+//     passed over is farther by the computed distances too. Up to
+//     triangleMost anchors left are measured.
+//   - Else (anchors close together against the row's distance to them,
+//     as in high dimensions) every anchor's distance is screened from the
+//     dot products (vec.Panels, a blocked kernel): |x|^2 + |a|^2 -
+//     2<x, a>, off from the exact distance by at most about
+//     d * 2^-24 * |x| |a| (float32 sums, any order), and vec.L2 by at most
+//     d * 2^-24 of it. Anchors whose screened distance, less twice that
+//     bound, is above the least one plus twice the bound cannot be the
+//     nearest; the others are measured.
+//
+// Past 8,192 anchors (the table of their distances would pass 256 MB) only
+// the screen is used.
 func (b *builder) nearestAnchors(anchors []float32, hint func(i int) int) {
 	m, d := len(anchors)/b.d, b.d
 	b.assign = make([]uint32, b.n)
-	if m > 8192 {
-		par.For(b.n, 256, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				best, bd := 0, float32(math.Inf(1))
-				for a := range m {
-					if dd := vec.L2(anchors[a*d:(a+1)*d], b.row(uint32(i))); dd < bd {
-						best, bd = a, dd
-					}
+	var between []float32 // anchor a's distance to c at a*m+c
+	var order []int32     // anchor a's others nearest first at a*m..
+	if m <= 8192 {
+		between, order = make([]float32, m*m), make([]int32, m*m)
+		par.For(m, 8, func(lo, hi int) {
+			for a := lo; a < hi; a++ {
+				for c := range a {
+					dd := float32(math.Sqrt(float64(vec.L2(anchors[a*d:(a+1)*d], anchors[c*d:(c+1)*d]))))
+					between[a*m+c], between[c*m+a] = dd, dd
 				}
-				b.assign[i] = uint32(best)
 			}
 		})
-		return
-	}
-	// Every anchor's distances to the others, nearest first.
-	between := make([]float32, m*m)
-	par.For(m, 8, func(lo, hi int) {
-		for a := lo; a < hi; a++ {
-			for c := range a {
-				dd := float32(math.Sqrt(float64(vec.L2(anchors[a*d:(a+1)*d], anchors[c*d:(c+1)*d]))))
-				between[a*m+c], between[c*m+a] = dd, dd
-			}
-		}
-	})
-	order := make([]int32, m*m)
-	par.For(m, 8, func(lo, hi int) {
-		for a := lo; a < hi; a++ {
-			o, dist := order[a*m:(a+1)*m], between[a*m:(a+1)*m]
-			for c := range o {
-				o[c] = int32(c)
-			}
-			slices.SortFunc(o, func(x, y int32) int {
-				if c := cmp.Compare(dist[x], dist[y]); c != 0 {
-					return c
+		par.For(m, 8, func(lo, hi int) {
+			for a := lo; a < hi; a++ {
+				o, dist := order[a*m:(a+1)*m], between[a*m:(a+1)*m]
+				for c := range o {
+					o[c] = int32(c)
 				}
-				return cmp.Compare(x, y)
-			})
+				slices.SortFunc(o, func(x, y int32) int {
+					if c := cmp.Compare(dist[x], dist[y]); c != 0 {
+						return c
+					}
+					return cmp.Compare(x, y)
+				})
+			}
+		})
+	}
+	norms := make([]float64, m) // |a|^2
+	for a := range m {
+		for _, v := range anchors[a*d : (a+1)*d] {
+			norms[a] += float64(v) * float64(v)
 		}
-	})
-	par.For(b.n, 256, func(lo, hi int) {
+	}
+	panels := vec.NewPanels(anchors, m, d)
+	stride := panels.Stride()
+	// gamma bounds the relative rounding of a float32 sum of d products
+	// (and of the differences squared), twice over.
+	gamma := 2 * float64(d+8) / (1 << 24)
+	const triangleMost = 16
+	const block = 64
+	par.For(b.n, block, func(lo, hi int) {
+		var screen []int // rows of the block left to the screen
+		measure := func(i, a int, best *int, bd *float32) {
+			if dd := vec.L2(anchors[a*d:(a+1)*d], b.row(uint32(i))); dd < *bd || dd == *bd && a < *best {
+				*best, *bd = a, dd
+			}
+		}
 		for i := lo; i < hi; i++ {
+			if order == nil {
+				screen = append(screen, i)
+				continue
+			}
 			x := b.row(uint32(i))
 			a0 := hint(i)
 			if a0 < 0 || a0 >= m {
 				a0 = 0
 			}
 			limit := 2*math.Sqrt(float64(vec.L2(anchors[a0*d:(a0+1)*d], x)))*1.01 + 1e-12
+			near := order[a0*m : (a0+1)*m]
+			k := 0
+			for k < len(near) && k <= triangleMost && float64(between[a0*m+int(near[k])]) <= limit {
+				k++
+			}
+			if k > triangleMost {
+				screen = append(screen, i)
+				continue
+			}
 			best, bd := 0, float32(math.Inf(1))
-			for _, c := range order[a0*m : (a0+1)*m] {
-				if float64(between[a0*m+int(c)]) > limit {
-					break
+			for _, c := range near[:k] {
+				measure(i, int(c), &best, &bd)
+			}
+			b.assign[i] = uint32(best)
+		}
+		if len(screen) == 0 {
+			return
+		}
+		rows := (len(screen) + 3) &^ 3
+		xs := make([]float32, rows*d)
+		for k, i := range screen {
+			copy(xs[k*d:(k+1)*d], b.row(uint32(i)))
+		}
+		dots := make([]float32, rows*stride)
+		panels.DotsBlock(xs, dots)
+		approx := make([]float64, m)
+		for k, i := range screen {
+			var xx float64
+			for _, v := range b.row(uint32(i)) {
+				xx += float64(v) * float64(v)
+			}
+			nx := math.Sqrt(xx)
+			upper := math.Inf(1)
+			for a := range m {
+				approx[a] = xx + norms[a] - 2*float64(dots[k*stride+a])
+				upper = min(upper, approx[a]+2*gamma*nx*math.Sqrt(norms[a]))
+			}
+			upper = upper*(1+gamma) + 1e-30
+			best, bd := 0, float32(math.Inf(1))
+			if math.IsNaN(upper) || math.IsInf(upper, 0) {
+				for a := range m {
+					measure(i, a, &best, &bd)
 				}
-				a := int(c)
-				if dd := vec.L2(anchors[a*d:(a+1)*d], x); dd < bd || dd == bd && a < best {
-					best, bd = a, dd
+			} else {
+				for a := range m {
+					if (approx[a]-2*gamma*nx*math.Sqrt(norms[a]))*(1-gamma) <= upper {
+						measure(i, a, &best, &bd)
+					}
 				}
 			}
 			b.assign[i] = uint32(best)

@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/vec"
 	"github.com/vlc-embed/vlc/quant"
 )
 
@@ -230,5 +233,59 @@ func TestTolerance(t *testing.T) {
 	cancel()
 	if _, err := Build(cancelled, ix, base, near); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// nearestAnchors finds the anchor a loop over all of them finds (the
+// lowest on ties), by the triangle inequality where the anchors lie far
+// apart against the rows' distances to them, by the screen of dot
+// products where they do not, with any hint; for rows on an anchor and
+// anchors given twice (ties), at dimensions of 8 to 768.
+func TestNearestAnchors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, c := range []struct {
+		name          string
+		n, m, d       int
+		spread, noise float64 // anchors' spread, rows' distance to theirs
+	}{
+		{"apart", 3000, 64, 32, 10, 0.3},
+		{"close", 3000, 64, 32, 1, 3},
+		{"close-768", 500, 300, 768, 0.05, 1},
+		{"apart-768", 500, 300, 768, 1, 0.01},
+		{"d8", 2000, 40, 8, 1, 1},
+	} {
+		anchors := make([]float32, c.m*c.d)
+		for k := range anchors {
+			anchors[k] = float32(rng.NormFloat64() * c.spread)
+		}
+		copy(anchors[(c.m-1)*c.d:], anchors[:c.d]) // the last anchor is the first again
+		x := make([]float32, c.n*c.d)
+		hints := make([]int, c.n)
+		for i := range c.n {
+			a := rng.IntN(c.m)
+			hints[i] = rng.IntN(c.m)
+			if i%3 == 0 {
+				hints[i] = a
+			}
+			for j := range c.d {
+				x[i*c.d+j] = anchors[a*c.d+j]
+				if i%50 != 0 { // every 50th row on its anchor
+					x[i*c.d+j] += float32(rng.NormFloat64() * c.noise)
+				}
+			}
+		}
+		b := &builder{x: x, n: c.n, d: c.d}
+		b.nearestAnchors(anchors, func(i int) int { return hints[i] })
+		for i := range c.n {
+			best, bd := 0, float32(math.Inf(1))
+			for a := range c.m {
+				if dd := vec.L2(anchors[a*c.d:(a+1)*c.d], b.row(uint32(i))); dd < bd {
+					best, bd = a, dd
+				}
+			}
+			if int(b.assign[i]) != best {
+				t.Fatalf("%s: row %d: anchor %d, a loop over all finds %d", c.name, i, b.assign[i], best)
+			}
+		}
 	}
 }
