@@ -71,8 +71,9 @@ type BuildOptions struct {
 	// near ties otherwise, so the graph may differ; graph/README.md says
 	// by how much), or a Group of ix alone. Not stored with the graph.
 	Searcher BatchSearcher
-	// Times, when set, receives how long each stage of the build took.
-	// Not stored with the graph.
+	// Times, when set, receives how long each stage of the build took
+	// (and reports each as it ends, BuildTimes.Report). Not stored with
+	// the graph.
 	Times *BuildTimes
 }
 
@@ -120,6 +121,10 @@ type BuildTimes struct {
 	Pack time.Duration
 	// Total is the whole Build.
 	Total time.Duration
+	// Report, when set before the build, is called as each stage ends,
+	// with the stage's name (the field's, in lower case) and time: a long
+	// build's report as it goes.
+	Report func(stage string, took time.Duration)
 }
 
 func (o BuildOptions) withDefaults() BuildOptions {
@@ -176,15 +181,19 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	}
 	var times BuildTimes
 	if opt.Times != nil {
+		times.Report = opt.Times.Report
 		defer func(start time.Time) {
 			times.Total = time.Since(start)
 			*opt.Times = times
 		}(time.Now())
 	}
 	stage := time.Now()
-	lap := func(d *time.Duration) {
+	lap := func(name string, d *time.Duration) {
 		now := time.Now()
 		*d += now.Sub(stage)
+		if opt.Times != nil && opt.Times.Report != nil {
+			opt.Times.Report(name, now.Sub(stage))
+		}
 		stage = now
 	}
 	var (
@@ -209,7 +218,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 			return nil, err
 		}
 	}
-	lap(&times.Rows)
+	lap("rows", &times.Rows)
 	b := &builder{x: x, n: n, d: d, r: opt.Degree, alpha2: opt.Alpha * opt.Alpha}
 	var cands [][]pair
 	if opt.Searcher != nil {
@@ -220,7 +229,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	if err != nil {
 		return nil, err
 	}
-	lap(&times.Candidates)
+	lap("candidates", &times.Candidates)
 	b.adj, b.dist = make([]uint32, n*b.r), make([]float32, n*b.r)
 	par.For(n, 64, func(lo, hi int) {
 		var kept []pair
@@ -230,23 +239,23 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 			b.set(uint32(i), kept)
 		}
 	})
-	lap(&times.Prune)
+	lap("prune", &times.Prune)
 	b.entry = b.medoid()
 	b.reps = b.nearestRows(&nodes, opt.StartsPerList)
-	lap(&times.Starts)
+	lap("starts", &times.Starts)
 	b.addReverse()
-	lap(&times.Reverse)
+	lap("reverse", &times.Reverse)
 	for pass := 0; pass < opt.Passes; pass++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		b.refine(opt.BuildEf)
-		lap(&times.Refine)
+		lap("refine", &times.Refine)
 		b.addReverse()
-		lap(&times.Reverse)
+		lap("reverse", &times.Reverse)
 	}
 	b.connect(cands)
-	lap(&times.Connect)
+	lap("connect", &times.Connect)
 	stored := opt
 	stored.Searcher, stored.Times = nil, nil
 	g := &Graph{n: n, d: d, r: b.r, entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes, refine: refine, opt: stored}
@@ -256,7 +265,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	} else {
 		g.adj = pack(slots{b.adj, b.r}, n)
 	}
-	lap(&times.Pack)
+	lap("pack", &times.Pack)
 	return g, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/vec"
@@ -127,7 +128,8 @@ func TestSearcherSameGraph(t *testing.T) {
 		}{{"index", ix}, {"group", group}} {
 			o := opt
 			o.Searcher = s.s
-			var times BuildTimes
+			var stages []string
+			times := BuildTimes{Report: func(stage string, _ time.Duration) { stages = append(stages, stage) }}
 			o.Times = &times
 			g, err := Build(ctx, ix, base, o)
 			if err != nil {
@@ -142,6 +144,13 @@ func TestSearcherSameGraph(t *testing.T) {
 			}
 			if times.Search <= 0 || times.Candidates < times.Wait || times.Total < times.Candidates+times.Prune+times.Refine {
 				t.Errorf("%+v, searcher %s: times %+v", opt, s.name, times)
+			}
+			want := []string{"rows", "candidates", "prune", "starts", "reverse"}
+			for range max(opt.withDefaults().Passes, 0) {
+				want = append(want, "refine", "reverse")
+			}
+			if want = append(want, "connect", "pack"); !slices.Equal(stages, want) {
+				t.Errorf("%+v, searcher %s: stages reported %v, want %v", opt, s.name, stages, want)
 			}
 		}
 	}

@@ -34,6 +34,7 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&sf.spread, "spread", "queries", "with -devices, how the index is spread over them: queries (each device the whole index, a share of each batch) or lists (each device a share of the lists)")
 	out := fs.String("o", "", "write the index with its graph to `file` (default: replace INDEX)")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
+	progress := fs.Bool("progress", false, "print each stage of the build on stderr as it ends (an index file)")
 	segment := fs.Int("segment", 0, "for a store: the segment (as vlc info lists them, from 0, the trained one) to build a graph for, committed as a new segment file; -base is then read by id (row i: the vector of id i)")
 	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
 	if err != nil {
@@ -112,6 +113,14 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	upload := time.Since(start)
 	var times graph.BuildTimes
+	if *progress {
+		if opt.Searcher != nil {
+			fmt.Fprintf(stderr, "vlc graph: %s: device %.2f s\n", pos[0], upload.Seconds())
+		}
+		times.Report = func(stage string, took time.Duration) {
+			fmt.Fprintf(stderr, "vlc graph: %s: %s %.2f s\n", pos[0], stage, took.Seconds())
+		}
+	}
 	opt.Times = &times
 	g, err := graph.Build(ctx, ix, rows, opt)
 	if err != nil {
@@ -120,6 +129,10 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	built := time.Since(start)
 	if err := graph.WriteFile(ctx, dst, ix, g); err != nil {
 		return err
+	}
+	written := time.Since(start) - built
+	if *progress {
+		fmt.Fprintf(stderr, "vlc graph: %s: written %.2f s\n", dst, written.Seconds())
 	}
 	if *quiet {
 		return nil
@@ -134,7 +147,7 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "  size        adjacency %.3f + node codes %.3f of float16 (%d + %d bytes); the file %.3f (%d bytes)\n",
 		float64(adj)/f16, float64(codes)/f16, adj, codes, float64(st.Size())/f16, st.Size())
-	fmt.Fprintf(stdout, "  stages      %s\n", stageTimes(times, upload, opt.Searcher != nil))
+	fmt.Fprintf(stdout, "  stages      %s; written in %.2f s\n", stageTimes(times, upload, opt.Searcher != nil), written.Seconds())
 	return nil
 }
 

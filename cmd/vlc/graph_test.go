@@ -250,7 +250,7 @@ func TestGraphStoreCommand(t *testing.T) {
 func TestGraphCommandBackend(t *testing.T) {
 	plain, cpu := copyGolden(t), copyGolden(t)
 	out, _ := mustVLC(t, "graph", "-base", goldenF16, "-degree", "8", plain)
-	if !strings.Contains(out, "\n  stages      rows ") || !strings.Contains(out, ", refine ") || !strings.HasSuffix(out, " s\n") {
+	if !strings.Contains(out, "\n  stages      rows ") || !strings.Contains(out, ", refine ") || !strings.Contains(out, " s; written in ") {
 		t.Errorf("vlc graph printed %q, without the stages' times", out)
 	}
 	mustVLC(t, "graph", "-base", goldenF16, "-degree", "8", "-backend", "cpu", cpu)
@@ -279,8 +279,11 @@ func TestGraphCommandBackend(t *testing.T) {
 		}
 	}
 	fast := copyGolden(t)
-	out, _ = mustVLC(t, "graph", "-base", goldenF16, "-degree", "8", "-passes", "0", "-candidates", "40", fast)
+	out, errs := mustVLC(t, "graph", "-base", goldenF16, "-degree", "8", "-passes", "0", "-candidates", "40", "-progress", fast)
 	if !strings.Contains(out, ", refine 0.00,") || !hasGraph(fast) {
 		t.Errorf("vlc graph -passes 0 printed %q", out)
+	}
+	if !strings.HasPrefix(errs, "vlc graph: "+fast+": rows ") || strings.Contains(errs, ": refine ") || !strings.Contains(errs, ": pack ") || !strings.Contains(errs, ": written ") {
+		t.Errorf("vlc graph -progress -passes 0 printed on stderr %q", errs)
 	}
 }
