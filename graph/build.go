@@ -254,7 +254,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		b.addReverse()
 		lap("reverse", &times.Reverse)
 	}
-	b.connect(cands)
+	b.connect(cands, opt.BuildEf)
 	lap("connect", &times.Connect)
 	stored := opt
 	stored.Searcher, stored.Times = nil, nil
@@ -882,14 +882,22 @@ func (b *builder) refine(ef int) {
 	b.adj, b.dist = next, nextDist
 }
 
-// connect makes every row reachable from the entry: a row the walk from
+// connect makes every row reachable from the entry. A row the walk from
 // the entry misses gets an edge from the nearest of its candidates that
-// is reached (into a free slot, else in place of that row's farthest
-// neighbour), and the walk goes on from it; rounds repeat until every row
-// is reached, as a replaced edge may cut another row off. The walk from
-// the entry goes breadth first on all cores (reachedFrom); the rows it
-// reaches are the same whatever the order, and so is the graph.
-func (b *builder) connect(cands [][]pair) {
+// is reached, else from the entry, into a free slot, else in place of
+// that row's farthest neighbour, and the walk goes on from it; rounds
+// repeat until every row is reached, as a replaced edge may cut another
+// row off. Where that first round leaves rows unreached (where clusters
+// lie far apart, every cluster's rows had only the entry to link from,
+// each in place of the last one's), the later rounds choose better: from
+// the row's reached candidates, then the rows a search from the entry for
+// it finds (BuildEf wide, exact distances, nearest first), the first that
+// has a free slot or a neighbour that another reached row also points to
+// (that edge is replaced, the farthest such); the edges added here are
+// not replaced. The walk from the entry goes breadth
+// first on all cores (reachedFrom); the rows it reaches are the same
+// whatever the order, and so is the graph.
+func (b *builder) connect(cands [][]pair, ef int) {
 	reached := make([]bool, b.n)
 	var stack []uint32
 	walk := func(from uint32) {
@@ -912,27 +920,110 @@ func (b *builder) connect(cands [][]pair) {
 			}
 		}
 	}
+	var (
+		bm     *beam
+		m      = b.meter()
+		indeg  []atomic.Int32   // edges from reached rows, at the round's start
+		added  = map[int]bool{} // slots (row*r + k) holding an edge added here
+		places []uint32
+	)
+	// slotFor is the slot of from an edge may take in a later round: a
+	// free one, else the farthest neighbour not added here that another
+	// reached row points to; -1 for none.
+	slotFor := func(from uint32) int {
+		nb := b.adj[int(from)*b.r : int(from+1)*b.r]
+		if k := slices.Index(nb, noEdge); k >= 0 {
+			return k
+		}
+		for k := b.r - 1; k >= 0; k-- {
+			if !added[int(from)*b.r+k] && indeg[nb[k]].Load() >= 2 {
+				return k
+			}
+		}
+		return -1
+	}
 	for round := 0; round < 100; round++ {
 		b.reachedFrom(b.entry, reached)
+		if round > 0 {
+			indeg = make([]atomic.Int32, b.n)
+			par.For(b.n, 1024, func(lo, hi int) {
+				for v := lo; v < hi; v++ {
+					if !reached[v] {
+						continue
+					}
+					for _, w := range b.adj[v*b.r : (v+1)*b.r] {
+						if w == noEdge {
+							break
+						}
+						indeg[w].Add(1)
+					}
+				}
+			})
+		}
 		all := true
 		for u := range b.n {
 			if reached[u] {
 				continue
 			}
 			all = false
-			from := b.entry
-			for _, c := range cands[u] {
-				if reached[c.id] {
-					from = c.id
-					break
+			from, slot := b.entry, -1
+			if round == 0 {
+				for _, c := range cands[u] {
+					if reached[c.id] {
+						from = c.id
+						break
+					}
 				}
+				nb := b.adj[int(from)*b.r : int(from+1)*b.r]
+				if slot = slices.Index(nb, noEdge); slot < 0 {
+					slot = b.r - 1
+				}
+			} else {
+				places = places[:0]
+				for _, c := range cands[u] {
+					if reached[c.id] {
+						places = append(places, c.id)
+					}
+				}
+				for _, p := range places {
+					if slot = slotFor(p); slot >= 0 {
+						from = p
+						break
+					}
+				}
+				if slot < 0 {
+					if bm == nil {
+						bm = newBeam(b.n)
+					}
+					bm.search(slots{b.adj, b.r}, b.entry, ef, exactScorer{m, b.row(uint32(u))}, false)
+					for _, p := range bm.pool {
+						if !reached[p.id] {
+							continue
+						}
+						places = append(places, p.id)
+						if slot < 0 {
+							if slot = slotFor(p.id); slot >= 0 {
+								from = p.id
+							}
+						}
+					}
+				}
+				if slot < 0 { // no place with room: the first, its last slot not added here
+					if len(places) > 0 {
+						from = places[0]
+					}
+					slot = b.r - 1
+					for slot > 0 && added[int(from)*b.r+slot] {
+						slot--
+					}
+				}
+				if old := b.adj[int(from)*b.r+slot]; old != noEdge {
+					indeg[old].Add(-1)
+				}
+				indeg[u].Add(1)
+				added[int(from)*b.r+slot] = true
 			}
-			nb := b.adj[int(from)*b.r : int(from+1)*b.r]
-			slot := slices.Index(nb, noEdge)
-			if slot < 0 {
-				slot = b.r - 1
-			}
-			nb[slot] = uint32(u)
+			b.adj[int(from)*b.r+slot] = uint32(u)
 			walk(uint32(u))
 		}
 		if all {

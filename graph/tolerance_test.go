@@ -298,3 +298,53 @@ func TestNearestAnchors(t *testing.T) {
 		}
 	}
 }
+
+// reachable counts the rows a walk from the entry reaches.
+func reachable(g *Graph) int {
+	seen := make([]bool, g.Len())
+	seen[g.Entry()] = true
+	stack, count := []int{g.Entry()}, 1
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, w := range g.Neighbours(v) {
+			if !seen[w] {
+				seen[w] = true
+				count++
+				stack = append(stack, int(w))
+			}
+		}
+	}
+	return count
+}
+
+// Every row is reached from the entry, also where the clusters lie so far
+// apart that no row's candidates leave its cluster (connect then links a
+// cluster from the nearest row a search from the entry finds), with and
+// without the refinement pass.
+func TestConnected(t *testing.T) {
+	const n, d, k = 3000, 32, 60
+	rng := rand.New(rand.NewPCG(7, 7))
+	centres := make([]float32, k*d)
+	for i := range centres {
+		centres[i] = float32(rng.NormFloat64() * 10)
+	}
+	x := make([]float32, n*d)
+	for i := range n {
+		c := i % k
+		for j := range d {
+			x[i*d+j] = centres[c*d+j] + float32(rng.NormFloat64()*0.1)
+		}
+	}
+	base := memRows{x, n, d}
+	ix := writeIndex(t, base, 16, quant.KindRotated, 4, index.L2)
+	for _, opt := range []BuildOptions{{NProbe: 2}, {NProbe: 2, Passes: -1}, {NProbe: 2, Degree: 4}, {NProbe: 2, Degree: 2}, {NProbe: 2, Degree: 3, Passes: -1}, {NProbe: 2, Degree: 8, Passes: 2}} {
+		g, err := Build(context.Background(), ix, base, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := reachable(g); r != n {
+			t.Errorf("degree %d, passes %d: %d of %d rows reached from the entry", opt.Degree, opt.Passes, r, n)
+		}
+	}
+}
