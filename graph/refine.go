@@ -7,6 +7,7 @@ import (
 
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -74,53 +75,55 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 	}
 	nc.data = make([]byte, n*nc.stride)
 	rc.data = make([]byte, n*rc.stride+8)
-	r := make([]float32, d)
-	levels := make([]uint8, d)
 	halfL := float64(int(1)<<b-1) / 2
-	for i := range n {
-		a := list[i]
-		anchor, pa := nc.anchors[a*d:(a+1)*d], rotAnchors[a*d:(a+1)*d]
-		for j := range d {
-			r[j] = rows[i*d+j] - anchor[j]
-		}
-		nc.rot.Apply(r)
-		ur := code.Levels(levels, r)
-		var rr, aa, pau, u4r, pau4 float64
-		rec := nc.data[i*nc.stride : (i+1)*nc.stride]
-		lo := rc.data[i*rc.stride : (i+1)*rc.stride]
-		for j, l := range levels {
-			v, pj := float64(r[j]), float64(pa[j])
-			rr += v * v
-			aa += float64(anchor[j]) * float64(anchor[j])
-			u := float64(l) - halfL
-			pau += pj * u
-			h := l >> s
-			u4 := float64(h) - 7.5
-			u4r += u4 * v
-			pau4 += pj * u4
-			rec[j/2] |= h << (4 * (j % 2))
-			for k := range s {
-				lo[k*rc.packed/s+j/8] |= (l >> k & 1) << (j % 8)
+	par.For(n, 64, func(from, to int) {
+		r := make([]float32, d)
+		levels := make([]uint8, d)
+		for i := from; i < to; i++ {
+			a := list[i]
+			anchor, pa := nc.anchors[a*d:(a+1)*d], rotAnchors[a*d:(a+1)*d]
+			for j := range d {
+				r[j] = rows[i*d+j] - anchor[j]
 			}
+			nc.rot.Apply(r)
+			ur := code.Levels(levels, r)
+			var rr, aa, pau, u4r, pau4 float64
+			rec := nc.data[i*nc.stride : (i+1)*nc.stride]
+			lo := rc.data[i*rc.stride : (i+1)*rc.stride]
+			for j, l := range levels {
+				v, pj := float64(r[j]), float64(pa[j])
+				rr += v * v
+				aa += float64(anchor[j]) * float64(anchor[j])
+				u := float64(l) - halfL
+				pau += pj * u
+				h := l >> s
+				u4 := float64(h) - 7.5
+				u4r += u4 * v
+				pau4 += pj * u4
+				rec[j/2] |= h << (4 * (j % 2))
+				for k := range s {
+					lo[k*rc.packed/s+j/8] |= (l >> k & 1) << (j % 8)
+				}
+			}
+			var beta, beta4 float64
+			if ur > 0 {
+				beta = rr / ur
+			}
+			if u4r > 0 {
+				beta4 = rr / u4r
+			}
+			k4, b4 := float32(aa+rr+2*beta4*pau4), float32(beta4)
+			binary.LittleEndian.PutUint32(rec[nc.packed:], math.Float32bits(k4))
+			binary.LittleEndian.PutUint32(rec[nc.packed+4:], math.Float32bits(b4))
+			binary.LittleEndian.PutUint32(rec[nc.packed+8:], uint32(a))
+			var ratio float64
+			if b4 != 0 {
+				ratio = beta*float64(rc.scale)/float64(b4) - 1
+			}
+			binary.LittleEndian.PutUint16(lo[rc.packed:], f16.FromFloat32(float32(aa+rr+2*beta*pau-float64(k4))))
+			binary.LittleEndian.PutUint16(lo[rc.packed+2:], f16.FromFloat32(float32(ratio)))
 		}
-		var beta, beta4 float64
-		if ur > 0 {
-			beta = rr / ur
-		}
-		if u4r > 0 {
-			beta4 = rr / u4r
-		}
-		k4, b4 := float32(aa+rr+2*beta4*pau4), float32(beta4)
-		binary.LittleEndian.PutUint32(rec[nc.packed:], math.Float32bits(k4))
-		binary.LittleEndian.PutUint32(rec[nc.packed+4:], math.Float32bits(b4))
-		binary.LittleEndian.PutUint32(rec[nc.packed+8:], uint32(a))
-		var ratio float64
-		if b4 != 0 {
-			ratio = beta*float64(rc.scale)/float64(b4) - 1
-		}
-		binary.LittleEndian.PutUint16(lo[rc.packed:], f16.FromFloat32(float32(aa+rr+2*beta*pau-float64(k4))))
-		binary.LittleEndian.PutUint16(lo[rc.packed+2:], f16.FromFloat32(float32(ratio)))
-	}
+	})
 	return nc, rc, nil
 }
 
