@@ -38,10 +38,12 @@ type ShardEncoder interface {
 	RotatedListMax(l RotatedLayout, anchors []float32, ids []uint32, lmax []float64) error
 	// EncodeRotatedShare writes the code of entries ids against list
 	// parameters slist (one a list, RotatedScale of its largest |r|^2
-	// over all shares), entry e at codes[e*CodeBytes:], and calls
-	// ready(lo, hi), when not nil, as RotatedStreamEncoder does: runs of
-	// entries in order, once each is written.
-	EncodeRotatedShare(l RotatedLayout, anchors []float32, ids []uint32, slist []float32, codes []byte, ready func(lo, hi int)) error
+	// over all shares), entry e at codes[places[e]*CodeBytes:] (places
+	// nil: at codes[e*CodeBytes:]), and calls ready(lo, hi), when not
+	// nil, as RotatedStreamEncoder does: runs of entries in order, once
+	// each is written. With places, codes is the whole index's, which
+	// every share writes at once, each its own entries' places.
+	EncodeRotatedShare(l RotatedLayout, anchors []float32, ids []uint32, slist []float32, codes []byte, places []uint32, ready func(lo, hi int)) error
 }
 
 // RotatedScale is a list's parameter s as a device writes it, from the
@@ -154,23 +156,12 @@ func (s *encodingSet) EncodeRotatedStream(l RotatedLayout, anchors []float32, id
 		st.at[i] = p.at(0, n)
 	}
 	times := make([]ShareTime, len(parts))
-	scatter := make([]time.Duration, len(parts)) // VLC_ENCODE_TRACE
 	err = s.each(func(i int, _ Shard) error {
 		p := parts[i]
 		start := time.Now()
-		buf := make([]byte, len(p.local)*cb)
-		err := encs[i].EncodeRotatedShare(l, anchors, p.local, slist, buf, func(lo, hi int) {
-			// Each run's codes go to their entries' places on all
-			// cores, then the runs every share has finished are handed
-			// over.
-			t1 := time.Now()
-			par.For(hi-lo, 4096, func(a, b int) {
-				for k := lo + a; k < lo+b; k++ {
-					e := int(p.entry[k])
-					copy(codes[e*cb:(e+1)*cb], buf[k*cb:(k+1)*cb])
-				}
-			})
-			scatter[i] += time.Since(t1)
+		// Each share writes its entries' codes in their places, and
+		// the runs every share has finished are handed over.
+		err := encs[i].EncodeRotatedShare(l, anchors, p.local, slist, codes, p.entry, func(lo, hi int) {
 			st.finished(i, hi, p.at(hi, n))
 		})
 		if err == nil && st.done[i] != len(p.local) {
@@ -187,12 +178,8 @@ func (s *encodingSet) EncodeRotatedStream(l RotatedLayout, anchors []float32, id
 	}
 	s.encoded = times
 	if os.Getenv("VLC_ENCODE_TRACE") != "" {
-		fmt.Fprintf(os.Stderr, "multi encode trace: split %v, list maxima by %v, all by %v; placing each share's runs:",
+		fmt.Fprintf(os.Stderr, "multi encode trace: split %v, list maxima by %v, all by %v\n",
 			tSplit.Round(time.Millisecond), tMax.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
-		for i := range scatter {
-			fmt.Fprintf(os.Stderr, " %v", scatter[i].Round(time.Millisecond))
-		}
-		fmt.Fprintln(os.Stderr)
 	}
 	return nil
 }

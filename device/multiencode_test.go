@@ -80,7 +80,7 @@ func (s *hostShard) RotatedListMax(l device.RotatedLayout, anchors []float32, id
 // runLen is the entries a hostShard hands over at a time.
 const runLen = 100
 
-func (s *hostShard) EncodeRotatedShare(l device.RotatedLayout, anchors []float32, ids []uint32, slist []float32, codes []byte, ready func(lo, hi int)) error {
+func (s *hostShard) EncodeRotatedShare(l device.RotatedLayout, anchors []float32, ids []uint32, slist []float32, codes []byte, places []uint32, ready func(lo, hi int)) error {
 	code, err := codeOf(l, anchors)
 	if err != nil {
 		return err
@@ -97,7 +97,11 @@ func (s *hostShard) EncodeRotatedShare(l device.RotatedLayout, anchors []float32
 		for e := lo; e < hi; e++ {
 			a := s.residual(r, anchors, assign, ids[e])
 			putF32(params, slist[a])
-			code.Encode(codes[e*cb:(e+1)*cb], a, params, r)
+			at := e
+			if places != nil {
+				at = int(places[e])
+			}
+			code.Encode(codes[at*cb:(at+1)*cb], a, params, r)
 		}
 		if ready != nil {
 			ready(lo, hi)

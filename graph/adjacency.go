@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"unsafe"
 
+	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
 )
 
@@ -47,18 +48,28 @@ type packedSlots struct {
 	none uint32 // n
 }
 
-// pack lays s out as packedSlots for n rows.
+// pack lays s out as packedSlots for n rows, on all cores: blocks of
+// packBlock rows, each written in a buffer of its own (a slot is written
+// as a 64-bit word, which may reach past the block's last byte) and
+// copied in place, every block starting and ending on a byte.
 func pack(s slots, n int) packedSlots {
 	w := bits.Len(uint(n))
 	p := packedSlots{r: s.r, w: w, none: uint32(n), data: make([]byte, (len(s.ids)*w+7)/8+8)}
-	for k, v := range s.ids {
-		if v == noEdge {
-			v = p.none
+	const packBlock = 512 // a multiple of 8 rows: r*w*8 bits are whole bytes
+	par.For(len(s.ids)/s.r, packBlock, func(lo, hi int) {
+		ids := s.ids[lo*s.r : hi*s.r]
+		size := (len(ids)*w + 7) / 8
+		buf := make([]byte, size+8)
+		for k, v := range ids {
+			if v == noEdge {
+				v = p.none
+			}
+			bit := k * w
+			word := binary.LittleEndian.Uint64(buf[bit/8:])
+			binary.LittleEndian.PutUint64(buf[bit/8:], word|uint64(v)<<(bit%8))
 		}
-		bit := k * w
-		word := binary.LittleEndian.Uint64(p.data[bit/8:])
-		binary.LittleEndian.PutUint64(p.data[bit/8:], word|uint64(v)<<(bit%8))
-	}
+		copy(p.data[lo*s.r*w/8:], buf[:size])
+	})
 	return p
 }
 

@@ -1,11 +1,14 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/par"
@@ -57,6 +60,70 @@ type BuildOptions struct {
 	// in the fewest bits each row's gaps allow (compact.go), in place
 	// of Degree fixed slots of bits.Len(n) bits a row.
 	Compact bool
+	// Searcher, when set, finds the candidates in place of the index's
+	// Search row by row (NProbe, at least 1, is its nprobe): one batched
+	// search of every row as a query, 65,536 rows at a time (a
+	// batch searched while the one before is measured), each batch's
+	// hits then measured exactly as above. It must search ix's rows as ix
+	// numbers them: ix itself (the same graph, byte for byte, as without
+	// it), ix on a device (index.DeviceIndex: its estimates may order
+	// near ties otherwise, so the graph may differ; graph/README.md says
+	// by how much), or a Group of ix alone. Not stored with the graph.
+	Searcher BatchSearcher
+	// Times, when set, receives how long each stage of the build took
+	// (and reports each as it ends, BuildTimes.Report). Not stored with
+	// the graph.
+	Times *BuildTimes
+}
+
+// BatchSearcher searches for many queries at once: *index.Index,
+// *index.DeviceIndex and *index.Group are ones.
+type BatchSearcher interface {
+	SearchBatch(ctx context.Context, queries index.Rows, opt index.SearchOptions) ([][]index.Hit, error)
+}
+
+// candidateBatch is the most rows a batched search for candidates
+// (BuildOptions.Searcher) takes as queries at once: two batches' hits
+// (K of Candidates+1 each, 16 bytes a hit) are held at a time, about
+// 70 MB each at the default degree. A variable for the tests.
+var candidateBatch = 1 << 16
+
+// BuildTimes is how long each stage of a Build took (BuildOptions.Times),
+// wall time; the stages run one after another, on all cores.
+type BuildTimes struct {
+	// Rows: the vectors read as float32 and checked, and the rows' codes
+	// the search scores (the index's, or a split code's).
+	Rows time.Duration
+	// Candidates: every row's candidates found and measured exactly.
+	Candidates time.Duration
+	// Search is the batched searches' time (BuildOptions.Searcher),
+	// summed: each batch is searched while the one before is measured,
+	// so it overlaps the rest of Candidates.
+	Search time.Duration
+	// Wait is the part of Candidates spent waiting for a batch's hits,
+	// the batch before measured (BuildOptions.Searcher): the search's
+	// time not hidden behind the measuring.
+	Wait time.Duration
+	// Prune: the first neighbours pruned from the candidates.
+	Prune time.Duration
+	// Starts: the medoid, every row's nearest anchor and each anchor's
+	// starting rows.
+	Starts time.Duration
+	// Reverse: the reverse edges added, after the pruning and after
+	// each pass.
+	Reverse time.Duration
+	// Refine: the passes' searches and pruning (BuildOptions.Passes).
+	Refine time.Duration
+	// Connect: every row made reachable from the entry.
+	Connect time.Duration
+	// Pack: the adjacency packed (or compacted) for the search.
+	Pack time.Duration
+	// Total is the whole Build.
+	Total time.Duration
+	// Report, when set before the build, is called as each stage ends,
+	// with the stage's name (the field's, in lower case) and time: a long
+	// build's report as it goes.
+	Report func(stage string, took time.Duration)
 }
 
 func (o BuildOptions) withDefaults() BuildOptions {
@@ -102,12 +169,31 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		return nil, argErr("alpha %v must be at least 1", opt.Alpha)
 	case opt.Candidates < 1 || opt.BuildEf < 1 || opt.NProbe < 0:
 		return nil, argErr("candidates %d, build ef %d and nprobe %d must be at least 1, 1 and 0", opt.Candidates, opt.BuildEf, opt.NProbe)
+	case opt.Searcher != nil && opt.NProbe < 1:
+		return nil, argErr("a searcher finds the candidates with nprobe lists: nprobe %d, want at least 1", opt.NProbe)
 	case opt.StartsPerList < 1 || opt.StartsPerList > 1024:
 		return nil, argErr("starts per list %d outside 1..1024", opt.StartsPerList)
 	case opt.Bits != 0 && (opt.Bits < 5 || opt.Bits > 8):
 		return nil, argErr("bits %d: want 0 (the index's codes) or 5 to 8", opt.Bits)
 	case opt.Bits != 0 && opt.Decoded:
 		return nil, argErr("a split code (bits %d) scores by its estimate, not decoded", opt.Bits)
+	}
+	var times BuildTimes
+	if opt.Times != nil {
+		times.Report = opt.Times.Report
+		defer func(start time.Time) {
+			times.Total = time.Since(start)
+			*opt.Times = times
+		}(time.Now())
+	}
+	stage := time.Now()
+	lap := func(name string, d *time.Duration) {
+		now := time.Now()
+		*d += now.Sub(stage)
+		if opt.Times != nil && opt.Times.Report != nil {
+			opt.Times.Report(name, now.Sub(stage))
+		}
+		stage = now
 	}
 	var (
 		nodes  nodeCodes
@@ -122,26 +208,28 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		return nil, err
 	}
 	n, d := ix.Len(), ix.Dim()
-	x := make([]float32, n*d)
-	for i := range n {
-		row := rows.Row(i, x[i*d:(i+1)*d])
-		for j, v := range row {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, argErr("vector row %d, value %d is %v", i, j, v)
-			}
-		}
+	x, err := readRows(rows, n, d)
+	if err != nil {
+		return nil, err
 	}
 	if opt.Bits != 0 {
 		if nodes, refine, err = newSplitCodes(ix, x, opt.Bits); err != nil {
 			return nil, err
 		}
 	}
+	lap("rows", &times.Rows)
 	b := &builder{x: x, n: n, d: d, r: opt.Degree, alpha2: opt.Alpha * opt.Alpha}
-	cands, err := b.candidates(ctx, ix, opt)
+	var cands [][]pair
+	if opt.Searcher != nil {
+		cands, err = b.batchCandidates(ctx, opt.Searcher, opt, &times)
+	} else {
+		cands, err = b.candidates(ctx, ix, opt)
+	}
 	if err != nil {
 		return nil, err
 	}
-	b.adj = make([]uint32, n*b.r)
+	lap("candidates", &times.Candidates)
+	b.adj, b.dist = make([]uint32, n*b.r), make([]float32, n*b.r)
 	par.For(n, 64, func(lo, hi int) {
 		var kept []pair
 		m := b.meter()
@@ -150,21 +238,29 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 			b.set(uint32(i), kept)
 		}
 	})
+	lap("prune", &times.Prune)
 	b.entry = b.medoid()
-	b.reps = b.nearestRows(nodes.anchors, opt.StartsPerList)
+	b.reps = b.nearestRows(&nodes, opt.StartsPerList)
+	lap("starts", &times.Starts)
 	b.addReverse()
+	lap("reverse", &times.Reverse)
 	for pass := 0; pass < opt.Passes; pass++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		b.refine(ctx, opt.BuildEf)
+		lap("refine", &times.Refine)
 		b.addReverse()
+		lap("reverse", &times.Reverse)
 	}
 	if err := ctx.Err(); err != nil { // a pass cut short
 		return nil, err
 	}
-	b.connect(cands)
-	g := &Graph{n: n, d: d, r: b.r, entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes, refine: refine, opt: opt}
+	b.connect(cands, opt.BuildEf)
+	lap("connect", &times.Connect)
+	stored := opt
+	stored.Searcher, stored.Times = nil, nil
+	g := &Graph{n: n, d: d, r: b.r, entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes, refine: refine, opt: stored}
 	if opt.Compact {
 		c, err := compact(slots{b.adj, b.r}, n)
 		if err != nil {
@@ -174,7 +270,39 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	} else {
 		g.adj = pack(slots{b.adj, b.r}, n)
 	}
+	lap("pack", &times.Pack)
 	return g, nil
+}
+
+// readRows returns rows as float32, row after row, on all cores; an error
+// names the first row (the lowest) holding a value that is not finite.
+func readRows(rows index.Rows, n, d int) ([]float32, error) {
+	x := make([]float32, n*d)
+	var mu sync.Mutex
+	bad, badCol := n, 0
+	par.For(n, 1024, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dst := x[i*d : (i+1)*d]
+			row := rows.Row(i, dst)
+			if &row[0] != &dst[0] {
+				copy(dst, row)
+			}
+			for j, v := range dst {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					mu.Lock()
+					if i < bad {
+						bad, badCol = i, j
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}
+	})
+	if bad < n {
+		return nil, argErr("vector row %d, value %d is %v", bad, badCol, x[bad*d+badCol])
+	}
+	return x, nil
 }
 
 // builder holds the vectors and the adjacency being built.
@@ -183,6 +311,11 @@ type builder struct {
 	n, d, r int
 	alpha2  float32 // Alpha^2: distances here are squared
 	adj     []uint32
+	// dist[i*r+k] is the squared distance from row i to its neighbour
+	// adj[i*r+k], as l2(row i, that row) measured it: a neighbour's
+	// distance is measured once, not again when a list is merged (the
+	// measure is symmetric to the bit, the same float ops on -x as on x).
+	dist    []float32
 	entry   uint32
 	reps    []uint32 // each anchor's starting rows (nearestRows), noEdge past a short list's
 	perList int      // starting rows an anchor
@@ -226,10 +359,11 @@ func (e exactScorer) scores(ids []uint32, out []float32) {
 // set writes row i's neighbours.
 func (b *builder) set(i uint32, kept []pair) {
 	nb := b.adj[int(i)*b.r : int(i+1)*b.r]
+	nd := b.dist[int(i)*b.r : int(i+1)*b.r]
 	for k := range nb {
-		nb[k] = noEdge
+		nb[k], nd[k] = noEdge, 0
 		if k < len(kept) {
-			nb[k] = kept[k].id
+			nb[k], nd[k] = kept[k].id, kept[k].dist
 		}
 	}
 }
@@ -246,6 +380,7 @@ func (b *builder) candidates(ctx context.Context, ix *index.Index, opt BuildOpti
 			return
 		}
 		var h maxHeap
+		var buf []pair
 		m := b.meter()
 		for i := lo; i < hi; i++ {
 			h = h[:0]
@@ -257,24 +392,20 @@ func (b *builder) candidates(ctx context.Context, ix *index.Index, opt BuildOpti
 					mu.Unlock()
 					return
 				}
-				for _, hit := range hits {
-					if hit.ID != i {
-						h = append(h, pair{m.dist(uint32(i), uint32(hit.ID)), uint32(hit.ID)})
-					}
+				cands[i] = m.measure(uint32(i), hits, &buf)
+				continue
+			}
+			xi := b.row(uint32(i))
+			for j := range b.n {
+				if j == i {
+					continue
 				}
-			} else {
-				xi := b.row(uint32(i))
-				for j := range b.n {
-					if j == i {
-						continue
-					}
-					p := pair{m.l2(xi, b.row(uint32(j))), uint32(j)}
-					switch {
-					case len(h) < k:
-						h.push(p)
-					case less(p, h[0]):
-						h.replaceTop(p)
-					}
+				p := pair{m.l2(xi, b.row(uint32(j))), uint32(j)}
+				switch {
+				case len(h) < k:
+					h.push(p)
+				case less(p, h[0]):
+					h.replaceTop(p)
 				}
 			}
 			c := slices.Clone(h)
@@ -284,6 +415,89 @@ func (b *builder) candidates(ctx context.Context, ix *index.Index, opt BuildOpti
 	})
 	if failed != nil {
 		return nil, fmt.Errorf("graph: candidates from the index's search: %w", failed)
+	}
+	return cands, ctx.Err()
+}
+
+// measure returns row i's candidates from the hits of its search: every
+// hit but i itself, by exact distance, nearest first (ties by row). buf
+// is scratch.
+func (m meter) measure(i uint32, hits []index.Hit, buf *[]pair) []pair {
+	*buf = (*buf)[:0]
+	for _, hit := range hits {
+		if uint32(hit.ID) != i {
+			*buf = append(*buf, pair{m.dist(i, uint32(hit.ID)), uint32(hit.ID)})
+		}
+	}
+	c := slices.Clone(*buf)
+	slices.SortFunc(c, comparePairs)
+	return c
+}
+
+// floatRows are rows of float32 in memory, row after row.
+type floatRows struct {
+	x []float32
+	d int
+}
+
+func (r floatRows) Len() int { return len(r.x) / r.d }
+func (r floatRows) Dim() int { return r.d }
+func (r floatRows) Row(i int, dst []float32) []float32 {
+	return append(dst[:0], r.x[i*r.d:(i+1)*r.d]...)
+}
+
+// batchCandidates is candidates from s (BuildOptions.Searcher): every
+// row searched for as a query, candidateBatch rows a batch, a batch
+// searched while the one before is measured on all cores.
+func (b *builder) batchCandidates(ctx context.Context, s BatchSearcher, opt BuildOptions, times *BuildTimes) ([][]pair, error) {
+	k := min(opt.Candidates, b.n-1)
+	sopt := index.SearchOptions{K: k + 1, NProbe: opt.NProbe}
+	cands := make([][]pair, b.n)
+	type found struct {
+		hits [][]index.Hit
+		err  error
+		took time.Duration
+	}
+	search := func(lo int) chan found {
+		ch := make(chan found, 1)
+		go func() {
+			start := time.Now()
+			hi := min(lo+candidateBatch, b.n)
+			hits, err := s.SearchBatch(ctx, floatRows{b.x[lo*b.d : hi*b.d], b.d}, sopt)
+			if err == nil && len(hits) != hi-lo {
+				err = fmt.Errorf("%d queries, %d answers", hi-lo, len(hits))
+			}
+			if err != nil {
+				err = fmt.Errorf("graph: candidates of rows %d to %d from the search: %w", lo, hi-1, err)
+			}
+			ch <- found{hits, err, time.Since(start)}
+		}()
+		return ch
+	}
+	next := search(0)
+	for lo := 0; lo < b.n; lo += candidateBatch {
+		wait := time.Now()
+		f := <-next
+		times.Wait += time.Since(wait)
+		times.Search += f.took
+		if f.err != nil {
+			return nil, f.err
+		}
+		next = nil
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if lo+candidateBatch < b.n {
+			next = search(lo + candidateBatch)
+		}
+		par.For(len(f.hits), 16, func(from, to int) {
+			m := b.meter()
+			var buf []pair
+			for t := from; t < to; t++ {
+				i := lo + t
+				cands[i] = m.measure(uint32(i), f.hits[t], &buf)
+			}
+		})
 	}
 	return cands, ctx.Err()
 }
@@ -325,24 +539,182 @@ func (m meter) prune(p uint32, cands []pair, kept []pair) []pair {
 }
 
 // medoid is the row nearest the mean of the rows (the lowest on ties).
+// On all cores: the mean by blocks of dimensions, each summed over the
+// rows in row order (the sums a loop over the rows makes), the nearest
+// row by blocks of rows, the blocks' best taken in order.
 func (b *builder) medoid() uint32 {
-	mean := make([]float64, b.d)
-	for i := range b.n {
-		for j, v := range b.row(uint32(i)) {
-			mean[j] += float64(v)
-		}
-	}
 	m := make([]float32, b.d)
-	for j := range m {
-		m[j] = float32(mean[j] / float64(b.n))
+	par.For(b.d, 16, func(lo, hi int) {
+		mean := make([]float64, hi-lo)
+		for i := range b.n {
+			for j, v := range b.row(uint32(i))[lo:hi] {
+				mean[j] += float64(v)
+			}
+		}
+		for j, s := range mean {
+			m[lo+j] = float32(s / float64(b.n))
+		}
+	})
+	const block = 4096
+	type best struct {
+		i uint32
+		d float32
 	}
-	best, bd := uint32(0), float32(math.Inf(1))
-	for i := range b.n {
-		if dd := vec.L2(m, b.row(uint32(i))); dd < bd {
-			best, bd = uint32(i), dd
+	bests := make([]best, (b.n+block-1)/block)
+	par.For(b.n, block, func(lo, hi int) {
+		bb := best{uint32(lo), float32(math.Inf(1))}
+		for i := lo; i < hi; i++ {
+			if dd := vec.L2(m, b.row(uint32(i))); dd < bb.d {
+				bb = best{uint32(i), dd}
+			}
+		}
+		bests[lo/block] = bb
+	})
+	top := best{0, float32(math.Inf(1))}
+	for _, bb := range bests {
+		if bb.d < top.d {
+			top = bb
 		}
 	}
-	return best
+	return top.i
+}
+
+// nearestAnchors sets b.assign[i] to the anchor nearest row i by vec.L2
+// (the lowest on ties): the anchor a loop measuring every anchor finds,
+// with fewer anchors measured.
+//
+//   - The triangle inequality: with a0 = hint(i) (the row's list in the
+//     index, most often its nearest anchor), an anchor a with
+//     |a - a0| > 2 |x - a0| is farther from x than a0 is. The bound is
+//     taken with a margin of 1 % (and 1e-12), far beyond the rounding of
+//     float32 sums over any dimension below about 10^5, so that an anchor
+//     passed over is farther by the computed distances too. Up to
+//     triangleMost anchors left are measured.
+//   - Else (anchors close together against the row's distance to them,
+//     as in high dimensions) every anchor's distance is screened from the
+//     dot products (vec.Panels, a blocked kernel): |x|^2 + |a|^2 -
+//     2<x, a>, off from the exact distance by at most about
+//     d * 2^-24 * |x| |a| (float32 sums, any order), and vec.L2 by at most
+//     d * 2^-24 of it. Anchors whose screened distance, less twice that
+//     bound, is above the least one plus twice the bound cannot be the
+//     nearest; the others are measured.
+//
+// Past 8,192 anchors (the table of their distances would pass 256 MB) only
+// the screen is used.
+func (b *builder) nearestAnchors(anchors []float32, hint func(i int) int) {
+	m, d := len(anchors)/b.d, b.d
+	b.assign = make([]uint32, b.n)
+	var between []float32 // anchor a's distance to c at a*m+c
+	var order []int32     // anchor a's others nearest first at a*m..
+	if m <= 8192 {
+		between, order = make([]float32, m*m), make([]int32, m*m)
+		par.For(m, 8, func(lo, hi int) {
+			for a := lo; a < hi; a++ {
+				for c := range a {
+					dd := float32(math.Sqrt(float64(vec.L2(anchors[a*d:(a+1)*d], anchors[c*d:(c+1)*d]))))
+					between[a*m+c], between[c*m+a] = dd, dd
+				}
+			}
+		})
+		par.For(m, 8, func(lo, hi int) {
+			for a := lo; a < hi; a++ {
+				o, dist := order[a*m:(a+1)*m], between[a*m:(a+1)*m]
+				for c := range o {
+					o[c] = int32(c)
+				}
+				slices.SortFunc(o, func(x, y int32) int {
+					if c := cmp.Compare(dist[x], dist[y]); c != 0 {
+						return c
+					}
+					return cmp.Compare(x, y)
+				})
+			}
+		})
+	}
+	norms := make([]float64, m) // |a|^2
+	for a := range m {
+		for _, v := range anchors[a*d : (a+1)*d] {
+			norms[a] += float64(v) * float64(v)
+		}
+	}
+	panels := vec.NewPanels(anchors, m, d)
+	stride := panels.Stride()
+	// gamma bounds the relative rounding of a float32 sum of d products
+	// (and of the differences squared), twice over.
+	gamma := 2 * float64(d+8) / (1 << 24)
+	const triangleMost = 16
+	const block = 64
+	par.For(b.n, block, func(lo, hi int) {
+		var screen []int // rows of the block left to the screen
+		measure := func(i, a int, best *int, bd *float32) {
+			if dd := vec.L2(anchors[a*d:(a+1)*d], b.row(uint32(i))); dd < *bd || dd == *bd && a < *best {
+				*best, *bd = a, dd
+			}
+		}
+		for i := lo; i < hi; i++ {
+			if order == nil {
+				screen = append(screen, i)
+				continue
+			}
+			x := b.row(uint32(i))
+			a0 := hint(i)
+			if a0 < 0 || a0 >= m {
+				a0 = 0
+			}
+			limit := 2*math.Sqrt(float64(vec.L2(anchors[a0*d:(a0+1)*d], x)))*1.01 + 1e-12
+			near := order[a0*m : (a0+1)*m]
+			k := 0
+			for k < len(near) && k <= triangleMost && float64(between[a0*m+int(near[k])]) <= limit {
+				k++
+			}
+			if k > triangleMost {
+				screen = append(screen, i)
+				continue
+			}
+			best, bd := 0, float32(math.Inf(1))
+			for _, c := range near[:k] {
+				measure(i, int(c), &best, &bd)
+			}
+			b.assign[i] = uint32(best)
+		}
+		if len(screen) == 0 {
+			return
+		}
+		rows := (len(screen) + 3) &^ 3
+		xs := make([]float32, rows*d)
+		for k, i := range screen {
+			copy(xs[k*d:(k+1)*d], b.row(uint32(i)))
+		}
+		dots := make([]float32, rows*stride)
+		panels.DotsBlock(xs, dots)
+		approx := make([]float64, m)
+		for k, i := range screen {
+			var xx float64
+			for _, v := range b.row(uint32(i)) {
+				xx += float64(v) * float64(v)
+			}
+			nx := math.Sqrt(xx)
+			upper := math.Inf(1)
+			for a := range m {
+				approx[a] = xx + norms[a] - 2*float64(dots[k*stride+a])
+				upper = min(upper, approx[a]+2*gamma*nx*math.Sqrt(norms[a]))
+			}
+			upper = upper*(1+gamma) + 1e-30
+			best, bd := 0, float32(math.Inf(1))
+			if math.IsNaN(upper) || math.IsInf(upper, 0) {
+				for a := range m {
+					measure(i, a, &best, &bd)
+				}
+			} else {
+				for a := range m {
+					if (approx[a]-2*gamma*nx*math.Sqrt(norms[a]))*(1-gamma) <= upper {
+						measure(i, a, &best, &bd)
+					}
+				}
+			}
+			b.assign[i] = uint32(best)
+		}
+	})
 }
 
 // nearestRows notes each row's nearest anchor, where its refinement
@@ -350,19 +722,12 @@ func (b *builder) medoid() uint32 {
 // the anchor (the lowest on ties; of all rows when its list is empty),
 // then each time the row of its list farthest from the rows picked
 // (the lowest on ties), noEdge past the list's rows.
-func (b *builder) nearestRows(anchors []float32, k int) []uint32 {
+func (b *builder) nearestRows(nodes *nodeCodes, k int) []uint32 {
+	anchors := nodes.anchors
 	m := len(anchors) / b.d
-	b.assign = make([]uint32, b.n)
-	par.For(b.n, 256, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			best, bd := 0, float32(math.Inf(1))
-			for a := range m {
-				if dd := vec.L2(anchors[a*b.d:(a+1)*b.d], b.row(uint32(i))); dd < bd {
-					best, bd = a, dd
-				}
-			}
-			b.assign[i] = uint32(best)
-		}
+	b.nearestAnchors(anchors, func(i int) int {
+		_, _, a := nodes.scalars(nodes.data[i*nodes.stride : (i+1)*nodes.stride])
+		return int(a)
 	})
 	lists := make([][]uint32, m)
 	for i, a := range b.assign {
@@ -421,38 +786,59 @@ func (b *builder) nearestRows(anchors []float32, k int) []uint32 {
 }
 
 // addReverse gives every row q the edges p -> q pointing to it, pruning
-// again where that passes r neighbours. Incoming edges are gathered in
-// row order, and each row is then settled on its own: the same graph on
-// any number of cores.
+// again where that passes r neighbours. Each row is settled on its own,
+// its neighbours and incoming edges sorted by distance then row: the
+// order incoming edges are gathered in does not matter, and the graph is
+// the same on any number of cores.
 func (b *builder) addReverse() {
-	in := make([][]uint32, b.n)
-	for p := range b.n {
-		for _, q := range b.adj[p*b.r : (p+1)*b.r] {
-			if q == noEdge {
-				break
-			}
-			if !slices.Contains(b.adj[int(q)*b.r:int(q+1)*b.r], uint32(p)) {
-				in[q] = append(in[q], uint32(p))
+	// Incoming edges on all cores: each row's count, then their places
+	// (offs) and the rows, in whatever order the workers come.
+	need := make([]bool, len(b.adj))
+	count := make([]atomic.Int32, b.n)
+	par.For(b.n, 256, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			for k, q := range b.adj[p*b.r : (p+1)*b.r] {
+				if q == noEdge {
+					break
+				}
+				if !slices.Contains(b.adj[int(q)*b.r:int(q+1)*b.r], uint32(p)) {
+					need[p*b.r+k] = true
+					count[q].Add(1)
+				}
 			}
 		}
+	})
+	offs := make([]int, b.n+1)
+	for q := range b.n {
+		offs[q+1] = offs[q] + int(count[q].Load())
+		count[q].Store(0)
 	}
+	flat := make([]pair, offs[b.n])
+	par.For(b.n, 256, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			for k, q := range b.adj[p*b.r : (p+1)*b.r] {
+				if need[p*b.r+k] {
+					flat[offs[q]+int(count[q].Add(1))-1] = pair{b.dist[p*b.r+k], uint32(p)}
+				}
+			}
+		}
+	})
+	in := func(q int) []pair { return flat[offs[q]:offs[q+1]] }
 	par.For(b.n, 64, func(lo, hi int) {
 		var merged, kept []pair
 		m := b.meter()
 		for q := lo; q < hi; q++ {
-			if len(in[q]) == 0 {
+			if len(in(q)) == 0 {
 				continue
 			}
 			merged = merged[:0]
-			for _, v := range b.adj[q*b.r : (q+1)*b.r] {
+			for k, v := range b.adj[q*b.r : (q+1)*b.r] {
 				if v == noEdge {
 					break
 				}
-				merged = append(merged, pair{m.dist(uint32(q), v), v})
+				merged = append(merged, pair{b.dist[q*b.r+k], v})
 			}
-			for _, v := range in[q] {
-				merged = append(merged, pair{m.dist(uint32(q), v), v})
-			}
+			merged = append(merged, in(q)...)
 			slices.SortFunc(merged, comparePairs)
 			if len(merged) <= b.r {
 				b.set(uint32(q), merged)
@@ -470,7 +856,7 @@ func (b *builder) addReverse() {
 // together, so the order rows are taken in does not matter. Once ctx is
 // done the rows left are skipped (Build then returns ctx's error).
 func (b *builder) refine(ctx context.Context, ef int) {
-	next := make([]uint32, len(b.adj))
+	next, nextDist := make([]uint32, len(b.adj)), make([]float32, len(b.adj))
 	pool := sync.Pool{New: func() any { return newBeam(b.n) }}
 	par.For(b.n, 16, func(lo, hi int) {
 		if ctx.Err() != nil {
@@ -484,33 +870,43 @@ func (b *builder) refine(ctx context.Context, ef int) {
 			xp := b.row(uint32(p))
 			bm.search(slots{b.adj, b.r}, b.reps[int(b.assign[p])*b.perList], ef, exactScorer{m, xp}, true)
 			merged = append(merged[:0], bm.expanded...)
-			for _, v := range b.adj[p*b.r : (p+1)*b.r] {
+			for k, v := range b.adj[p*b.r : (p+1)*b.r] {
 				if v == noEdge {
 					break
 				}
-				merged = append(merged, pair{m.dist(uint32(p), v), v})
+				merged = append(merged, pair{b.dist[p*b.r+k], v})
 			}
 			slices.SortFunc(merged, comparePairs)
 			merged = slices.CompactFunc(merged, func(a, c pair) bool { return a.id == c.id })
 			kept = m.prune(uint32(p), merged, kept[:0])
-			nb := next[p*b.r : (p+1)*b.r]
+			nb, nd := next[p*b.r:(p+1)*b.r], nextDist[p*b.r:(p+1)*b.r]
 			for k := range nb {
-				nb[k] = noEdge
+				nb[k], nd[k] = noEdge, 0
 				if k < len(kept) {
-					nb[k] = kept[k].id
+					nb[k], nd[k] = kept[k].id, kept[k].dist
 				}
 			}
 		}
 	})
-	b.adj = next
+	b.adj, b.dist = next, nextDist
 }
 
-// connect makes every row reachable from the entry: a row the walk from
+// connect makes every row reachable from the entry. A row the walk from
 // the entry misses gets an edge from the nearest of its candidates that
-// is reached (into a free slot, else in place of that row's farthest
-// neighbour), and the walk goes on from it; rounds repeat until every row
-// is reached, as a replaced edge may cut another row off.
-func (b *builder) connect(cands [][]pair) {
+// is reached, else from the entry, into a free slot, else in place of
+// that row's farthest neighbour, and the walk goes on from it; rounds
+// repeat until every row is reached, as a replaced edge may cut another
+// row off. Where that first round leaves rows unreached (where clusters
+// lie far apart, every cluster's rows had only the entry to link from,
+// each in place of the last one's), the later rounds choose better: from
+// the row's reached candidates, then the rows a search from the entry for
+// it finds (BuildEf wide, exact distances, nearest first), the first that
+// has a free slot or a neighbour that another reached row also points to
+// (that edge is replaced, the farthest such); the edges added here are
+// not replaced. The walk from the entry goes breadth
+// first on all cores (reachedFrom); the rows it reaches are the same
+// whatever the order, and so is the graph.
+func (b *builder) connect(cands [][]pair, ef int) {
 	reached := make([]bool, b.n)
 	var stack []uint32
 	walk := func(from uint32) {
@@ -533,32 +929,149 @@ func (b *builder) connect(cands [][]pair) {
 			}
 		}
 	}
+	var (
+		bm     *beam
+		m      = b.meter()
+		indeg  []atomic.Int32   // edges from reached rows, at the round's start
+		added  = map[int]bool{} // slots (row*r + k) holding an edge added here
+		places []uint32
+	)
+	// slotFor is the slot of from an edge may take in a later round: a
+	// free one, else the farthest neighbour not added here that another
+	// reached row points to; -1 for none.
+	slotFor := func(from uint32) int {
+		nb := b.adj[int(from)*b.r : int(from+1)*b.r]
+		if k := slices.Index(nb, noEdge); k >= 0 {
+			return k
+		}
+		for k := b.r - 1; k >= 0; k-- {
+			if !added[int(from)*b.r+k] && indeg[nb[k]].Load() >= 2 {
+				return k
+			}
+		}
+		return -1
+	}
 	for round := 0; round < 100; round++ {
-		clear(reached)
-		walk(b.entry)
+		b.reachedFrom(b.entry, reached)
+		if round > 0 {
+			indeg = make([]atomic.Int32, b.n)
+			par.For(b.n, 1024, func(lo, hi int) {
+				for v := lo; v < hi; v++ {
+					if !reached[v] {
+						continue
+					}
+					for _, w := range b.adj[v*b.r : (v+1)*b.r] {
+						if w == noEdge {
+							break
+						}
+						indeg[w].Add(1)
+					}
+				}
+			})
+		}
 		all := true
 		for u := range b.n {
 			if reached[u] {
 				continue
 			}
 			all = false
-			from := b.entry
-			for _, c := range cands[u] {
-				if reached[c.id] {
-					from = c.id
-					break
+			from, slot := b.entry, -1
+			if round == 0 {
+				for _, c := range cands[u] {
+					if reached[c.id] {
+						from = c.id
+						break
+					}
 				}
+				nb := b.adj[int(from)*b.r : int(from+1)*b.r]
+				if slot = slices.Index(nb, noEdge); slot < 0 {
+					slot = b.r - 1
+				}
+			} else {
+				places = places[:0]
+				for _, c := range cands[u] {
+					if reached[c.id] {
+						places = append(places, c.id)
+					}
+				}
+				for _, p := range places {
+					if slot = slotFor(p); slot >= 0 {
+						from = p
+						break
+					}
+				}
+				if slot < 0 {
+					if bm == nil {
+						bm = newBeam(b.n)
+					}
+					bm.search(slots{b.adj, b.r}, b.entry, ef, exactScorer{m, b.row(uint32(u))}, false)
+					for _, p := range bm.pool {
+						if !reached[p.id] {
+							continue
+						}
+						places = append(places, p.id)
+						if slot < 0 {
+							if slot = slotFor(p.id); slot >= 0 {
+								from = p.id
+							}
+						}
+					}
+				}
+				if slot < 0 { // no place with room: the first, its last slot not added here
+					if len(places) > 0 {
+						from = places[0]
+					}
+					slot = b.r - 1
+					for slot > 0 && added[int(from)*b.r+slot] {
+						slot--
+					}
+				}
+				if old := b.adj[int(from)*b.r+slot]; old != noEdge {
+					indeg[old].Add(-1)
+				}
+				indeg[u].Add(1)
+				added[int(from)*b.r+slot] = true
 			}
-			nb := b.adj[int(from)*b.r : int(from+1)*b.r]
-			slot := slices.Index(nb, noEdge)
-			if slot < 0 {
-				slot = b.r - 1
-			}
-			nb[slot] = uint32(u)
+			b.adj[int(from)*b.r+slot] = uint32(u)
 			walk(uint32(u))
 		}
 		if all {
 			return
 		}
 	}
+}
+
+// reachedFrom sets reached[v] for every row v reached from row from, and
+// clears it for the others: a breadth-first walk, each level's rows
+// shared among the cores.
+func (b *builder) reachedFrom(from uint32, reached []bool) {
+	seen := make([]atomic.Bool, b.n)
+	seen[from].Store(true)
+	level := []uint32{from}
+	var mu sync.Mutex
+	for len(level) > 0 {
+		var next []uint32
+		par.For(len(level), 256, func(lo, hi int) {
+			var found []uint32
+			for _, v := range level[lo:hi] {
+				for _, w := range b.adj[int(v)*b.r : int(v+1)*b.r] {
+					if w == noEdge {
+						break
+					}
+					if !seen[w].Load() && seen[w].CompareAndSwap(false, true) {
+						found = append(found, w)
+					}
+				}
+			}
+			mu.Lock()
+			next = append(next, found...)
+			mu.Unlock()
+		})
+		level = next
+	}
+	par.For(b.n, 4096, func(lo, hi int) {
+		for v := lo; v < hi; v++ {
+			reached[v] = seen[v].Load()
+		}
+	})
 }

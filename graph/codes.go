@@ -7,6 +7,7 @@ import (
 
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -75,40 +76,53 @@ func newNodeCodes(ix *index.Index, decoded bool) (nodeCodes, error) {
 		nc.rot.Apply(rotAnchors[a*d : (a+1)*d])
 	}
 	params := ix.Params()
-	nc.data = make([]byte, ix.Len()*nc.stride)
+	n := ix.Len()
+	nc.data = make([]byte, n*nc.stride)
 	half := float64(int(1)<<b-1) / 2
-	seen := make([]bool, ix.Len())
+	seen := make([]bool, n)
+	// The codes come list by list, one at a time: each record takes its
+	// row's levels, its code's two float16 scalars where K goes and its
+	// list; K and B are worked out from those on all cores after.
 	err = ix.Codes(func(row, a int, code []byte) error {
 		if row < 0 || row >= len(seen) || seen[row] {
 			return fmt.Errorf("%w: graph: the index lists row %d twice or out of range", index.ErrCorrupt, row)
 		}
 		seen[row] = true
-		s := float64(math.Float32frombits(binary.LittleEndian.Uint32(params[a*4:])))
-		sqrtS := float32(math.Sqrt(s))
-		norm := float64(f16.ToFloat32(binary.LittleEndian.Uint16(code[packed:])) * float32(s))
-		beta := float64(f16.ToFloat32(binary.LittleEndian.Uint16(code[packed+2:])) * sqrtS)
-		anchor, pa := nc.anchors[a*d:(a+1)*d], rotAnchors[a*d:(a+1)*d]
-		var aa, pau, uu float64
-		for j := range d {
-			aa += float64(anchor[j]) * float64(anchor[j])
-			u := float64(level(code, j, b)) - half
-			pau += float64(pa[j]) * u
-			uu += u * u
-		}
-		k := aa + norm + 2*beta*pau
-		if decoded {
-			k = aa + 2*beta*pau + beta*beta*uu
-		}
 		rec := nc.data[row*nc.stride : (row+1)*nc.stride]
-		copy(rec, code[:packed])
-		binary.LittleEndian.PutUint32(rec[packed:], math.Float32bits(float32(k)))
-		binary.LittleEndian.PutUint32(rec[packed+4:], math.Float32bits(float32(beta)))
+		copy(rec, code[:packed+4])
 		binary.LittleEndian.PutUint32(rec[packed+8:], uint32(a))
 		return nil
 	})
 	if err != nil {
 		return nodeCodes{}, err
 	}
+	par.For(n, 256, func(lo, hi int) {
+		for row := lo; row < hi; row++ {
+			if !seen[row] {
+				continue
+			}
+			rec := nc.data[row*nc.stride : (row+1)*nc.stride]
+			a := int(binary.LittleEndian.Uint32(rec[packed+8:]))
+			s := float64(math.Float32frombits(binary.LittleEndian.Uint32(params[a*4:])))
+			sqrtS := float32(math.Sqrt(s))
+			norm := float64(f16.ToFloat32(binary.LittleEndian.Uint16(rec[packed:])) * float32(s))
+			beta := float64(f16.ToFloat32(binary.LittleEndian.Uint16(rec[packed+2:])) * sqrtS)
+			anchor, pa := nc.anchors[a*d:(a+1)*d], rotAnchors[a*d:(a+1)*d]
+			var aa, pau, uu float64
+			for j := range d {
+				aa += float64(anchor[j]) * float64(anchor[j])
+				u := float64(level(rec, j, b)) - half
+				pau += float64(pa[j]) * u
+				uu += u * u
+			}
+			k := aa + norm + 2*beta*pau
+			if decoded {
+				k = aa + 2*beta*pau + beta*beta*uu
+			}
+			binary.LittleEndian.PutUint32(rec[packed:], math.Float32bits(float32(k)))
+			binary.LittleEndian.PutUint32(rec[packed+4:], math.Float32bits(float32(beta)))
+		}
+	})
 	return nc, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
 )
 
@@ -38,37 +39,56 @@ type compactSlots struct {
 	w    int // bits.Len(n)
 }
 
-// compact lays s out as compactSlots for n rows; lists of 2^32 bits
-// (512 MiB) or more are an error, their block offsets being uint32.
+// compact lays s out as compactSlots for n rows, on all cores: blocks of
+// compactBlock rows, each coded on its own from bit 0, then put one
+// after another. Lists of 2^32 bits (512 MiB) or more are an error,
+// their block offsets being uint32.
 func compact(s slots, n int) (compactSlots, error) {
 	c := compactSlots{r: s.r, cb: bits.Len(uint(s.r)), w: bits.Len(uint(n))}
 	rows := len(s.ids) / s.r
 	c.offs = make([]uint32, (rows+compactRows-1)/compactRows)
-	var wr bitWriter
-	var ids []uint32
-	for i := range rows {
-		if i%compactRows == 0 {
-			c.offs[i/compactRows] = uint32(wr.bit) // checked below
+	const compactBlock = 64 * compactRows
+	blocks := make([]bitWriter, (rows+compactBlock-1)/compactBlock)
+	par.For(rows, compactBlock, func(lo, hi int) {
+		var wr bitWriter
+		var ids []uint32
+		for i := lo; i < hi; i++ {
+			if i%compactRows == 0 {
+				c.offs[i/compactRows] = uint32(wr.bit) // from the block's start, for now
+			}
+			ids = s.neighbours(ids[:0], uint32(i))
+			slices.Sort(ids)
+			wr.put(uint64(len(ids)), c.cb)
+			if len(ids) == 0 {
+				continue
+			}
+			var gmax uint32
+			for k := 1; k < len(ids); k++ {
+				gmax = max(gmax, ids[k]-ids[k-1]-1)
+			}
+			g := bits.Len32(gmax)
+			wr.put(uint64(g), gapBits)
+			wr.put(uint64(ids[0]), c.w)
+			for k := 1; k < len(ids); k++ {
+				wr.put(uint64(ids[k]-ids[k-1]-1), g)
+			}
 		}
-		ids = s.neighbours(ids[:0], uint32(i))
-		slices.Sort(ids)
-		wr.put(uint64(len(ids)), c.cb)
-		if len(ids) == 0 {
-			continue
-		}
-		var gmax uint32
-		for k := 1; k < len(ids); k++ {
-			gmax = max(gmax, ids[k]-ids[k-1]-1)
-		}
-		g := bits.Len32(gmax)
-		wr.put(uint64(g), gapBits)
-		wr.put(uint64(ids[0]), c.w)
-		for k := 1; k < len(ids); k++ {
-			wr.put(uint64(ids[k]-ids[k-1]-1), g)
-		}
+		blocks[lo/compactBlock] = wr
+	})
+	total := 0
+	for _, blk := range blocks {
+		total += blk.bit
 	}
-	if int64(wr.bit) >= 1<<32 {
-		return compactSlots{}, argErr("a compact adjacency of %d bytes: at most 512 MiB", (wr.bit+7)/8)
+	if int64(total) >= 1<<32 {
+		return compactSlots{}, argErr("a compact adjacency of %d bytes: at most 512 MiB", (total+7)/8)
+	}
+	wr := bitWriter{data: make([]byte, 0, total/8+16)}
+	for k, blk := range blocks {
+		start := wr.bit
+		for i := k * compactBlock / compactRows; i < min((k+1)*compactBlock/compactRows, len(c.offs)); i++ {
+			c.offs[i] += uint32(start)
+		}
+		wr.appendBits(blk.data, blk.bit)
 	}
 	c.data = append(wr.data[:(wr.bit+7)/8], make([]byte, 8)...)
 	return c, nil
@@ -88,6 +108,16 @@ func (w *bitWriter) put(v uint64, n int) {
 	word := binary.LittleEndian.Uint64(w.data[at:])
 	binary.LittleEndian.PutUint64(w.data[at:], word|v<<(w.bit%8))
 	w.bit += n
+}
+
+// appendBits appends the first n bits of src (least significant first).
+func (w *bitWriter) appendBits(src []byte, n int) {
+	for at := 0; at < n; at += 32 {
+		k := min(32, n-at)
+		var b [4]byte
+		copy(b[:], src[at/8:])
+		w.put(uint64(binary.LittleEndian.Uint32(b[:]))&(1<<k-1), k)
+	}
 }
 
 // field reads n <= 32 bits at bit.

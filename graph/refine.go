@@ -7,6 +7,7 @@ import (
 
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -74,48 +75,50 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 	}
 	nc.data = make([]byte, n*nc.stride)
 	rc.data = make([]byte, n*rc.stride)
-	r := make([]float32, d)
-	levels := make([]uint8, d)
 	halfL := float64(int(1)<<b-1) / 2
 	// The b-bit code's K and B and the 4-bit code's, each row's; the
 	// 4-bit ones are stored as levels of each list's range (scales).
 	type consts struct{ k, beta, k4, b4 float64 }
 	cs := make([]consts, n)
-	for i := range n {
-		a := list[i]
-		anchor, pa := nc.anchors[a*d:(a+1)*d], rotAnchors[a*d:(a+1)*d]
-		for j := range d {
-			r[j] = rows[i*d+j] - anchor[j]
-		}
-		nc.rot.Apply(r)
-		ur := code.Levels(levels, r)
-		var rr, aa, pau, u4r, pau4 float64
-		rec := nc.data[i*nc.stride : (i+1)*nc.stride]
-		lo := rc.data[i*rc.stride : (i+1)*rc.stride]
-		for j, l := range levels {
-			v, pj := float64(r[j]), float64(pa[j])
-			rr += v * v
-			aa += float64(anchor[j]) * float64(anchor[j])
-			u := float64(l) - halfL
-			pau += pj * u
-			h := l >> s
-			u4 := float64(h) - 7.5
-			u4r += u4 * v
-			pau4 += pj * u4
-			rec[j/2] |= h << (4 * (j % 2))
-			for k := range s {
-				lo[k*rc.packed/s+j/8] |= (l >> k & 1) << (j % 8)
+	par.For(n, 64, func(from, to int) {
+		r := make([]float32, d)
+		levels := make([]uint8, d)
+		for i := from; i < to; i++ {
+			a := list[i]
+			anchor, pa := nc.anchors[a*d:(a+1)*d], rotAnchors[a*d:(a+1)*d]
+			for j := range d {
+				r[j] = rows[i*d+j] - anchor[j]
 			}
+			nc.rot.Apply(r)
+			ur := code.Levels(levels, r)
+			var rr, aa, pau, u4r, pau4 float64
+			rec := nc.data[i*nc.stride : (i+1)*nc.stride]
+			lo := rc.data[i*rc.stride : (i+1)*rc.stride]
+			for j, l := range levels {
+				v, pj := float64(r[j]), float64(pa[j])
+				rr += v * v
+				aa += float64(anchor[j]) * float64(anchor[j])
+				u := float64(l) - halfL
+				pau += pj * u
+				h := l >> s
+				u4 := float64(h) - 7.5
+				u4r += u4 * v
+				pau4 += pj * u4
+				rec[j/2] |= h << (4 * (j % 2))
+				for k := range s {
+					lo[k*rc.packed/s+j/8] |= (l >> k & 1) << (j % 8)
+				}
+			}
+			var beta, beta4 float64
+			if ur > 0 {
+				beta = rr / ur
+			}
+			if u4r > 0 {
+				beta4 = rr / u4r
+			}
+			cs[i] = consts{k: aa + rr + 2*beta*pau, beta: beta, k4: aa + rr + 2*beta4*pau4, b4: beta4}
 		}
-		var beta, beta4 float64
-		if ur > 0 {
-			beta = rr / ur
-		}
-		if u4r > 0 {
-			beta4 = rr / u4r
-		}
-		cs[i] = consts{k: aa + rr + 2*beta*pau, beta: beta, k4: aa + rr + 2*beta4*pau4, b4: beta4}
-	}
+	})
 	kMin, kMax, bMax := make([]float64, m), make([]float64, m), make([]float64, m)
 	for a := range m {
 		kMin[a], kMax[a] = math.Inf(1), math.Inf(-1)
@@ -132,26 +135,28 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 		nc.scales[3*a+2] = float32(bMax[a] / 65535)
 	}
 	le := binary.LittleEndian
-	for i, c := range cs {
-		a := list[i]
-		rec := nc.data[i*nc.stride : (i+1)*nc.stride]
-		lo := rc.data[i*rc.stride : (i+1)*rc.stride]
-		sc := nc.scales[3*a : 3*a+3]
-		le.PutUint16(rec[nc.packed:], level16(c.k4-float64(sc[0]), sc[1], false))
-		le.PutUint16(rec[nc.packed+2:], level16(c.b4, sc[2], c.b4 > 0))
-		if nc.listBytes == 2 {
-			le.PutUint16(rec[nc.packed+4:], uint16(a))
-		} else {
-			le.PutUint32(rec[nc.packed+4:], uint32(a))
+	par.For(n, 256, func(from, to int) {
+		for i := from; i < to; i++ {
+			c, a := cs[i], list[i]
+			rec := nc.data[i*nc.stride : (i+1)*nc.stride]
+			lo := rc.data[i*rc.stride : (i+1)*rc.stride]
+			sc := nc.scales[3*a : 3*a+3]
+			le.PutUint16(rec[nc.packed:], level16(c.k4-float64(sc[0]), sc[1], false))
+			le.PutUint16(rec[nc.packed+2:], level16(c.b4, sc[2], c.b4 > 0))
+			if nc.listBytes == 2 {
+				le.PutUint16(rec[nc.packed+4:], uint16(a))
+			} else {
+				le.PutUint32(rec[nc.packed+4:], uint32(a))
+			}
+			k4, b4, _ := nc.scalars(rec)
+			var ratio float64
+			if b4 != 0 {
+				ratio = c.beta*float64(rc.scale)/float64(b4) - 1
+			}
+			le.PutUint16(lo[rc.packed:], f16.FromFloat32(float32(c.k-float64(k4))))
+			le.PutUint16(lo[rc.packed+2:], f16.FromFloat32(float32(max(-65504, min(65504, ratio)))))
 		}
-		k4, b4, _ := nc.scalars(rec)
-		var ratio float64
-		if b4 != 0 {
-			ratio = c.beta*float64(rc.scale)/float64(b4) - 1
-		}
-		le.PutUint16(lo[rc.packed:], f16.FromFloat32(float32(c.k-float64(k4))))
-		le.PutUint16(lo[rc.packed+2:], f16.FromFloat32(float32(max(-65504, min(65504, ratio)))))
-	}
+	})
 	return nc, rc, nil
 }
 

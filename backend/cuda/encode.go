@@ -76,7 +76,7 @@ func (s *dataset) EncodeRotatedStream(l device.RotatedLayout, anchors []float32,
 			slist[a] = device.RotatedScale(v)
 			binary32(params[a*4:], slist[a])
 		}
-		return s.encodeEntries(&tmp, l, anch, idb, n, slist, codes, ready)
+		return s.encodeEntries(&tmp, l, anch, idb, n, slist, codes, nil, ready)
 	})
 }
 
@@ -109,14 +109,14 @@ func (s *dataset) RotatedListMax(l device.RotatedLayout, anchors []float32, ids 
 
 // EncodeRotatedShare is the second phase of a share's encode:
 // vlc_rot_encode over the entries ids (rows of the share), in runs as
-// EncodeRotatedStream.
-func (s *dataset) EncodeRotatedShare(l device.RotatedLayout, anchors []float32, ids []uint32, slist []float32, codes []byte, ready func(lo, hi int)) error {
+// EncodeRotatedStream, each entry's code copied back to its place.
+func (s *dataset) EncodeRotatedShare(l device.RotatedLayout, anchors []float32, ids []uint32, slist []float32, codes []byte, places []uint32, ready func(lo, hi int)) error {
 	m, n := len(slist), len(ids)
 	if err := s.encodable(l, anchors, m); err != nil {
 		return err
 	}
-	if len(codes) != n*l.CodeBytes() {
-		return fmt.Errorf("cuda: encode: %d code bytes for %d entries", len(codes), n)
+	if err := checkPlaces(codes, places, n, l.CodeBytes()); err != nil {
+		return err
 	}
 	if err := s.ownRows(ids); err != nil {
 		return err
@@ -131,8 +131,36 @@ func (s *dataset) EncodeRotatedShare(l device.RotatedLayout, anchors []float32, 
 		if err != nil {
 			return err
 		}
-		return s.encodeEntries(&tmp, l, anch, idb, n, slist, codes, ready)
+		return s.encodeEntries(&tmp, l, anch, idb, n, slist, codes, places, ready)
 	})
+}
+
+// checkPlaces checks that codes holds n entry codes of cb bytes, or,
+// with places, a code at each of the n places.
+func checkPlaces(codes []byte, places []uint32, n, cb int) error {
+	if places == nil {
+		if len(codes) != n*cb {
+			return fmt.Errorf("cuda: encode: %d code bytes for %d entries", len(codes), n)
+		}
+		return nil
+	}
+	if len(places) != n {
+		return fmt.Errorf("cuda: encode: %d places for %d entries", len(places), n)
+	}
+	var bad atomic.Int64
+	bad.Store(-1)
+	par.For(n, 1<<16, func(lo, hi int) {
+		for e := lo; e < hi; e++ {
+			if (int(places[e])+1)*cb > len(codes) {
+				bad.CompareAndSwap(-1, int64(e))
+				return
+			}
+		}
+	})
+	if e := bad.Load(); e >= 0 {
+		return fmt.Errorf("cuda: encode: entry %d's place %d is past the %d codes", e, places[e], len(codes)/cb)
+	}
+	return nil
 }
 
 // encodable checks what both phases need: m anchors of the points'
@@ -218,9 +246,9 @@ func (s *dataset) listMax(tmp *jobBufs, anch, idb uint64, n int, lmax []float64)
 
 // encodeEntries writes the codes of the n (at least one) entries idb
 // against the list parameters slist (vlc_rot_encode), entry e at
-// codes[e*CodeBytes:], in runs handed to ready (nil: none) as they come
-// back. On the worker.
-func (s *dataset) encodeEntries(tmp *jobBufs, l device.RotatedLayout, anch, idb uint64, n int, slist []float32, codes []byte, ready func(lo, hi int)) error {
+// codes[places[e]*CodeBytes:] (places nil: codes[e*CodeBytes:]), in runs
+// handed to ready (nil: none) as they come back. On the worker.
+func (s *dataset) encodeEntries(tmp *jobBufs, l device.RotatedLayout, anch, idb uint64, n int, slist []float32, codes []byte, places []uint32, ready func(lo, hi int)) error {
 	dev, d, m, cb := s.dev, s.d, len(slist), l.CodeBytes()
 	threads := min(n, dev.encodePerSM*dev.info.SMs)
 	grid := (threads + encodeBlock - 1) / encodeBlock
@@ -348,9 +376,12 @@ func (s *dataset) encodeEntries(tmp *jobBufs, l device.RotatedLayout, anch, idb 
 			}
 			par.For(chi-clo, 4096, func(a, b int) {
 				for e := clo + a; e < clo+b; e++ {
-					k := e - clo
-					copy(codes[e*cb:], stage[k*l.Packed:(k+1)*l.Packed])
-					copy(codes[e*cb+l.Packed:(e+1)*cb], cs[4*e:4*e+4])
+					k, at := e-clo, e
+					if places != nil {
+						at = int(places[e])
+					}
+					copy(codes[at*cb:], stage[k*l.Packed:(k+1)*l.Packed])
+					copy(codes[at*cb+l.Packed:(at+1)*cb], cs[4*e:4*e+4])
 				}
 			})
 		}

@@ -6,17 +6,20 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/graph"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/errs"
 )
 
-// runGraph is vlc graph: a graph built over an index's rows on the CPU
-// and written into the index file (section GRPH), replacing the file
-// atomically.
+// runGraph is vlc graph: a graph built over an index's rows and written
+// into the index file (section GRPH), replacing the file atomically. With
+// -backend the candidates come from the index's search on a GPU (one
+// batched search of every row); the rest of the build runs on the CPU.
 func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
 	base := fs.String("base", "", "the vectors `file` the index was built from (.f16, .npy or .fvecs), row for row: the graph's neighbours are chosen by their exact distances")
@@ -25,8 +28,15 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nprobe := fs.Int("nprobe", 8, "find each row's candidate neighbours with the index's own search of this many lists (0: measure every pair of rows, n^2 distances)")
 	bits := fs.Int("bits", 0, "a split code: the graph codes every row itself at this many bits (5 to 8) against the index's anchors and rotation, walks by the top 4 bits of each level and scores its best rows again by all of them (0: the index's own codes)")
 	compact := fs.Bool("compact", false, "store each row's neighbours sorted and delta-coded in the fewest bits its gaps need, rather than in -degree slots of fixed width")
+	candidates := fs.Int("candidates", 0, "candidate neighbours a row's first neighbours are pruned from (0: twice -degree)")
+	passes := fs.Int("passes", 1, "passes that choose every row's neighbours again from a search of the graph so far (0: none, the pruned candidates alone)")
+	var sf searchFlags
+	fs.StringVar(&sf.backend, "backend", "cpu", "where to search for the candidates: cpu, or a GPU (cuda, webgpu) holding the index in its memory, every row a query of one batched search, or auto (cuda, then webgpu, then cpu); the rest of the build runs on the CPU")
+	fs.StringVar(&sf.devices, "devices", "", "with -backend, spread the index over several devices of the backend: all, or device numbers such as 0,1")
+	fs.StringVar(&sf.spread, "spread", "queries", "with -devices, how the index is spread over them: queries (each device the whole index, a share of each batch) or lists (each device a share of the lists)")
 	out := fs.String("o", "", "write the index with its graph to `file` (default: replace INDEX)")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
+	progress := fs.Bool("progress", false, "print each stage of the build on stderr as it ends (an index file)")
 	segment := fs.Int("segment", 0, "for a store: the segment (as vlc info lists them, from 0, the trained one) to build a graph for, committed as a new segment file; -base is then read by id (row i: the vector of id i)")
 	at := fs.Int("at", 0, "instead of -base: set the store's policy (an index file becomes a store) to give every segment of at least this many live rows a graph, built in the background from the rows' decoded vectors after merges and writes, with -degree, -alpha and -nprobe; the due graphs are built now. 0 turns the policy off")
 	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
@@ -54,6 +64,21 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: -alpha %v: want a number of at least 1", errs.ErrArgument, *alpha)
 	case *nprobe < 0:
 		return fmt.Errorf("%w: -nprobe %d: want 0 or more", errs.ErrArgument, *nprobe)
+	case *candidates < 0 || *candidates > device.MaxKeep-1:
+		return fmt.Errorf("%w: -candidates %d: want 0 (twice -degree) to %d", errs.ErrArgument, *candidates, device.MaxKeep-1)
+	case *passes < 0:
+		return fmt.Errorf("%w: -passes %d: want 0 (none) or more", errs.ErrArgument, *passes)
+	}
+	if err := sf.checkDevices(); err != nil {
+		return err
+	}
+	onGPU := sf.backend != "cpu" && sf.backend != ""
+	if onGPU && *nprobe == 0 {
+		return fmt.Errorf("%w: -backend %s finds the candidates with the index's search: give -nprobe 1 or more (0 measures every pair of rows, on the CPU)", errs.ErrArgument, sf.backend)
+	}
+	opt := graph.BuildOptions{Degree: *degree, Alpha: float32(*alpha), NProbe: *nprobe, Candidates: *candidates, Passes: *passes, Bits: *bits, Compact: *compact}
+	if *passes == 0 {
+		opt.Passes = -1 // BuildOptions' 0 is the default, one pass
 	}
 	if set["at"] {
 		p := graphPolicy{At: *at}
@@ -72,10 +97,13 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return setGraphPolicy(ctx, pos[0], p, *quiet, stdout, stderr)
 	}
 	if isStore(pos[0]) {
-		if *out != "" {
+		switch {
+		case *out != "":
 			return fmt.Errorf("%w: -o %s: a store's graph goes into a new segment file of the store", errs.ErrArgument, *out)
+		case onGPU:
+			return fmt.Errorf("%w: -backend %s: a store's segment builds its graph on the CPU; vlc graph -backend takes an index file", errs.ErrArgument, sf.backend)
 		}
-		return graphStore(ctx, pos[0], *base, *segment, graph.BuildOptions{Degree: *degree, Alpha: float32(*alpha), NProbe: *nprobe, Bits: *bits, Compact: *compact}, *quiet, stdout)
+		return graphStore(ctx, pos[0], *base, *segment, opt, *quiet, stdout)
 	}
 	if *segment != 0 {
 		return fmt.Errorf("%w: -segment %d: %s is an index file, not a store", errs.ErrArgument, *segment, pos[0])
@@ -101,14 +129,41 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := index.PrepareWrite(dst); err != nil {
 		return err
 	}
+	from := candidatesFrom(*nprobe)
 	start := time.Now()
-	g, err := graph.Build(ctx, ix, rows, graph.BuildOptions{Degree: *degree, Alpha: float32(*alpha), NProbe: *nprobe, Bits: *bits, Compact: *compact})
+	if onGPU {
+		di, release, err := sf.onDevice(ix, stderr)
+		if err != nil {
+			return err
+		}
+		defer release()
+		if di != nil {
+			opt.Searcher = di
+			from += " on " + sf.device
+		}
+	}
+	upload := time.Since(start)
+	var times graph.BuildTimes
+	if *progress {
+		if opt.Searcher != nil {
+			fmt.Fprintf(stderr, "vlc graph: %s: device %.2f s\n", pos[0], upload.Seconds())
+		}
+		times.Report = func(stage string, took time.Duration) {
+			fmt.Fprintf(stderr, "vlc graph: %s: %s %.2f s\n", pos[0], stage, took.Seconds())
+		}
+	}
+	opt.Times = &times
+	g, err := graph.Build(ctx, ix, rows, opt)
 	if err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	built := time.Since(start)
 	if err := graph.WriteFile(ctx, dst, ix, g); err != nil {
 		return err
+	}
+	written := time.Since(start) - built
+	if *progress {
+		fmt.Fprintf(stderr, "vlc graph: %s: written %.2f s\n", dst, written.Seconds())
 	}
 	if *quiet {
 		return nil
@@ -123,14 +178,45 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		shape += ", compact lists"
 	}
 	fmt.Fprintf(stdout, "wrote %s: graph of %d rows, degree %d%s (alpha %g, candidates from %s), built in %.2f s\n",
-		dst, g.Len(), g.Degree(), shape, *alpha, candidatesFrom(*nprobe), built.Seconds())
+		dst, g.Len(), g.Degree(), shape, *alpha, from, built.Seconds())
 	st, err := os.Stat(dst)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "  size        adjacency %.3f + node codes %.3f = %.3f of float16, what a search reads (%d + %d bytes); the file %.3f (%d bytes)\n",
 		float64(adj)/f16, float64(codes)/f16, float64(adj+codes)/f16, adj, codes, float64(st.Size())/f16, st.Size())
+	fmt.Fprintf(stdout, "  stages      %s; written in %.2f s\n", stageTimes(times, upload, opt.Searcher != nil), written.Seconds())
 	return nil
+}
+
+// stageTimes lists a build's stages and their seconds (graph.BuildTimes),
+// first, where the candidates were searched for on a device, the time
+// the device took to open and take the index.
+func stageTimes(t graph.BuildTimes, upload time.Duration, batched bool) string {
+	var b strings.Builder
+	sec := func(name string, d time.Duration) {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %.2f", name, d.Seconds())
+	}
+	if batched {
+		sec("device", upload)
+	}
+	sec("rows", t.Rows)
+	sec("candidates", t.Candidates)
+	if batched {
+		fmt.Fprintf(&b, " (search %.2f, waited %.2f)", t.Search.Seconds(), t.Wait.Seconds())
+	}
+	sec("prune", t.Prune)
+	sec("starts", t.Starts)
+	sec("reverse", t.Reverse)
+	sec("refine", t.Refine)
+	sec("connect", t.Connect)
+	sec("pack", t.Pack)
+	sec("total", t.Total)
+	b.WriteString(" s")
+	return b.String()
 }
 
 func candidatesFrom(nprobe int) string {

@@ -207,6 +207,11 @@ func TestGraphCommandErrors(t *testing.T) {
 		{[]string{"eval", "-query", goldenF16, "-base", goldenF16, "-sweep", "-ef", "16", path}, "-sweep-ef"},
 		{[]string{"eval", "-query", goldenF16, "-base", goldenF16, "-sweep-ef", "0", path}, "-sweep-ef"},
 		{[]string{"search", "-query", goldenF16, "-ef", "-1", path}, "-ef -1"},
+		{[]string{"graph", "-base", goldenF16, "-passes", "-1", path}, "-passes -1"},
+		{[]string{"graph", "-base", goldenF16, "-candidates", "-3", path}, "-candidates -3"},
+		{[]string{"graph", "-base", goldenF16, "-devices", "0", path}, "-devices 0"},
+		{[]string{"graph", "-base", goldenF16, "-backend", "cuda", "-nprobe", "0", path}, "-nprobe 1 or more"},
+		{[]string{"graph", "-base", goldenF16, "-backend", "nosuch", path}, "nosuch"},
 	} {
 		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
 			code, _, errs := runVLC(t, tc.args...)
@@ -318,6 +323,7 @@ func TestGraphStoreCommand(t *testing.T) {
 		{[]string{"graph", "-base", twice, "-segment", "2", plain}, "segment 2: the store has 2"},
 		{[]string{"graph", "-base", twice, "-o", filepath.Join(t.TempDir(), "x.vlc"), plain}, "a store's graph goes into a new segment file"},
 		{[]string{"graph", "-base", goldenF16, "-segment", "1", copyGolden(t)}, "-segment 1"},
+		{[]string{"graph", "-base", twice, "-segment", "1", "-backend", "cuda", plain}, "a store's segment builds its graph on the CPU"},
 	} {
 		code, _, errs := runVLC(t, tc.args...)
 		checkOneLineError(t, code, errs)
@@ -379,5 +385,51 @@ func TestGraphPolicyCommand(t *testing.T) {
 	}
 	if js, _ = mustVLC(t, "info", "-json", c); !strings.Contains(js, `"graph_at":50`) {
 		t.Errorf("vlc info -json of the collection: no graph_at 50 in\n%s", js)
+	}
+}
+
+// vlc graph prints each stage's seconds; -backend cpu builds the same
+// file as no -backend; -backend cuda or webgpu builds with the index's
+// search on the GPU where the binary has the backend and a GPU, and is
+// otherwise refused in one line naming the backend, the index left
+// without a graph; -passes 0 and -candidates give the fast build.
+func TestGraphCommandBackend(t *testing.T) {
+	plain, cpu := copyGolden(t), copyGolden(t)
+	out, _ := mustVLC(t, "graph", "-base", goldenF16, "-degree", "8", plain)
+	if !strings.Contains(out, "\n  stages      rows ") || !strings.Contains(out, ", refine ") || !strings.Contains(out, " s; written in ") {
+		t.Errorf("vlc graph printed %q, without the stages' times", out)
+	}
+	mustVLC(t, "graph", "-base", goldenF16, "-degree", "8", "-backend", "cpu", cpu)
+	a, err := os.ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(cpu); err != nil || string(a) != string(b) {
+		t.Errorf("-backend cpu wrote another file than no -backend (%v)", err)
+	}
+	for _, b := range []string{"cuda", "webgpu"} {
+		path := copyGolden(t)
+		code, out, errs := runVLC(t, "graph", "-base", goldenF16, "-degree", "8", "-backend", b, path)
+		if code == 0 {
+			if !strings.Contains(out, "lists on ") || !strings.Contains(out, "(search ") || !hasGraph(path) {
+				t.Errorf("-backend %s printed %q", b, out)
+			}
+			continue
+		}
+		checkOneLineError(t, code, errs)
+		if !strings.Contains(errs, b) {
+			t.Errorf("-backend %s: stderr %q does not name the backend", b, errs)
+		}
+		if hasGraph(path) {
+			t.Errorf("-backend %s refused, yet the index has a graph", b)
+		}
+	}
+	fast := copyGolden(t)
+	out, errs := mustVLC(t, "graph", "-base", goldenF16, "-degree", "8", "-passes", "0", "-candidates", "40", "-progress", fast)
+	if !strings.Contains(out, ", refine 0.00,") || !hasGraph(fast) {
+		t.Errorf("vlc graph -passes 0 printed %q", out)
+	}
+	if !strings.HasPrefix(errs, "vlc graph: "+fast+": rows ") || strings.Contains(errs, ": refine ") || !strings.Contains(errs, ": pack ") || !strings.Contains(errs, ": written ") {
+		t.Errorf("vlc graph -progress -passes 0 printed on stderr %q", errs)
 	}
 }

@@ -86,7 +86,10 @@ func init() {
 				"rows not from it placed by their decoded vectors), committed as a new segment file; a merge, compaction or\n" +
 				"retraining writes segments without one, searched by their lists. -at N instead sets the store's policy:\n" +
 				"every segment of at least N live rows gets a graph, built from its rows' decoded vectors now and, after\n" +
-				"writes, merges and training, by the store's background work (vlc add runs it); -at 0 turns that off", runGraph},
+				"writes, merges and training, by the store's background work (vlc add runs it); -at 0 turns that off.\n" +
+				"With -backend cuda or webgpu (an index file) the candidate neighbours come from the index's search on the\n" +
+				"GPU, every row a query of one batched search; the rest of the build runs on the CPU. It prints each\n" +
+				"stage's seconds", runGraph},
 		"info":   {"[flags] INDEX", "describe an index", "", runInfo},
 		"verify": {"INDEX", "check every checksum of an index", "", runVerify},
 		"create": {"[flags] PATH", "make an empty collection (a store) that vlc add fills",

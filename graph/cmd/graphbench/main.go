@@ -75,6 +75,7 @@ func run() error {
 	filePath := flag.String("file", "", "write -index with the graph to this `file` (graph.WriteFile), check that the graph read from it (graph.Open, mapped) finds the hits of the one built for every query at every -ef, and search that one")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the searches (not the build) to this file")
 	buildProfile := flag.String("cpuprofile-build", "", "write a CPU profile of the build to this file")
+	batched := flag.Bool("batched", false, "find the candidates with one batched search of the index (graph.BuildOptions.Searcher; needs -nprobe)")
 	flag.Parse()
 	opt.Alpha = float32(*alpha)
 
@@ -143,6 +144,11 @@ func run() error {
 	if *buildDecoded {
 		buildRows = decodedRows{ix}
 	}
+	var times graph.BuildTimes
+	opt.Times = &times
+	if *batched {
+		opt.Searcher = ix
+	}
 	t0 := time.Now()
 	g, err := graph.Build(context.Background(), ix, buildRows, opt)
 	if *buildProfile != "" {
@@ -160,6 +166,9 @@ func run() error {
 	}
 	fmt.Fprintf(os.Stderr, "graphbench: %d x %d, degree %d (mean %.1f), built in %.2f s on %d threads; adjacency %d B, codes %d B (%.3f of float16)\n",
 		g.Len(), g.Dim(), g.Degree(), float64(edges)/float64(g.Len()), buildS, runtime.GOMAXPROCS(0), adjBytes, codeBytes, float64(adjBytes+codeBytes)/float64(f16))
+	fmt.Fprintf(os.Stderr, "graphbench: stages rows %.2f, candidates %.2f (search %.2f, waited %.2f), prune %.2f, starts %.2f, reverse %.2f, refine %.2f, connect %.2f, pack %.2f s\n",
+		times.Rows.Seconds(), times.Candidates.Seconds(), times.Search.Seconds(), times.Wait.Seconds(), times.Prune.Seconds(), times.Starts.Seconds(),
+		times.Reverse.Seconds(), times.Refine.Seconds(), times.Connect.Seconds(), times.Pack.Seconds())
 
 	if *filePath != "" {
 		fg, closeFile, err := fromFile(ix, g, *filePath, qs, *efs, graph.SearchOptions{K: 10, RerankCount: *rerankCount, Starts: *starts, Rerank: rerankRows})
@@ -348,6 +357,12 @@ func describeGraph(ix *index.Index, opt graph.BuildOptions) string {
 	}
 	if opt.Alpha != 0 && opt.Alpha != 1.1 {
 		s += fmt.Sprintf(" alpha=%g", opt.Alpha)
+	}
+	if opt.Candidates != 0 {
+		s += fmt.Sprintf(" candidates=%d", opt.Candidates)
+	}
+	if opt.Passes != 0 {
+		s += fmt.Sprintf(" passes=%d", opt.Passes)
 	}
 	return s
 }
