@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/vlc-embed/vlc/graph"
@@ -99,34 +98,20 @@ func (ix *Store) commitGraph(ctx context.Context, j *job) error {
 	if n < 0 || newest.segs[n].ix.Len() != j.rows || !os.SameFile(newest.segs[n].info, src.info) {
 		return errSuperseded
 	}
-	v, err := w.next()
+	v, name, out, err := w.installPending(j.pending)
 	if err != nil {
-		return err
-	}
-	name, file := w.newSegmentFile(v)
-	if err := os.Rename(j.pending, file); err != nil {
-		closeUnshared(v.segs)
-		return err
-	}
-	if err := syncDir(filepath.Dir(file)); err != nil {
-		closeUnshared(v.segs)
-		return err
-	}
-	out, err := index.Open(file, index.Options{Verify: true})
-	if err != nil {
-		closeUnshared(v.segs)
 		return err
 	}
 	seg := newSegment(out, name)
 	// The version's searches will walk the graph: it must open (every
 	// field and neighbour checked) before the manifest names it.
 	if out.Len() != j.rows {
-		err = fmt.Errorf("%s: %w: %d rows written, the segment holds %d", file, index.ErrCorrupt, out.Len(), j.rows)
+		err = fmt.Errorf("%s: %w: %d rows written, the segment holds %d", out.Path(), index.ErrCorrupt, out.Len(), j.rows)
 	} else {
 		err = seg.openGraph()
 	}
 	if err == nil && seg.graph == nil {
-		err = fmt.Errorf("%s: %w: no graph written", file, index.ErrCorrupt)
+		err = fmt.Errorf("%s: %w: no graph written", out.Path(), index.ErrCorrupt)
 	}
 	if err != nil {
 		out.Close()

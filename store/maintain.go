@@ -555,22 +555,8 @@ func (ix *Store) commitJob(ctx context.Context, j *job) error {
 			}
 		}
 	}
-	v, err := w.next()
+	v, name, out, err := w.installPending(j.pending)
 	if err != nil {
-		return err
-	}
-	name, file := w.newSegmentFile(v)
-	if err := os.Rename(j.pending, file); err != nil {
-		closeUnshared(v.segs)
-		return err
-	}
-	if err := syncDir(filepath.Dir(file)); err != nil {
-		closeUnshared(v.segs)
-		return err
-	}
-	out, err := index.Open(file, index.Options{Verify: true})
-	if err != nil {
-		closeUnshared(v.segs)
 		return err
 	}
 	outSeg := newSegment(out, name)

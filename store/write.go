@@ -179,6 +179,28 @@ func (w *write) commit(v *version) error {
 	return nil
 }
 
+// installPending starts the next version and gives a background job's
+// output, written to pending, the next segment name in it: renamed,
+// the folder synced, the file opened and checked. On an error the
+// segments the version opened are closed.
+func (w *write) installPending(pending string) (v *version, name string, out *index.Index, err error) {
+	if v, err = w.next(); err != nil {
+		return nil, "", nil, err
+	}
+	name, file := w.newSegmentFile(v)
+	if err = os.Rename(pending, file); err == nil {
+		err = syncDir(filepath.Dir(file))
+	}
+	if err == nil {
+		out, err = index.Open(file, index.Options{Verify: true})
+	}
+	if err != nil {
+		closeUnshared(v.segs)
+		return nil, "", nil, err
+	}
+	return v, name, out, nil
+}
+
 // closeUnshared closes the segments a failed change opened.
 func closeUnshared(segs []*segment) {
 	for _, s := range segs {
