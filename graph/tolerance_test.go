@@ -102,7 +102,11 @@ func sameBytes(a, b *Graph) string {
 // for byte, whatever the options; the tolerance then finds every edge
 // shared and the same recall.
 func TestSearcherSameGraph(t *testing.T) {
-	base, queries := clustered(3000, 100, 32)
+	n := 3000
+	if testing.Short() { // two batches, the last short
+		n = 1200
+	}
+	base, queries := clustered(n, 100, 32)
 	ix := writeIndex(t, base, 16, quant.KindRotated, 4, index.L2)
 	truth := index.Exact(base, queries, 10, index.L2)
 	group, err := index.NewGroup(ix)
@@ -193,7 +197,11 @@ func (failing) SearchBatch(context.Context, index.Rows, index.SearchOptions) ([]
 // another alpha does not. A failing search fails the build, naming its
 // rows; a Searcher needs nprobe.
 func TestTolerance(t *testing.T) {
-	base, queries := clustered(3000, 200, 32)
+	n := 3000
+	if testing.Short() {
+		n = 1500
+	}
+	base, queries := clustered(n, 200, 32)
 	ix := writeIndex(t, base, 16, quant.KindRotated, 4, index.L2)
 	truth := index.Exact(base, queries, 10, index.L2)
 	ctx := context.Background()
@@ -323,7 +331,11 @@ func reachable(g *Graph) int {
 // cluster from the nearest row a search from the entry finds), with and
 // without the refinement pass.
 func TestConnected(t *testing.T) {
-	const n, d, k = 3000, 32, 60
+	const d, k = 32, 60
+	n := 3000
+	if testing.Short() {
+		n = 1200
+	}
 	rng := rand.New(rand.NewPCG(7, 7))
 	centres := make([]float32, k*d)
 	for i := range centres {
