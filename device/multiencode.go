@@ -3,10 +3,10 @@ package device
 import (
 	"fmt"
 	"math"
-	"os"
 	"sync"
 	"time"
 
+	"github.com/vlc-embed/vlc/internal/enctrace"
 	"github.com/vlc-embed/vlc/internal/par"
 )
 
@@ -177,10 +177,8 @@ func (s *encodingSet) EncodeRotatedStream(l RotatedLayout, anchors []float32, id
 		return fmt.Errorf("device: encode: %d of %d entries handed over", st.sent, n)
 	}
 	s.encoded = times
-	if os.Getenv("VLC_ENCODE_TRACE") != "" {
-		fmt.Fprintf(os.Stderr, "multi encode trace: split %v, list maxima by %v, all by %v\n",
-			tSplit.Round(time.Millisecond), tMax.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
-	}
+	enctrace.Printf("multi encode trace: split %v, list maxima by %v, all by %v\n",
+		tSplit.Round(time.Millisecond), tMax.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 

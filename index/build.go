@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/internal/enctrace"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/spill"
@@ -507,9 +507,7 @@ func WriteContext(ctx context.Context, path string, p Plan) error {
 	if err != nil {
 		return err
 	}
-	if encodeTraceOn() {
-		fmt.Fprintf(os.Stderr, "write trace: prepared in %v\n", time.Since(start).Round(time.Millisecond))
-	}
+	enctrace.Printf("write trace: prepared in %v\n", time.Since(start).Round(time.Millisecond))
 	return b.write(ctx, path, p, start)
 }
 

@@ -2,13 +2,12 @@ package index
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/vlc-embed/vlc/index/format"
+	"github.com/vlc-embed/vlc/internal/enctrace"
 	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -30,7 +29,7 @@ func (b *prepared) write(ctx context.Context, path string, p Plan, start time.Ti
 	secs := sections(b.meta, b.anchors16, b.offsets, b.ids, b.params, nil, nil, blocked, b.global, p.Keys, p.Payloads)
 	kinds, lengths := make([]format.Kind, len(secs)), make([]int64, len(secs))
 	cw := &codeWriter{code: b.code, codes: b.codes, n: n}
-	if encodeTraceOn() {
+	if enctrace.On() {
 		cw.tr = &sinkTrace{start: time.Now()}
 	}
 	for i, s := range secs {
@@ -56,9 +55,7 @@ func (b *prepared) write(ctx context.Context, path string, p Plan, start time.Ti
 			lead = append(lead, i)
 		}
 	}
-	if cw.tr != nil {
-		fmt.Fprintf(os.Stderr, "write trace: file created %v after the start\n", time.Since(start).Round(time.Millisecond))
-	}
+	enctrace.Printf("write trace: file created %v after the start\n", time.Since(start).Round(time.Millisecond))
 	sk := startSink(cw, func() error {
 		for _, i := range lead {
 			if err := w.WriteSection(i, secs[i].Data); err != nil {
@@ -125,14 +122,12 @@ type sinkTrace struct {
 	write                              atomic.Int64 // nanoseconds
 }
 
-var encodeTraceOn = sync.OnceValue(func() bool { return os.Getenv("VLC_ENCODE_TRACE") != "" })
-
 func (t *sinkTrace) print(n int) {
 	if t == nil {
 		return
 	}
 	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-	fmt.Fprintf(os.Stderr, "write trace: %d entries in %d chunks over %v: first sections %v, clear %v, pack %v, waiting for writes %v, waiting for codes %v; writes %v\n",
+	enctrace.Printf("write trace: %d entries in %d chunks over %v: first sections %v, clear %v, pack %v, waiting for writes %v, waiting for codes %v; writes %v\n",
 		n, t.chunks, r(time.Since(t.start)), r(t.lead), r(t.clear), r(t.pack), r(t.waitWrite), r(t.idle), r(time.Duration(t.write.Load())))
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/vlc-embed/vlc/device"
 	"io"
 	"log/slog"
 	"os"
@@ -13,7 +12,9 @@ import (
 	"time"
 
 	"github.com/vlc-embed/vlc/anneal"
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/enctrace"
 	"github.com/vlc-embed/vlc/quant"
 	"github.com/vlc-embed/vlc/vecfile"
 )
@@ -414,9 +415,7 @@ func (p *planned) write(ctx context.Context, t *trained) error {
 	plan.Times = &p.sum.WriteTimes
 	p.sum.SpillDir = plan.SpillDir
 	start := time.Now()
-	if os.Getenv("VLC_ENCODE_TRACE") != "" {
-		fmt.Fprintf(os.Stderr, "compress trace: encoding starts %v after the start\n", start.Sub(p.job.Start).Round(time.Millisecond))
-	}
+	enctrace.Printf("compress trace: encoding starts %v after the start\n", start.Sub(p.job.Start).Round(time.Millisecond))
 	if err := index.WriteContext(ctx, p.job.Output, plan); err != nil {
 		return err
 	}
@@ -522,7 +521,5 @@ func b2u(b bool) uint32 {
 func traced(what string, f func()) {
 	start := time.Now()
 	f()
-	if os.Getenv("VLC_ENCODE_TRACE") != "" {
-		fmt.Fprintf(os.Stderr, "compress trace: %s took %v\n", what, time.Since(start).Round(time.Millisecond))
-	}
+	enctrace.Printf("compress trace: %s took %v\n", what, time.Since(start).Round(time.Millisecond))
 }

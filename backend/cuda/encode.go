@@ -7,13 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/internal/enctrace"
 	"github.com/vlc-embed/vlc/internal/par"
 )
 
@@ -419,10 +418,8 @@ const (
 	encSteps
 )
 
-var encodeTraceOn = sync.OnceValue(func() bool { return os.Getenv("VLC_ENCODE_TRACE") != "" })
-
 func newEncodeTrace(ordinal, n, run int) *encodeTrace {
-	if !encodeTraceOn() {
+	if !enctrace.On() {
 		return nil
 	}
 	now := time.Now()
@@ -443,7 +440,7 @@ func (t *encodeTrace) print() {
 	if t == nil {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "encode trace: device %d, %d entries in runs of %d: %v; launch %v, kernel wait %v, copy back %v, ready %v\n",
+	enctrace.Printf("encode trace: device %d, %d entries in runs of %d: %v; launch %v, kernel wait %v, copy back %v, ready %v\n",
 		t.ordinal, t.n, t.run, time.Since(t.start).Round(time.Millisecond), t.sum[encLaunch].Round(time.Millisecond),
 		t.sum[encWait].Round(time.Millisecond), t.sum[encCopy].Round(time.Millisecond), t.sum[encReady].Round(time.Millisecond))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/vlc-embed/vlc"
 	"github.com/vlc-embed/vlc/anneal"
 	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/internal/enctrace"
 	"github.com/vlc-embed/vlc/internal/regfile"
 	"github.com/vlc-embed/vlc/quant"
 )
@@ -100,9 +101,7 @@ func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		opt.Progress, opt.AssignProgress, opt.EncodeProgress = bars.training, bars.assigning, bars.encoding
 	}
 	peak := sampleMemory()
-	if os.Getenv("VLC_ENCODE_TRACE") != "" {
-		fmt.Fprintf(stderr, "compress trace: the process ran %v before compressing\n", time.Since(processStart).Round(time.Millisecond))
-	}
+	enctrace.Printf("compress trace: the process ran %v before compressing\n", time.Since(processStart).Round(time.Millisecond))
 	sum, err := vlc.Compress(ctx, input, *out, opt)
 	bars.finish()
 	rss, rssOK := peak()
