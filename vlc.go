@@ -27,6 +27,7 @@ import (
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/filter"
 	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/internal/enctrace"
 	"github.com/vlc-embed/vlc/internal/errs"
 	"github.com/vlc-embed/vlc/internal/fault"
 	"github.com/vlc-embed/vlc/pipeline"
@@ -159,7 +160,11 @@ func Compress(ctx context.Context, input, output string, opt Options) (sum *Summ
 	if err != nil {
 		return nil, err
 	}
-	defer file.Close()
+	defer func() {
+		t0 := time.Now()
+		file.Close()
+		enctrace.Printf("compress trace: closing the input took %v\n", time.Since(t0).Round(time.Millisecond))
+	}()
 	model, err := readModel(opt)
 	if err != nil {
 		return nil, err

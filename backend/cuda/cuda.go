@@ -10,9 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/internal/enctrace"
 )
 
 // Device is one CUDA GPU (device 0 unless OpenDevices) with its primary context and the
@@ -205,7 +207,9 @@ func open() (*Device, error) { return openOrdinal(0) }
 
 // openOrdinal opens device number ordinal.
 func openOrdinal(ordinal int) (*Device, error) {
+	start := time.Now()
 	dr, count, err := loadDevices()
+	enctrace.Printf("device trace: device %d: driver loaded in %v\n", ordinal, time.Since(start).Round(time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +283,7 @@ func openOrdinal(ordinal int) (*Device, error) {
 // init runs on the worker: context, device facts, module, functions.
 func (d *Device) init(ptx []byte, src string) error {
 	dr := d.drv
+	start := time.Now()
 	if err := dr.call("cuDeviceGet", dr.cuDeviceGet, uintptr(unsafe.Pointer(&d.dev)), uintptr(d.ordinal)); err != nil {
 		return err
 	}
@@ -333,6 +338,7 @@ func (d *Device) init(ptx []byte, src string) error {
 	}
 
 	// The PTX is compiled for this GPU here (the driver caches the result).
+	ctxDone := time.Now()
 	image := append(append([]byte(nil), ptx...), 0)
 	opts := []int32{cuJitErrorLogBuffer, cuJitErrorLogBufSize}
 	vals := []uintptr{uintptr(unsafe.Pointer(&d.jitLog[0])), uintptr(len(d.jitLog))}
@@ -344,6 +350,11 @@ func (d *Device) init(ptx []byte, src string) error {
 		}
 		return err
 	}
+	modDone := time.Now()
+	defer func() {
+		enctrace.Printf("device trace: device %d: context %v, module (%s) %v, functions %v\n", d.ordinal,
+			ctxDone.Sub(start).Round(time.Millisecond), src, modDone.Sub(ctxDone).Round(time.Millisecond), time.Since(modDone).Round(time.Millisecond))
+	}()
 	d.variants = d.variants[:0]
 	names := kernelNames
 	for _, v := range assignVariants {
