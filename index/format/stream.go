@@ -33,8 +33,11 @@ type FileWriter struct {
 // and lengths, in this order (at most 64, kinds of 4 printable ASCII
 // bytes, no kind twice: as Encode requires, checked before touching the
 // disk). It creates the temporary file WriteFile writes, first removing
-// the leftovers of earlier writes to path. The file at path, if any, is
-// replaced only by Commit; the caller calls Abort when it gives up.
+// the leftovers of earlier writes to path, and reserves the file's whole
+// size on the disk where the file system can (preallocate), so that a
+// disk too small fails here rather than after the work. The file at path,
+// if any, is replaced only by Commit; the caller calls Abort when it
+// gives up.
 func CreateFile(ctx context.Context, path string, kinds []Kind, lengths []int64) (*FileWriter, error) {
 	secs := make([]Section, len(kinds))
 	for i, k := range kinds {
@@ -64,6 +67,9 @@ func CreateFile(ctx context.Context, path string, kinds []Kind, lengths []int64)
 	}
 	w := &FileWriter{ctx: ctx, path: path, f: f, infos: infos, size: off,
 		filled: make([]int64, len(kinds)), started: make([]int64, len(kinds))}
+	if err := preallocate(f, off); err != nil {
+		return nil, w.fail(err)
+	}
 	for i := range infos {
 		if infos[i].Length == 0 {
 			if err := w.pad(i); err != nil {
