@@ -1,0 +1,7 @@
+//go:build !linux
+
+package spill
+
+import "testing"
+
+func checkHugeAdvice(t *testing.T, b []byte) {}
