@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/vlc-embed/vlc/anneal"
@@ -155,7 +156,8 @@ type Job struct {
 // value handed from each to the next: plan (checks, code, devices and
 // sample size), train (or the model's anchors), assign (every row to
 // the anchors, where training did not see them all), then encode and
-// write.
+// write. The devices are released as soon as they have encoded, while
+// the file's last codes are still being written.
 func Run(ctx context.Context, job Job) (*Summary, error) {
 	if job.Start.IsZero() {
 		job.Start = time.Now()
@@ -164,12 +166,22 @@ func Run(ctx context.Context, job Job) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer traced("closing the devices", func() { p.dev.Close() })
-	t, err := p.train(ctx)
+	var t *trained
+	p.release = sync.OnceFunc(func() {
+		if lim, ok := p.dev.(device.MemoryLimiter); ok {
+			p.sum.DevicePeak = lim.PeakMemory()
+		}
+		if t != nil {
+			traced("freeing the points on the devices", t.close)
+		}
+		traced("closing the devices", func() { p.dev.Close() })
+	})
+	defer p.release()
+	tr, err := p.train(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer traced("freeing the points on the devices", t.close)
+	t = tr
 	if t.assign == nil {
 		if err := p.assign(ctx, t); err != nil {
 			return nil, err
@@ -178,6 +190,7 @@ func Run(ctx context.Context, job Job) (*Summary, error) {
 	if err := p.write(ctx, t); err != nil {
 		return nil, err
 	}
+	p.release() // or waits for the release the encoding started
 	return p.finish()
 }
 
@@ -195,6 +208,10 @@ type planned struct {
 	codeBytes int // a row's code
 	dev       device.Device
 	sum       *Summary
+	// release records the devices' peak memory, frees the trained
+	// points and closes the devices, once; later calls wait for the
+	// first to end.
+	release func()
 }
 
 // plan checks the job's rows, ids and payloads, picks the code, opens
@@ -410,7 +427,9 @@ func (p *planned) write(ctx context.Context, t *trained) error {
 	}
 	var onDevice bool
 	if enc, ok := t.ds.(device.RotatedEncoder); ok && src.F16 != nil && !p.normalise && p.spec.Kind == quant.KindRotated {
-		plan.Device = recordingEncoder{enc, &onDevice}
+		// Once the devices have encoded, they are released on a
+		// goroutine of their own while the sink writes the last codes.
+		plan.Device = recordingEncoder{enc, &onDevice, func() { go p.release() }}
 	}
 	plan.Times = &p.sum.WriteTimes
 	p.sum.SpillDir = plan.SpillDir
@@ -429,13 +448,10 @@ func (p *planned) write(ctx context.Context, t *trained) error {
 	return nil
 }
 
-// finish completes the summary with the device's peak and the index's
-// size.
+// finish completes the summary with the index's size (after release,
+// which recorded the devices' peak).
 func (p *planned) finish() (*Summary, error) {
 	sum := p.sum
-	if lim, ok := p.dev.(device.MemoryLimiter); ok {
-		sum.DevicePeak = lim.PeakMemory()
-	}
 	st, err := os.Stat(p.job.Output)
 	if err != nil {
 		return nil, err
@@ -482,22 +498,31 @@ func setTrained(meta *index.Meta, t *anneal.Model) {
 }
 
 // recordingEncoder notes whether the device did encode (it declines when
-// the points stream from the host).
+// the points stream from the host), and calls done once it has: the
+// devices have no more work.
 type recordingEncoder struct {
 	device.RotatedEncoder
 	used *bool
+	done func()
 }
 
 func (e recordingEncoder) EncodeRotated(c device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte) error {
 	err := e.RotatedEncoder.EncodeRotated(c, anchors, ids, offsets, codes, params)
-	*e.used = err == nil
+	e.record(err)
 	return err
 }
 
 func (e recordingEncoder) EncodeRotatedStream(c device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
 	err := device.EncodeRotatedStream(e.RotatedEncoder, c, anchors, ids, offsets, codes, params, ready)
-	*e.used = err == nil
+	e.record(err)
 	return err
+}
+
+func (e recordingEncoder) record(err error) {
+	*e.used = err == nil
+	if err == nil {
+		e.done()
+	}
 }
 
 // ipFlag writes ip indexes' rotated and pq codes in the inner-product form
