@@ -114,8 +114,11 @@ type BuildTimes struct {
 	Reverse time.Duration
 	// Refine: the passes' searches and pruning (BuildOptions.Passes).
 	Refine time.Duration
-	// Connect: every row made reachable from the entry.
-	Connect time.Duration
+	// Connect: every row made reachable from the entry, in
+	// ConnectRounds rounds with ConnectSearches searches for places to
+	// link rows from.
+	Connect                        time.Duration
+	ConnectRounds, ConnectSearches int
 	// Pack: the adjacency packed (or compacted) for the search.
 	Pack time.Duration
 	// Total is the whole Build.
@@ -256,7 +259,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	if err := ctx.Err(); err != nil { // a pass cut short
 		return nil, err
 	}
-	b.connect(cands, opt.BuildEf)
+	times.ConnectRounds, times.ConnectSearches = b.connect(cands, opt.BuildEf)
 	lap("connect", &times.Connect)
 	stored := opt
 	stored.Searcher, stored.Times = nil, nil
@@ -891,7 +894,8 @@ func (b *builder) refine(ctx context.Context, ef int) {
 	b.adj, b.dist = next, nextDist
 }
 
-// connect makes every row reachable from the entry. A row the walk from
+// connect makes every row reachable from the entry, and returns how many
+// rounds linked rows and how many searches it made. A row the walk from
 // the entry misses gets an edge from the nearest of its candidates that
 // is reached, else from the entry, into a free slot, else in place of
 // that row's farthest neighbour, and the walk goes on from it; rounds
@@ -903,17 +907,27 @@ func (b *builder) refine(ctx context.Context, ef int) {
 // it finds (BuildEf wide, exact distances, nearest first), the first that
 // has a free slot or a neighbour that another reached row also points to
 // (that edge is replaced, the farthest such); the edges added here are
-// not replaced. The walk from the entry goes breadth
-// first on all cores (reachedFrom); the rows it reaches are the same
-// whatever the order, and so is the graph.
-func (b *builder) connect(cands [][]pair, ef int) {
+// not replaced.
+//
+// A later round goes in two steps so that its searches run on all cores.
+// First, row by row, a row whose reached candidates give it a place is
+// linked at once; one whose candidates do not is put aside for a search,
+// with every unreached row its walk reaches (those are left to it, as
+// linking it will reach them). Then the rows put aside are searched at
+// once on the graph as it stands, and linked in row order from their
+// candidates (reached by now, perhaps) and their searches' rows. The walk
+// from the entry goes breadth first on all cores (reachedFrom). Every
+// step is the same whatever the number of cores, and so is the graph.
+func (b *builder) connect(cands [][]pair, ef int) (rounds, searches int) {
 	reached := make([]bool, b.n)
 	var stack []uint32
-	walk := func(from uint32) {
-		if reached[from] {
+	// walk marks every row reached from row from (when not already) in
+	// mark, through rows not in skip (nil: none).
+	walk := func(from uint32, mark, skip []bool) {
+		if mark[from] {
 			return
 		}
-		reached[from] = true
+		mark[from] = true
 		stack = append(stack[:0], from)
 		for len(stack) > 0 {
 			v := stack[len(stack)-1]
@@ -922,19 +936,20 @@ func (b *builder) connect(cands [][]pair, ef int) {
 				if w == noEdge {
 					break
 				}
-				if !reached[w] {
-					reached[w] = true
+				if !mark[w] && (skip == nil || !skip[w]) {
+					mark[w] = true
 					stack = append(stack, w)
 				}
 			}
 		}
 	}
 	var (
-		bm     *beam
-		m      = b.meter()
 		indeg  []atomic.Int32   // edges from reached rows, at the round's start
 		added  = map[int]bool{} // slots (row*r + k) holding an edge added here
 		places []uint32
+		aside  []uint32 // a round's rows put aside for a search
+		asideR []bool   // rows put aside, or reached from one put aside
+		found  [][]uint32
 	)
 	// slotFor is the slot of from an edge may take in a later round: a
 	// free one, else the farthest neighbour not added here that another
@@ -951,32 +966,42 @@ func (b *builder) connect(cands [][]pair, ef int) {
 		}
 		return -1
 	}
+	// fromCandidates is u's first reached candidate with a slot, or -1.
+	fromCandidates := func(u uint32) (from uint32, slot int) {
+		places = places[:0]
+		for _, c := range cands[u] {
+			if reached[c.id] {
+				places = append(places, c.id)
+			}
+		}
+		for _, p := range places {
+			if slot = slotFor(p); slot >= 0 {
+				return p, slot
+			}
+		}
+		return b.entry, -1
+	}
+	link := func(u, from uint32, slot int) {
+		if old := b.adj[int(from)*b.r+slot]; old != noEdge {
+			indeg[old].Add(-1)
+		}
+		indeg[u].Add(1)
+		added[int(from)*b.r+slot] = true
+		b.adj[int(from)*b.r+slot] = u
+		walk(u, reached, nil)
+	}
+	beams := sync.Pool{New: func() any { return newBeam(b.n) }}
 	for round := 0; round < 100; round++ {
 		b.reachedFrom(b.entry, reached)
-		if round > 0 {
-			indeg = make([]atomic.Int32, b.n)
-			par.For(b.n, 1024, func(lo, hi int) {
-				for v := lo; v < hi; v++ {
-					if !reached[v] {
-						continue
-					}
-					for _, w := range b.adj[v*b.r : (v+1)*b.r] {
-						if w == noEdge {
-							break
-						}
-						indeg[w].Add(1)
-					}
-				}
-			})
+		if !slices.Contains(reached, false) {
+			return round, searches
 		}
-		all := true
-		for u := range b.n {
-			if reached[u] {
-				continue
-			}
-			all = false
-			from, slot := b.entry, -1
-			if round == 0 {
+		if round == 0 {
+			for u := range b.n {
+				if reached[u] {
+					continue
+				}
+				from := b.entry
 				for _, c := range cands[u] {
 					if reached[c.id] {
 						from = c.id
@@ -984,61 +1009,94 @@ func (b *builder) connect(cands [][]pair, ef int) {
 					}
 				}
 				nb := b.adj[int(from)*b.r : int(from+1)*b.r]
-				if slot = slices.Index(nb, noEdge); slot < 0 {
+				slot := slices.Index(nb, noEdge)
+				if slot < 0 {
 					slot = b.r - 1
 				}
-			} else {
-				places = places[:0]
-				for _, c := range cands[u] {
-					if reached[c.id] {
-						places = append(places, c.id)
-					}
+				b.adj[int(from)*b.r+slot] = uint32(u)
+				walk(uint32(u), reached, nil)
+			}
+			continue
+		}
+		indeg = make([]atomic.Int32, b.n)
+		par.For(b.n, 1024, func(lo, hi int) {
+			for v := lo; v < hi; v++ {
+				if !reached[v] {
+					continue
 				}
-				for _, p := range places {
-					if slot = slotFor(p); slot >= 0 {
-						from = p
+				for _, w := range b.adj[v*b.r : (v+1)*b.r] {
+					if w == noEdge {
 						break
 					}
+					indeg[w].Add(1)
 				}
-				if slot < 0 {
-					if bm == nil {
-						bm = newBeam(b.n)
-					}
-					bm.search(slots{b.adj, b.r}, b.entry, ef, exactScorer{m, b.row(uint32(u))}, false)
-					for _, p := range bm.pool {
-						if !reached[p.id] {
-							continue
-						}
-						places = append(places, p.id)
-						if slot < 0 {
-							if slot = slotFor(p.id); slot >= 0 {
-								from = p.id
-							}
-						}
-					}
-				}
-				if slot < 0 { // no place with room: the first, its last slot not added here
-					if len(places) > 0 {
-						from = places[0]
-					}
-					slot = b.r - 1
-					for slot > 0 && added[int(from)*b.r+slot] {
-						slot--
-					}
-				}
-				if old := b.adj[int(from)*b.r+slot]; old != noEdge {
-					indeg[old].Add(-1)
-				}
-				indeg[u].Add(1)
-				added[int(from)*b.r+slot] = true
 			}
-			b.adj[int(from)*b.r+slot] = uint32(u)
-			walk(uint32(u))
+		})
+		if asideR == nil {
+			asideR = make([]bool, b.n)
+		} else {
+			clear(asideR)
 		}
-		if all {
-			return
+		aside = aside[:0]
+		for u := range b.n {
+			if reached[u] || asideR[u] {
+				continue
+			}
+			if from, slot := fromCandidates(uint32(u)); slot >= 0 {
+				link(uint32(u), from, slot)
+				continue
+			}
+			aside = append(aside, uint32(u))
+			walk(uint32(u), asideR, reached)
+		}
+		if len(aside) == 0 {
+			continue
+		}
+		// The searches, on all cores, on the graph as it stands.
+		found = slices.Grow(found[:0], len(aside))[:len(aside)]
+		par.For(len(aside), 1, func(lo, hi int) {
+			bm := beams.Get().(*beam)
+			defer beams.Put(bm)
+			m := b.meter()
+			for i := lo; i < hi; i++ {
+				bm.search(slots{b.adj, b.r}, b.entry, ef, exactScorer{m, b.row(aside[i])}, false)
+				found[i] = found[i][:0]
+				for _, p := range bm.pool {
+					if reached[p.id] {
+						found[i] = append(found[i], p.id)
+					}
+				}
+			}
+		})
+		searches += len(aside)
+		for i, u := range aside {
+			if reached[u] {
+				continue
+			}
+			from, slot := fromCandidates(u)
+			if slot < 0 {
+				for _, p := range found[i] {
+					places = append(places, p)
+					if slot < 0 {
+						if slot = slotFor(p); slot >= 0 {
+							from = p
+						}
+					}
+				}
+			}
+			if slot < 0 { // no place with room: the first, its last slot not added here
+				if len(places) > 0 {
+					from = places[0]
+				}
+				slot = b.r - 1
+				for slot > 0 && added[int(from)*b.r+slot] {
+					slot--
+				}
+			}
+			link(u, from, slot)
 		}
 	}
+	return 100, searches
 }
 
 // reachedFrom sets reached[v] for every row v reached from row from, and

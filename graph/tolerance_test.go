@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -351,12 +352,30 @@ func TestConnected(t *testing.T) {
 	base := memRows{x, n, d}
 	ix := writeIndex(t, base, 16, quant.KindRotated, 4, index.L2)
 	for _, opt := range []BuildOptions{{NProbe: 2}, {NProbe: 2, Passes: -1}, {NProbe: 2, Degree: 4}, {NProbe: 2, Degree: 2}, {NProbe: 2, Degree: 3, Passes: -1}, {NProbe: 2, Degree: 8, Passes: 2}} {
+		var times BuildTimes
+		opt.Times = &times
 		g, err := Build(context.Background(), ix, base, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r := reachable(g); r != n {
 			t.Errorf("degree %d, passes %d: %d of %d rows reached from the entry", opt.Degree, opt.Passes, r, n)
+		}
+		if opt.Degree > 0 && opt.Degree <= 4 && times.ConnectSearches == 0 {
+			t.Errorf("degree %d, passes %d: connect made no searches (%d rounds): the test no longer reaches them", opt.Degree, opt.Passes, times.ConnectRounds)
+		}
+		if opt.Degree != 3 {
+			continue
+		}
+		// Connect's searches run on all cores: the graph is the same on one.
+		prev := runtime.GOMAXPROCS(1)
+		g1, err := Build(context.Background(), ix, base, opt)
+		runtime.GOMAXPROCS(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g1.Entry() != g.Entry() || !bytes.Equal(g1.adj.data, g.adj.data) {
+			t.Errorf("degree 3: the graph built on one core differs from the one built on %d", prev)
 		}
 	}
 }

@@ -213,6 +213,9 @@ func stageTimes(t graph.BuildTimes, upload time.Duration, batched bool) string {
 	sec("reverse", t.Reverse)
 	sec("refine", t.Refine)
 	sec("connect", t.Connect)
+	if t.ConnectSearches > 0 {
+		fmt.Fprintf(&b, " (%d rounds, %d searches)", t.ConnectRounds, t.ConnectSearches)
+	}
 	sec("pack", t.Pack)
 	sec("total", t.Total)
 	b.WriteString(" s")
