@@ -126,6 +126,29 @@ func diffStatsGo(dst, a, b []float32, out *[3]float32) {
 	out[0], out[1], out[2] = fold8(&sq, false), fold8(&s, false), fold8(&big, true)
 }
 
+// L2Lanes returns the sum of (a[j] - b[j])^2 for j < len(a) (a multiple
+// of 8; b at least as long): DiffStats's sum of squares, the same bits,
+// without storing the differences.
+func L2Lanes(a, b []float32) float32 {
+	n := len(a)
+	if n%8 != 0 || len(b) < n {
+		panic(fmt.Sprintf("vec: L2Lanes wants whole chunks of 8 values, got %d and %d", n, len(b)))
+	}
+	if n == 0 {
+		return 0
+	}
+	return l2Lanes(a, b[:n])
+}
+
+func l2LanesGo(a, b []float32) float32 {
+	var sq [8]float32
+	for j := range a {
+		x := a[j] - b[j]
+		sq[j%8] += float32(x * x)
+	}
+	return fold8(&sq, false)
+}
+
 // Quantize sets k[j] to q[j]*inv rounded to the nearest integer, ties to
 // even, for j < len(q) (a multiple of 8; k at least as long), and returns
 // the sums of the rounding errors q[j] - delta*k[j] and of their squares,

@@ -149,8 +149,9 @@ func BenchmarkFastScan(b *testing.B) {
 	}
 }
 
-// TestPrepareKernels holds DiffStats and Quantize to their Go references
-// bit for bit, and to plain sums.
+// TestPrepareKernels holds DiffStats, L2Lanes and Quantize to their Go
+// references bit for bit (L2Lanes to DiffStats's sum of squares), and to
+// plain sums.
 func TestPrepareKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 18))
 	for _, chunks := range chunkCounts {
@@ -162,6 +163,7 @@ func TestPrepareKernels(t *testing.T) {
 		diffStatsGo(ref, a, b, &want)
 		sameBits(t, fmt.Sprintf("DiffStats n=%d", n), []float32{sq, sum, big}, want[:])
 		sameBits(t, fmt.Sprintf("DiffStats n=%d, differences", n), dst, ref)
+		sameBits(t, fmt.Sprintf("L2Lanes n=%d", n), []float32{L2Lanes(a, b), l2LanesGo(a, b)}, []float32{sq, sq})
 		var s2, s1, m float64
 		for j := range n {
 			x := float64(a[j] - b[j])
@@ -394,4 +396,23 @@ func headerVersion(src []byte, tool string) string {
 		}
 	}
 	return "(none)"
+}
+
+// BenchmarkL2Lanes: the graph build's exact distance, against DiffStats
+// (which also stores the differences and sums them and their largest).
+func BenchmarkL2Lanes(b *testing.B) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{96, 768} {
+		x, y, dst := randFloats(r, n), randFloats(r, n), make([]float32, n)
+		b.Run(fmt.Sprintf("DiffStats/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				DiffStats(dst, x, y)
+			}
+		})
+		b.Run(fmt.Sprintf("L2Lanes/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				L2Lanes(x, y)
+			}
+		})
+	}
 }

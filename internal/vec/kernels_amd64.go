@@ -97,6 +97,13 @@ func diffStats(dst, a, b []float32, out *[3]float32) {
 	diffStatsAVX2(&dst[0], &a[0], &b[0], len(dst), &out[0])
 }
 
+func l2Lanes(a, b []float32) float32 {
+	if !hasAVX2 {
+		return l2LanesGo(a, b)
+	}
+	return l2LanesAVX2(&a[0], &b[0], len(a))
+}
+
 func quantize(q []float32, inv, delta float32, k []int32, out *[2]float32) {
 	if !hasAVX2 {
 		quantizeGo(q, inv, delta, k, out)

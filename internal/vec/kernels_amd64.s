@@ -961,6 +961,38 @@ doneDiff:
 	VZEROUPPER
 	RET
 
+// func l2LanesAVX2(a *float32, b *float32, n int) float32
+// Requires: AVX, SSE
+TEXT ·l2LanesAVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), AX
+	MOVQ   b+8(FP), CX
+	MOVQ   n+16(FP), DX
+	VXORPS Y0, Y0, Y0
+	TESTQ  DX, DX
+	JZ     doneL2
+
+loopL2:
+	VMOVUPS (AX), Y1
+	VSUBPS  (CX), Y1, Y1
+	VMULPS  Y1, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, DX
+	JNZ     loopL2
+
+doneL2:
+	VEXTRACTF128 $0x01, Y0, X1
+	VMOVAPS      X0, X0
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDPS       X1, X0, X0
+	MOVSS        X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func quantizeAVX2(q *float32, n int, inv float32, delta float32, k *int32, out *float32)
 // Requires: AVX, AVX2, SSE
 TEXT ·quantizeAVX2(SB), NOSPLIT, $0-40

@@ -51,6 +51,11 @@ func dotLevels7AVX2(q *float32, signs *byte, low *byte, chunks int) float32
 //go:noescape
 func diffStatsAVX2(dst *float32, a *float32, b *float32, n int, out *float32)
 
+// l2LanesAVX2 returns the sum of (a[j] - b[j])^2 for j < n (a multiple of 8), in the order l2LanesGo (fastscan.go) keeps.
+//
+//go:noescape
+func l2LanesAVX2(a *float32, b *float32, n int) float32
+
 // quantizeAVX2 sets k[j] to q[j]*inv rounded to the nearest integer (ties to even) for j < n (a multiple of 8) and out to the sums of q[j] - delta*k[j] and of their squares, in the order quantizeGo (fastscan.go) keeps.
 //
 //go:noescape

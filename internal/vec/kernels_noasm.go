@@ -18,6 +18,7 @@ func dotU4(q []float32, c []byte) float32 { return dotU4Go(q, c) }
 func sumSquares(x []float32) float32      { return sumSquaresGo(x) }
 
 func diffStats(dst, a, b []float32, out *[3]float32) { diffStatsGo(dst, a, b, out) }
+func l2Lanes(a, b []float32) float32                 { return l2LanesGo(a, b) }
 
 func quantize(q []float32, inv, delta float32, k []int32, out *[2]float32) {
 	quantizeGo(q, inv, delta, k, out)

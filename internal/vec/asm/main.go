@@ -29,6 +29,7 @@ func main() {
 		dotLevels(w)
 	}
 	diffStats()
+	l2Lanes()
 	quantize()
 	tables()
 	blockEstimate()
@@ -467,6 +468,34 @@ func diffStats() {
 		h := fold8(acc[i], i == 2)
 		VMOVSS(h, Mem{Base: out, Disp: 4 * i})
 	}
+	VZEROUPPER()
+	RET()
+}
+
+// l2Lanes is DiffStats's sum of squares alone, with no differences
+// stored: the graph build's exact distances, the same bits.
+func l2Lanes() {
+	TEXT("l2LanesAVX2", NOSPLIT, "func(a *float32, b *float32, n int) float32")
+	Pragma("noescape")
+	Doc("l2LanesAVX2 returns the sum of (a[j] - b[j])^2 for j < n (a multiple of 8), in the order l2LanesGo (fastscan.go) keeps.")
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("n"), GP64())
+	acc := zeroed(1)
+	TESTQ(n, n)
+	JZ(LabelRef("doneL2"))
+	Label("loopL2")
+	x := YMM()
+	VMOVUPS(Mem{Base: a}, x)
+	VSUBPS(Mem{Base: b}, x, x)
+	VMULPS(x, x, x)
+	VADDPS(x, acc[0], acc[0])
+	ADDQ(Imm(32), a)
+	ADDQ(Imm(32), b)
+	SUBQ(Imm(8), n)
+	JNZ(LabelRef("loopL2"))
+	Label("doneL2")
+	Store(fold8(acc[0], false), ReturnIndex(0))
 	VZEROUPPER()
 	RET()
 }
