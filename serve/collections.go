@@ -191,6 +191,7 @@ type PolicyFields struct {
 	GraphDegree   int     `json:"graph_degree,omitempty"`
 	GraphAlpha    float64 `json:"graph_alpha,omitempty"`
 	GraphNProbe   int     `json:"graph_nprobe,omitempty"`
+	GraphCompact  bool    `json:"graph_compact,omitempty"`
 }
 
 func (c CreateRequest) schema() vlc.Schema {
@@ -198,7 +199,7 @@ func (c CreateRequest) schema() vlc.Schema {
 		Ratio: c.Ratio, Seed: c.Seed, Indexed: c.Indexed}
 	if p := c.Policy; p != nil {
 		sc.Policy = vlc.Policy{TrainAt: p.TrainAt, RetrainGrowth: p.RetrainGrowth, RetrainDrift: p.RetrainDrift, MergeFactor: p.MergeFactor,
-			GraphAt: p.GraphAt, GraphDegree: p.GraphDegree, GraphAlpha: p.GraphAlpha, GraphNProbe: p.GraphNProbe}
+			GraphAt: p.GraphAt, GraphDegree: p.GraphDegree, GraphAlpha: p.GraphAlpha, GraphNProbe: p.GraphNProbe, GraphCompact: p.GraphCompact}
 	}
 	return sc
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	vlc "github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/graph"
+	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/serve"
 )
 
@@ -191,9 +193,10 @@ func TestServeCollectionLifecycle(t *testing.T) {
 // search with "ef" walks it.
 func TestServeGraphPolicy(t *testing.T) {
 	needCreate(t)
-	ts, srv := dataServer(t, t.TempDir(), true)
+	data := t.TempDir()
+	ts, srv := dataServer(t, data, true)
 	code, body := call(t, ts, "POST", "/v1/indexes", "secret", map[string]any{"name": "g", "dim": 8, "code": "rotated",
-		"policy": map[string]any{"train_at": 60, "graph_at": 50, "graph_degree": 8}})
+		"policy": map[string]any{"train_at": 60, "graph_at": 50, "graph_degree": 8, "graph_compact": true}})
 	if code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
@@ -215,6 +218,34 @@ func TestServeGraphPolicy(t *testing.T) {
 	}
 	if code, body := call(t, ts, "POST", "/v1/indexes/g/search", "", map[string]any{"vector": docs[3].(map[string]any)["vector"], "k": 1, "ef": 16}); code != 200 || !strings.Contains(string(body), `"id":"3"`) {
 		t.Fatalf("search with ef: %d %s", code, body)
+	}
+	// The policy's "graph_compact" reached the build: the segment's graph
+	// has compact lists (read through a second handle).
+	st, err := vlc.OpenWith(filepath.Join(data, "g.vlc"), vlc.OpenOptions{Manual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	in2, err := st.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seg := range in2.Segments {
+		if !seg.Graph {
+			continue
+		}
+		ix, err := index.Open(seg.File, index.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := graph.Open(ix)
+		if err == nil && !g.Options().Compact {
+			err = fmt.Errorf("options %+v", g.Options())
+		}
+		ix.Close()
+		if err != nil {
+			t.Fatalf("segment %s: want a graph of compact lists: %v", seg.File, err)
+		}
 	}
 }
 

@@ -78,6 +78,12 @@ type Policy struct {
 	GraphDegree int     `json:"graph_degree,omitempty"`
 	GraphAlpha  float64 `json:"graph_alpha,omitempty"`
 	GraphNProbe int     `json:"graph_nprobe,omitempty"`
+	// GraphCompact stores those graphs' neighbour lists sorted and
+	// delta-coded (graph.BuildOptions.Compact): smaller, the same
+	// neighbours. (A split code, BuildOptions.Bits, is not offered: it
+	// codes rows from their original vectors, which the store does not
+	// keep.) A build that predates it ignores it and stores fixed slots.
+	GraphCompact bool `json:"graph_compact,omitempty"`
 }
 
 // SetPolicy replaces the store's Policy (a collection's, in its schema,
@@ -125,7 +131,7 @@ func (ix *Store) SetPolicy(ctx context.Context, p Policy) error {
 
 // graphOptions are the build options of the graphs GraphAt asks for.
 func (p Policy) graphOptions() graph.BuildOptions {
-	opt := graph.BuildOptions{Degree: p.GraphDegree, Alpha: float32(p.GraphAlpha), NProbe: cmp.Or(p.GraphNProbe, DefaultGraphNProbe)}
+	opt := graph.BuildOptions{Degree: p.GraphDegree, Alpha: float32(p.GraphAlpha), NProbe: cmp.Or(p.GraphNProbe, DefaultGraphNProbe), Compact: p.GraphCompact}
 	if opt.NProbe < 0 {
 		opt.NProbe = 0 // every pair
 	}

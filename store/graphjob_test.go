@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vlc-embed/vlc"
+	"github.com/vlc-embed/vlc/graph"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/store"
 	"github.com/vlc-embed/vlc/vecfile"
@@ -54,6 +55,26 @@ func graphs(t *testing.T, st *vlc.Store) (has []bool, live []int) {
 		has, live = append(has, s.Graph), append(live, s.Rows-s.Deleted)
 	}
 	return has, live
+}
+
+// segmentGraphOptions reads the options segment i's graph was built with
+// from its file.
+func segmentGraphOptions(t *testing.T, st *vlc.Store, i int) graph.BuildOptions {
+	t.Helper()
+	in, err := st.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := index.Open(in.Segments[i].File, index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	g, err := graph.Open(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Options()
 }
 
 // checkFolder checks that the segment folder holds the segments the
@@ -420,7 +441,7 @@ func TestGraphPolicyCollection(t *testing.T) {
 	ctx := context.Background()
 	docs := deepDocs(t, "../testdata/deep2k/base.f16", 0, 700)
 	path := filepath.Join(t.TempDir(), "c.vlc")
-	st, err := store.Create(ctx, path, store.Schema{Dim: 96, Code: "rotated", Bits: 4, Policy: store.Policy{TrainAt: 500, GraphAt: 150, GraphDegree: 16}})
+	st, err := store.Create(ctx, path, store.Schema{Dim: 96, Code: "rotated", Bits: 4, Policy: store.Policy{TrainAt: 500, GraphAt: 150, GraphDegree: 16, GraphCompact: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,6 +468,9 @@ func TestGraphPolicyCollection(t *testing.T) {
 	has, live := graphs(t, st)
 	if len(has) != 1 || !has[0] || live[0] != 700 {
 		t.Fatalf("trained: graphs %v, live rows %v; want one segment of 700 with a graph", has, live)
+	}
+	if opt := segmentGraphOptions(t, st, 0); !opt.Compact || opt.Degree != 16 {
+		t.Fatalf("the segment's graph was built with %+v, want the policy's compact lists and degree 16", opt)
 	}
 	var walked atomic.Int64
 	defer store.SetGraphWalked(func(int) { walked.Add(1) })()

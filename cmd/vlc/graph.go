@@ -27,7 +27,7 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	alpha := fs.Float64("alpha", 1.1, "the pruning's factor, at least 1: above 1 keeps some long edges")
 	nprobe := fs.Int("nprobe", 8, "find each row's candidate neighbours with the index's own search of this many lists (0: measure every pair of rows, n^2 distances)")
 	bits := fs.Int("bits", 0, "a split code: the graph codes every row itself at this many bits (5 to 8) against the index's anchors and rotation, walks by the top 4 bits of each level and scores its best rows again by all of them (0: the index's own codes)")
-	compact := fs.Bool("compact", false, "store each row's neighbours sorted and delta-coded in the fewest bits its gaps need, rather than in -degree slots of fixed width")
+	compact := fs.Bool("compact", false, "store each row's neighbours sorted and delta-coded in the fewest bits its gaps need, rather than in -degree slots of fixed width (with -at: the store's background graphs)")
 	candidates := fs.Int("candidates", 0, "candidate neighbours a row's first neighbours are pruned from (0: twice -degree)")
 	passes := fs.Int("passes", 1, "passes that choose every row's neighbours again from a search of the graph so far (0: none, the pruned candidates alone)")
 	var sf searchFlags
@@ -50,8 +50,8 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: -at %d and -base both given: -at builds graphs from the rows' decoded vectors, in the background; -base builds one now from the vectors given", errs.ErrArgument, *at)
 	case set["at"] && (set["segment"] || set["o"]):
 		return fmt.Errorf("%w: -at %d sets the policy of the whole store: no -segment or -o", errs.ErrArgument, *at)
-	case set["at"] && (*bits != 0 || *compact):
-		return fmt.Errorf("%w: -at %d with -bits or -compact: the store's background graphs use the segment's own codes and fixed slots", errs.ErrArgument, *at)
+	case set["at"] && *bits != 0:
+		return fmt.Errorf("%w: -at %d with -bits: the store's background graphs use the segment's own codes (a split code needs the original vectors, which a store does not keep)", errs.ErrArgument, *at)
 	case *bits != 0 && (*bits < 5 || *bits > 8):
 		return fmt.Errorf("%w: -bits %d: want 5 to 8, or 0 for the index's own codes", errs.ErrArgument, *bits)
 	case set["at"] && *at < 0:
@@ -81,7 +81,7 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opt.Passes = -1 // BuildOptions' 0 is the default, one pass
 	}
 	if set["at"] {
-		p := graphPolicy{At: *at}
+		p := graphPolicy{At: *at, Compact: *compact}
 		if set["degree"] {
 			p.Degree = *degree
 		}
@@ -264,6 +264,7 @@ func graphStore(ctx context.Context, path, base string, segment int, opt graph.B
 type graphPolicy struct {
 	At, Degree, NProbe int
 	Alpha              float64
+	Compact            bool
 }
 
 // setGraphPolicy is vlc graph -at: the store's policy, its other fields
@@ -279,7 +280,7 @@ func setGraphPolicy(ctx context.Context, path string, gp graphPolicy, quiet bool
 		return err
 	}
 	p := in.Policy
-	p.GraphAt, p.GraphDegree, p.GraphAlpha, p.GraphNProbe = gp.At, gp.Degree, gp.Alpha, gp.NProbe
+	p.GraphAt, p.GraphDegree, p.GraphAlpha, p.GraphNProbe, p.GraphCompact = gp.At, gp.Degree, gp.Alpha, gp.NProbe, gp.Compact
 	start := time.Now()
 	if err := st.SetPolicy(ctx, p); err != nil {
 		return err

@@ -180,7 +180,7 @@ func TestGraphCommandSplit(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"graph", "-base", goldenF16, "-bits", "4", copyGolden(t)}, "-bits 4: want 5 to 8"},
-		{[]string{"graph", "-at", "100", "-compact", copyGolden(t)}, "-at 100 with -bits or -compact"},
+		{[]string{"graph", "-at", "100", "-bits", "7", copyGolden(t)}, "-at 100 with -bits"},
 	} {
 		code, _, errs := runVLC(t, tc.args...)
 		checkOneLineError(t, code, errs)
@@ -354,7 +354,7 @@ func TestGraphPolicyCommand(t *testing.T) {
 			t.Errorf("%v: stderr %q does not say %q", tc.args, errs, tc.msg)
 		}
 	}
-	out, _ := mustVLC(t, "graph", "-at", "100", "-degree", "8", path)
+	out, _ := mustVLC(t, "graph", "-at", "100", "-degree", "8", "-compact", path)
 	if !strings.HasPrefix(out, path+": graphs for segments of at least 100 live rows, built in the background; 1 of 1 segment(s) hold a graph (256 of 256 live rows)") {
 		t.Fatalf("vlc graph -at printed %q", out)
 	}
@@ -363,12 +363,12 @@ func TestGraphPolicyCommand(t *testing.T) {
 		t.Errorf("vlc add of 256 rows does not say it built a graph:\n%s", errs)
 	}
 	info, _ := mustVLC(t, "info", path)
-	if !strings.Contains(info, "built in the background for segments of at least 100 live rows (degree 8, alpha 1.1, the index's search of 8 lists)") ||
+	if !strings.Contains(info, "built in the background for segments of at least 100 live rows (degree 8, alpha 1.1, the index's search of 8 lists, compact lists)") ||
 		strings.Count(info, ", graph,") != strings.Count(info, "  segment ") {
 		t.Fatalf("vlc info after vlc graph -at and vlc add:\n%s", info)
 	}
 	js, _ := mustVLC(t, "info", "-json", path)
-	if !strings.Contains(js, `"policy":{"graph_at":100,"graph_degree":8}`) {
+	if !strings.Contains(js, `"policy":{"graph_at":100,"graph_degree":8,"graph_compact":true}`) {
 		t.Errorf("vlc info -json: no policy with graph_at 100 in\n%s", js)
 	}
 	mustVLC(t, "search", "-query", goldenF16, "-ef", "16", path)

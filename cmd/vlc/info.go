@@ -102,8 +102,12 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "  segment     %s: %d rows, %d deleted, %s, ids %v, payloads %v, energy %.6g, %d bytes\n", s.File, s.Rows, s.Deleted, kind, s.IDs, s.Payloads, s.Energy, s.Bytes)
 	}
 	if p := in.Policy; p.GraphAt > 0 {
-		fmt.Fprintf(stdout, "  graphs      %s; built in the background for segments of at least %d live rows (degree %d, alpha %g, %s)\n",
-			graphCount(in), p.GraphAt, cmp.Or(p.GraphDegree, 32), cmp.Or(p.GraphAlpha, 1.1), candidatesFrom(max(0, cmp.Or(p.GraphNProbe, store.DefaultGraphNProbe))))
+		lists := ""
+		if p.GraphCompact {
+			lists = ", compact lists"
+		}
+		fmt.Fprintf(stdout, "  graphs      %s; built in the background for segments of at least %d live rows (degree %d, alpha %g, %s%s)\n",
+			graphCount(in), p.GraphAt, cmp.Or(p.GraphDegree, 32), cmp.Or(p.GraphAlpha, 1.1), candidatesFrom(max(0, cmp.Or(p.GraphNProbe, store.DefaultGraphNProbe))), lists)
 	} else if strings.Contains(graphFiles(in), "\n") {
 		fmt.Fprintf(stdout, "  graphs      %s\n", graphCount(in))
 	}
