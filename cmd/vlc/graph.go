@@ -38,7 +38,7 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	quiet := fs.Bool("quiet", false, "print nothing on success")
 	progress := fs.Bool("progress", false, "print each stage of the build on stderr as it ends (an index file)")
 	segment := fs.Int("segment", 0, "for a store: the segment (as vlc info lists them, from 0, the trained one) to build a graph for, committed as a new segment file; -base is then read by id (row i: the vector of id i)")
-	at := fs.Int("at", 0, "instead of -base: set the store's policy (an index file becomes a store) to give every segment of at least this many live rows a graph, built in the background from the rows' decoded vectors after merges and writes, with -degree, -alpha and -nprobe; the due graphs are built now. 0 turns the policy off")
+	at := fs.Int("at", 0, "instead of -base: set the store's policy (an index file becomes a store) to give every segment of at least this many live rows a graph, built in the background from the rows' decoded vectors after merges and writes, with -degree, -alpha, -nprobe and -compact; the due graphs are built now. 0 turns the policy off")
 	pos, err := parse(fs, args, []string{"INDEX"}, stdout)
 	if err != nil {
 		return err
