@@ -500,7 +500,7 @@ func Write(path string, p Plan) error {
 // the codes are encoded (format.FileWriter): all but the codes and list
 // parameters first, then the codes as they become final, in list order.
 func WriteContext(ctx context.Context, path string, p Plan) error {
-	arena := &spill.Arena{Dir: p.SpillDir, Min: spillMin}
+	arena := &spill.Arena{Dir: p.SpillDir, Min: spillMin, Huge: arenaHuge}
 	defer arena.Close()
 	start := time.Now()
 	b, err := prepare(ctx, p, arena)
@@ -514,6 +514,10 @@ func WriteContext(ctx context.Context, path string, p Plan) error {
 // spillMin is the smallest array a Plan's SpillDir takes: smaller ones
 // cost more in file handling than they save in memory.
 const spillMin = 16 << 20
+
+// arenaHuge is WriteContext's spill.Arena.Huge: 0, the arena's own
+// threshold; a variable for tests that need small arrays mapped.
+var arenaHuge = 0
 
 // copy2 copies src to dst and returns dst.
 func copy2(dst, src []byte) []byte {

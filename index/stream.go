@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,10 +65,22 @@ func (b *prepared) write(ctx context.Context, path string, p Plan, start time.Ti
 		}
 		return nil
 	}, cancel)
+	stopped := false
+	defer func() {
+		// A panic while encoding (a fault reading a truncated input,
+		// turned into a panic for the caller to recover): the sink must
+		// be done with the codes before the arena unmaps them and before
+		// Abort closes the file.
+		if !stopped {
+			cancel(errors.New("index: write abandoned"))
+			sk.stop(false)
+		}
+	}()
 	err = b.encode(ctx, p, sk.signal)
 	if err != nil {
 		cancel(err) // the sink stops at its next chunk
 	}
+	stopped = true
 	if serr := sk.stop(err == nil); err == nil {
 		err = serr
 	}

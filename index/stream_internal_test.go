@@ -271,3 +271,54 @@ func names(t *testing.T, dir string) []string {
 	}
 	return n
 }
+
+// A panic while encoding (vlc.Compress turns a fault reading a truncated
+// input into one, for its caller to recover) stops the sink before the
+// write returns: the codes, mapped rather than on the heap here, are
+// unmapped only once the sink is done with them, and no file is left.
+// Without that the sink packs from unmapped memory and the process dies.
+func TestWritePanicStopsSink(t *testing.T) {
+	const n, d, m = 20000, 40, 9
+	pts := synth.Clusters(n, d, 12, 5)
+	rows := f16Rows{pts.Data, n, d}
+	anchors := synth.PickAnchors(pts, m, 2)
+	assign := make([]int32, n)
+	for i := range assign {
+		assign[i] = int32((i * 7) % m)
+	}
+	p := Plan{Rows: rows, Anchors: anchors, Assign: assign, Meta: Meta{Code: uint32(quant.KindRotated), Bits: 4, Seed: 3}}
+	defer func(h, c int) { arenaHuge, writeChunk = h, c }(arenaHuge, writeChunk)
+	arenaHuge, writeChunk = 4096, 4096
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.vlc")
+	rounds := 8
+	if testing.Short() {
+		rounds = 3
+	}
+	for i := range rounds {
+		// Every code handed over at once, then the panic: the sink
+		// has hundreds of chunks to pack as the write unwinds.
+		p.Device = &panicStream{hostStream{rows: rows, code: hostCode(t, p, anchors), run: n, bad: 4}}
+		func() {
+			defer func() {
+				if r := recover(); r != "input gone" {
+					t.Fatalf("round %d: recovered %v, want the encoder's panic", i, r)
+				}
+			}()
+			WriteContext(context.Background(), path, p)
+		}()
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("files left after the panics: %v", ents)
+	}
+}
+
+// panicStream hands its codes over as hostStream does, then panics.
+type panicStream struct{ hostStream }
+
+func (s *panicStream) EncodeRotatedStream(l device.RotatedLayout, anchors []float32, ids []uint32, offsets []uint64, codes, params []byte, ready func(lo, hi int)) error {
+	return s.hostStream.EncodeRotatedStream(l, anchors, ids, offsets, codes, params, func(lo, hi int) {
+		ready(lo, hi)
+		panic("input gone")
+	})
+}

@@ -7,6 +7,7 @@
 package spill
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 
@@ -24,7 +25,10 @@ type Arena struct {
 	Dir string // where the backing files go; "" for memory
 	// Min is the smallest buffer spilled to a file; smaller ones come
 	// from the heap.
-	Min  int
+	Min int
+	// Huge, without Dir, is the smallest buffer mapped rather than taken
+	// from the heap; 0: hugeMin.
+	Huge int
 	maps []mmap.MMap // file-backed
 	anon []mmap.MMap // anonymous, Dir ""
 }
@@ -40,7 +44,7 @@ const hugeMin = 64 << 20
 
 // Bytes returns n zeroed bytes, valid until Close.
 func (a *Arena) Bytes(n int) ([]byte, error) {
-	if a != nil && a.Dir == "" && n >= hugeMin {
+	if a != nil && a.Dir == "" && n >= cmp.Or(a.Huge, hugeMin) {
 		m, err := anonymous(n)
 		if err != nil {
 			return nil, fmt.Errorf("spill: %d MiB of memory: %w", n>>20, err)
