@@ -178,10 +178,10 @@ func Run(ctx context.Context, job Job) (*Summary, error) {
 	})
 	defer p.release()
 	tr, err := p.train(ctx)
+	t = tr // freed by release, even with an error
 	if err != nil {
 		return nil, err
 	}
-	t = tr
 	if t.assign == nil {
 		if err := p.assign(ctx, t); err != nil {
 			return nil, err

@@ -34,12 +34,14 @@ type Arena struct {
 }
 
 // hugeMin is the smallest buffer an Arena without Dir maps itself rather
-// than taking from the heap. The heap's pages are 4 KiB; a mapping in huge
-// pages is faulted in and torn down 2 MiB at a time. Measured on a GPU
-// host (32 cores, Linux 6.18, 8 GB written by 16 threads): faulting in
-// 1.38 s and unmapping 0.45 s in 4 KiB pages, 0.58 s and 0.05 s in huge
-// pages; a process exiting with 8 GB of each kind mapped took 0.36 s and
-// 0.04 s to end.
+// than taking from the heap (the threshold itself not measured: below it
+// a buffer's pages cost little). The heap's pages are 4 KiB; a mapping in
+// huge pages is faulted in and torn down 2 MiB at a time. Measured on a
+// GPU host (`go run ./bench/hostmem anon 8` and `exit 8 FILE`: 32 cores,
+// Linux 6.18, 8 GB written by 16 threads): faulting in 1.38 s and
+// unmapping 0.45 s in 4 KiB pages, 0.58 s and 0.05 s in huge pages; a
+// process exiting with 8 GB of each kind mapped took 0.36 s and 0.04 s to
+// end.
 const hugeMin = 64 << 20
 
 // Bytes returns n zeroed bytes, valid until Close.
