@@ -17,6 +17,20 @@ import (
 	"github.com/vlc-embed/vlc/quant"
 )
 
+// rotatedPlan is a 4-bit rotated code's plan of n clustered float16 rows
+// of 40 dimensions over 9 lists (row i in list i*7 % 9).
+func rotatedPlan(n int) (Plan, Rows, []float32) {
+	const d, m = 40, 9
+	pts := synth.Clusters(n, d, 12, 5)
+	rows := f16Rows{pts.Data, n, d}
+	anchors := synth.PickAnchors(pts, m, 2)
+	assign := make([]int32, n)
+	for i := range assign {
+		assign[i] = int32((i * 7) % m)
+	}
+	return Plan{Rows: rows, Anchors: anchors, Assign: assign, Meta: Meta{Code: uint32(quant.KindRotated), Bits: 4, Seed: 3}}, rows, anchors
+}
+
 // hostStream is a device.RotatedStreamEncoder that encodes on the host, as a
 // device would hand its codes over: in runs of whole blocks. It writes an
 // infinite scalar into the first entry of list bad, as a device may
@@ -53,15 +67,8 @@ func (h *hostStream) EncodeRotatedStream(l device.RotatedLayout, anchors []float
 // comes, one list encoded again after packing, has the bytes of a build
 // on the host, for runs that split blocks, lists and the last block.
 func TestStreamedEncodeSameBytes(t *testing.T) {
-	const n, d, m = 3000, 40, 9
-	pts := synth.Clusters(n, d, 12, 5)
-	rows := f16Rows{pts.Data, n, d}
-	anchors := synth.PickAnchors(pts, m, 2)
-	assign := make([]int32, n)
-	for i := range assign {
-		assign[i] = int32((i * 7) % m)
-	}
-	p := Plan{Rows: rows, Anchors: anchors, Assign: assign, Meta: Meta{Code: uint32(quant.KindRotated), Bits: 4, Seed: 3}}
+	const n = 3000
+	p, rows, anchors := rotatedPlan(n)
 	host, err := build(context.Background(), p, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -278,15 +285,8 @@ func names(t *testing.T, dir string) []string {
 // unmapped only once the sink is done with them, and no file is left.
 // Without that the sink packs from unmapped memory and the process dies.
 func TestWritePanicStopsSink(t *testing.T) {
-	const n, d, m = 20000, 40, 9
-	pts := synth.Clusters(n, d, 12, 5)
-	rows := f16Rows{pts.Data, n, d}
-	anchors := synth.PickAnchors(pts, m, 2)
-	assign := make([]int32, n)
-	for i := range assign {
-		assign[i] = int32((i * 7) % m)
-	}
-	p := Plan{Rows: rows, Anchors: anchors, Assign: assign, Meta: Meta{Code: uint32(quant.KindRotated), Bits: 4, Seed: 3}}
+	const n = 20000
+	p, rows, anchors := rotatedPlan(n)
 	defer func(h, c int) { arenaHuge, writeChunk = h, c }(arenaHuge, writeChunk)
 	arenaHuge, writeChunk = 4096, 4096
 	dir := t.TempDir()
