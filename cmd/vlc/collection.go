@@ -30,6 +30,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	indexed := fset.String("index", "", "payload `fields` to index for filters, comma-separated (dotted paths into the JSON object)")
 	trainAt := fset.Int("train-at", 0, fmt.Sprintf("live vectors at which the collection trains its anchors; until then searches are exact (0: %d; -1: never)", store.DefaultTrainAt))
 	graphAt := fset.Int("graph-at", 0, "give every segment of at least this many live rows a graph that searches walk, built in the background (after training, merges and writes) from the rows' decoded vectors; 0: none (vlc graph -at changes it later)")
+	graphCompact := fset.Bool("graph-compact", false, "with -graph-at: store those graphs' neighbour lists sorted and delta-coded (smaller), not in fixed slots")
 	pos, err := parse(fset, args, []string{"PATH"}, stdout)
 	if err != nil {
 		return err
@@ -51,6 +52,9 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *graphAt < 0 {
 		return fmt.Errorf("-graph-at %d: give the live rows from which a segment gets a graph, or 0 for none", *graphAt)
 	}
+	if *graphCompact && *graphAt == 0 {
+		return errors.New("-graph-compact without -graph-at: it shapes the graphs -graph-at asks for")
+	}
 	fields, err := splitFields(*indexed)
 	if err != nil {
 		return err
@@ -63,7 +67,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	st, err := vlc.Create(ctx, path, vlc.Schema{
 		Dim: *dim, Metric: *metric, Code: *codeName, Bits: *bits, Ratio: *ratio, Subspaces: *subspaces, Seed: *seed,
-		Indexed: fields, Policy: vlc.Policy{TrainAt: *trainAt, GraphAt: *graphAt},
+		Indexed: fields, Policy: vlc.Policy{TrainAt: *trainAt, GraphAt: *graphAt, GraphCompact: *graphCompact},
 	})
 	if oe := (*vlc.OptionError)(nil); errors.As(err, &oe) {
 		return errors.New(oe.Message(flagName))
@@ -81,6 +85,9 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *graphAt > 0 {
 		train += fmt.Sprintf("; graphs for segments of %d live rows", *graphAt)
+		if *graphCompact {
+			train += ", compact lists"
+		}
 	}
 	fmt.Fprintf(stderr, "%s: empty collection of dimension %d, metric %s; %s\n", path, *dim, *metric, train)
 	return nil

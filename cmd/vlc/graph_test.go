@@ -386,6 +386,18 @@ func TestGraphPolicyCommand(t *testing.T) {
 	if js, _ = mustVLC(t, "info", "-json", c); !strings.Contains(js, `"graph_at":50`) {
 		t.Errorf("vlc info -json of the collection: no graph_at 50 in\n%s", js)
 	}
+	c2 := filepath.Join(t.TempDir(), "c2.vlc")
+	if _, errs = mustVLC(t, "create", c2, "-dim", "8", "-code", "rotated", "-graph-at", "50", "-graph-compact"); !strings.Contains(errs, "graphs for segments of 50 live rows, compact lists") {
+		t.Errorf("vlc create -graph-compact said %q", errs)
+	}
+	if js, _ = mustVLC(t, "info", "-json", c2); !strings.Contains(js, `"graph_at":50,"graph_compact":true`) {
+		t.Errorf("vlc info -json of the collection: no graph_compact in\n%s", js)
+	}
+	code, _, errs := runVLC(t, "create", filepath.Join(t.TempDir(), "c3.vlc"), "-dim", "8", "-graph-compact")
+	checkOneLineError(t, code, errs)
+	if !strings.Contains(errs, "-graph-compact without -graph-at") {
+		t.Errorf("vlc create -graph-compact alone said %q", errs)
+	}
 }
 
 // vlc graph prints each stage's seconds; -backend cpu builds the same

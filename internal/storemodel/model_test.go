@@ -35,6 +35,8 @@ var (
 	// the processes' background work builds beside their writes, and the
 	// searches walk; the code is then the rotated one.
 	flagGraphAt = flag.Int("store.graph-at", 0, "give segments of at least this many live rows a graph, built by the background work (0: none)")
+	// flagGraphCompact stores those graphs' lists compact.
+	flagGraphCompact = flag.Bool("store.graph-compact", false, "with -store.graph-at: the graphs' neighbour lists compact")
 )
 
 func TestMain(m *testing.M) {
@@ -210,7 +212,11 @@ func storeModel(t *testing.T, how string) {
 			t.Fatalf("compress: %v\n%s", err, out)
 		}
 		if *flagGraphAt > 0 {
-			if out, err := exec.Command(s.bin, "graph", "-at", strconv.Itoa(*flagGraphAt), "-quiet", s.store).CombinedOutput(); err != nil {
+			args := []string{"graph", "-at", strconv.Itoa(*flagGraphAt), "-quiet", s.store}
+			if *flagGraphCompact {
+				args = append(args, "-compact")
+			}
+			if out, err := exec.Command(s.bin, args...).CombinedOutput(); err != nil {
 				t.Fatalf("graph -at: %v\n%s", err, out)
 			}
 		}
@@ -220,6 +226,9 @@ func storeModel(t *testing.T, how string) {
 		args := []string{"create", s.store, "-dim", strconv.Itoa(dim), "-train-at", "360"}
 		if *flagGraphAt > 0 {
 			args = append(append(args, code...), "-graph-at", strconv.Itoa(*flagGraphAt))
+			if *flagGraphCompact {
+				args = append(args, "-graph-compact")
+			}
 		}
 		if out, err := exec.Command(s.bin, args...).CombinedOutput(); err != nil {
 			t.Fatalf("create: %v\n%s", err, out)
