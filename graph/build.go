@@ -332,7 +332,9 @@ func (b *builder) row(i uint32) []float32 { return b.x[int(i)*b.d : int(i+1)*b.d
 // L2Lanes gives DiffStats's sum of squares, so the graph's bytes, without
 // storing the differences: 8.3 ns against 12.4 at 96 dimensions, 50
 // against 80 at 768 (BenchmarkL2Lanes, 2 cores); a 200,000 x 96 build
-// took 24.8 and 24.3 s against 32.6 and 26.8 (2 cores, load 1.2 to 1.8).
+// took 24.8 and 24.3 s against 32.6 and 26.8 (2 cores, load 1.2 to 1.8),
+// a 1M x 96 build 298.8 and 222.3 s against 261.3 and 257.9 (alternated,
+// load 2.0 to 2.1): within that machine's noise, the same bytes.
 type meter struct {
 	b *builder
 }
