@@ -30,39 +30,31 @@ const page = 4096
 
 var sinkByte [64]byte
 
-func touch(b []byte, threads int) {
+// pages runs f on one byte of every page of b, the pages shared among
+// threads goroutines: each reads (write false) or writes the page's first
+// byte, so that the kernel faults it in.
+func pages(b []byte, threads int, write bool) {
 	var wg sync.WaitGroup
 	n := len(b)
 	for t := 0; t < threads; t++ {
 		lo, hi := n*t/threads, n*(t+1)/threads
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var s byte
 			for i := lo; i < hi; i += page {
-				s += b[i]
+				if write {
+					b[i] = 1
+				} else {
+					s += b[i]
+				}
 			}
 			sinkByte[t] = s
-		}()
+		})
 	}
 	wg.Wait()
 }
 
-func write1(b []byte, threads int) {
-	var wg sync.WaitGroup
-	n := len(b)
-	for t := 0; t < threads; t++ {
-		lo, hi := n*t/threads, n*(t+1)/threads
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := lo; i < hi; i += page {
-				b[i] = 1
-			}
-		}()
-	}
-	wg.Wait()
-}
+func touch(b []byte, threads int)  { pages(b, threads, false) }
+func write1(b []byte, threads int) { pages(b, threads, true) }
 
 func unmapPieces(b []byte, pieces int) {
 	var wg sync.WaitGroup
