@@ -35,9 +35,9 @@ type FileWriter struct {
 // disk). It creates the temporary file WriteFile writes, first removing
 // the leftovers of earlier writes to path, and reserves the file's whole
 // size on the disk where the file system can (preallocate), so that a
-// disk too small fails here rather than after the encoding and writing. The file at path,
-// if any, is replaced only by Commit; the caller calls Abort when it
-// gives up.
+// disk too small fails here rather than after the encoding and writing.
+// The file at path, if any, is replaced only by Commit; the caller calls
+// Abort when it gives up.
 func CreateFile(ctx context.Context, path string, kinds []Kind, lengths []int64) (*FileWriter, error) {
 	secs := make([]Section, len(kinds))
 	for i, k := range kinds {

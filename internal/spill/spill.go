@@ -17,10 +17,9 @@ import (
 // Arena hands out file-backed buffers in one folder and releases them
 // all on Close. The files are unlinked as soon as they are mapped, so
 // nothing is left behind however the process ends. An Arena with an empty
-// Dir keeps its buffers in memory: those of hugeMin bytes and more in
-// anonymous mappings the kernel backs with huge pages where it can
-// (anonymous), smaller ones on the heap; a nil Arena uses the heap alone.
-// Not safe for concurrent use.
+// Dir keeps its buffers in memory: those of Huge bytes and more in private
+// anonymous mappings advised for huge pages (anonymous), smaller ones on
+// the heap; a nil Arena uses the heap alone. Not safe for concurrent use.
 type Arena struct {
 	Dir string // where the backing files go; "" for memory
 	// Min is the smallest buffer spilled to a file; smaller ones come
