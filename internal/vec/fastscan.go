@@ -140,6 +140,70 @@ func L2Lanes(a, b []float32) float32 {
 	return l2Lanes(a, b[:n])
 }
 
+// L2Lanes4 returns L2Lanes(a, b) for four rows b at once, the same bits
+// each: four chains of additions in flight where one L2Lanes has one,
+// whose latency bounds it. Every b must be at least as long as a.
+func L2Lanes4(a, b0, b1, b2, b3 []float32) [4]float32 {
+	n := len(a)
+	if n%8 != 0 || len(b0) < n || len(b1) < n || len(b2) < n || len(b3) < n {
+		panic(fmt.Sprintf("vec: L2Lanes4 wants whole chunks of 8 values, got %d and %d, %d, %d, %d", n, len(b0), len(b1), len(b2), len(b3)))
+	}
+	var out [4]float32
+	if n > 0 {
+		l2Lanes4(a, b0[:n], b1[:n], b2[:n], b3[:n], &out)
+	}
+	return out
+}
+
+func l2Lanes4Go(a, b0, b1, b2, b3 []float32, out *[4]float32) {
+	for k, b := range [4][]float32{b0, b1, b2, b3} {
+		out[k] = l2LanesGo(a, b)
+	}
+}
+
+// L2LanesHalf is L2Lanes over float16 values (their bit patterns): the
+// same bits as L2Lanes over the rows decoded to float32, half the bytes
+// read.
+func L2LanesHalf(a, b []uint16) float32 {
+	n := len(a)
+	if n%8 != 0 || len(b) < n {
+		panic(fmt.Sprintf("vec: L2LanesHalf wants whole chunks of 8 values, got %d and %d", n, len(b)))
+	}
+	if n == 0 {
+		return 0
+	}
+	return l2LanesHalf(a, b[:n])
+}
+
+// L2LanesHalf4 is L2Lanes4 over float16 values: the same bits as
+// L2LanesHalf of each row.
+func L2LanesHalf4(a, b0, b1, b2, b3 []uint16) [4]float32 {
+	n := len(a)
+	if n%8 != 0 || len(b0) < n || len(b1) < n || len(b2) < n || len(b3) < n {
+		panic(fmt.Sprintf("vec: L2LanesHalf4 wants whole chunks of 8 values, got %d and %d, %d, %d, %d", n, len(b0), len(b1), len(b2), len(b3)))
+	}
+	var out [4]float32
+	if n > 0 {
+		l2LanesHalf4(a, b0[:n], b1[:n], b2[:n], b3[:n], &out)
+	}
+	return out
+}
+
+func l2LanesHalfGo(a, b []uint16) float32 {
+	var sq [8]float32
+	for j := range a {
+		x := f16.ToFloat32(a[j]) - f16.ToFloat32(b[j])
+		sq[j%8] += float32(x * x)
+	}
+	return fold8(&sq, false)
+}
+
+func l2LanesHalf4Go(a, b0, b1, b2, b3 []uint16, out *[4]float32) {
+	for k, b := range [4][]uint16{b0, b1, b2, b3} {
+		out[k] = l2LanesHalfGo(a, b)
+	}
+}
+
 func l2LanesGo(a, b []float32) float32 {
 	var sq [8]float32
 	for j := range a {

@@ -164,6 +164,11 @@ func TestPrepareKernels(t *testing.T) {
 		sameBits(t, fmt.Sprintf("DiffStats n=%d", n), []float32{sq, sum, big}, want[:])
 		sameBits(t, fmt.Sprintf("DiffStats n=%d, differences", n), dst, ref)
 		sameBits(t, fmt.Sprintf("L2Lanes n=%d", n), []float32{L2Lanes(a, b), l2LanesGo(a, b)}, []float32{sq, sq})
+		c, long := randFloats(r, n), randFloats(r, n+8) // long is longer than a: only its first n count
+		four, want4 := L2Lanes4(a, b, c, a, long), [4]float32{sq, l2LanesGo(a, c), 0, l2LanesGo(a, long[:n])}
+		var go4 [4]float32
+		l2Lanes4Go(a, b, c, a, long[:n], &go4)
+		sameBits(t, fmt.Sprintf("L2Lanes4 n=%d", n), append(four[:], go4[:]...), append(want4[:], want4[:]...))
 		var s2, s1, m float64
 		for j := range n {
 			x := float64(a[j] - b[j])
@@ -192,6 +197,77 @@ func TestPrepareKernels(t *testing.T) {
 				t.Fatalf("Quantize n=%d: k[%d] = %d (reference %d) for %v, step %v", n, j, k[j], kref[j], dst[j], delta)
 			}
 		}
+	}
+}
+
+// TestL2LanesHalf holds L2LanesHalf and L2LanesHalf4, in use and as the
+// Go references, to L2Lanes over the decoded rows bit for bit: random
+// finite float16 bit patterns (subnormals, zeros of both signs and
+// values up to 65,504 among them), then random values rounded to
+// float16.
+func TestL2LanesHalf(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	finite := func() uint16 {
+		for {
+			if h := uint16(r.Uint32()); f16.IsFinite(h) {
+				return h
+			}
+		}
+	}
+	decode := func(h []uint16) []float32 {
+		x := make([]float32, len(h))
+		f16.DecodeRow(x, h)
+		return x
+	}
+	for _, chunks := range chunkCounts {
+		n := 8 * chunks
+		for round := range 2 {
+			rows := make([][]uint16, 5)
+			for k := range rows {
+				rows[k] = make([]uint16, n+8*k) // longer rows: only their first n count
+				for j := range rows[k] {
+					if round == 0 {
+						rows[k][j] = finite()
+					} else {
+						rows[k][j] = f16.FromFloat32(float32(r.NormFloat64()))
+					}
+				}
+			}
+			a := rows[0][:n]
+			var want, got, goGot [4]float32
+			for k := range 4 {
+				want[k] = l2LanesGo(decode(a), decode(rows[k+1][:n]))
+				got[k] = L2LanesHalf(a, rows[k+1])
+				goGot[k] = l2LanesHalfGo(a, rows[k+1][:n])
+			}
+			four := L2LanesHalf4(a, rows[1], rows[2], rows[3], rows[4])
+			var go4 [4]float32
+			l2LanesHalf4Go(a, rows[1][:n], rows[2][:n], rows[3][:n], rows[4][:n], &go4)
+			name := fmt.Sprintf("L2LanesHalf n=%d round %d", n, round)
+			sameBits(t, name, got[:], want[:])
+			sameBits(t, name+", Go", goGot[:], want[:])
+			sameBits(t, name+", four", four[:], want[:])
+			sameBits(t, name+", four, Go", go4[:], want[:])
+		}
+	}
+	if L2LanesHalf(nil, nil) != 0 || L2LanesHalf4(nil, nil, nil, nil, nil) != [4]float32{} {
+		t.Error("L2LanesHalf of no values is not 0")
+	}
+	for name, f := range map[string]func(){
+		"L2LanesHalf of 12": func() { L2LanesHalf(make([]uint16, 12), make([]uint16, 12)) },
+		"L2LanesHalf4 short row": func() {
+			L2LanesHalf4(make([]uint16, 16), make([]uint16, 16), make([]uint16, 8), make([]uint16, 16), make([]uint16, 16))
+		},
+		"L2Lanes4 of 12": func() { L2Lanes4(make([]float32, 12), nil, nil, nil, nil) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s did not panic", name)
+				}
+			}()
+			f()
+		}()
 	}
 }
 
@@ -412,6 +488,25 @@ func BenchmarkL2Lanes(b *testing.B) {
 		b.Run(fmt.Sprintf("L2Lanes/%d", n), func(b *testing.B) {
 			for b.Loop() {
 				L2Lanes(x, y)
+			}
+		})
+		b.Run(fmt.Sprintf("L2Lanes4/%d", n), func(b *testing.B) { // four rows an op
+			for b.Loop() {
+				L2Lanes4(x, y, dst, y, dst)
+			}
+		})
+		hx, hy := make([]uint16, n), make([]uint16, n)
+		for j := range n {
+			hx[j], hy[j] = f16.FromFloat32(x[j]), f16.FromFloat32(y[j])
+		}
+		b.Run(fmt.Sprintf("L2LanesHalf/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				L2LanesHalf(hx, hy)
+			}
+		})
+		b.Run(fmt.Sprintf("L2LanesHalf4/%d", n), func(b *testing.B) { // four rows an op
+			for b.Loop() {
+				L2LanesHalf4(hx, hy, hx, hy, hx)
 			}
 		})
 	}

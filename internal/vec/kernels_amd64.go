@@ -7,6 +7,10 @@ import "golang.org/x/sys/cpu"
 // hasAVX2 selects the assembly kernels; without AVX2 the Go ones run.
 var hasAVX2 = cpu.X86.HasAVX2
 
+// hasF16C selects the float16 kernels (VCVTPH2PS): CPUID leaf 1, ECX bit
+// 29, which golang.org/x/sys/cpu does not report.
+var hasF16C = hasAVX2 && cpuidECX1()&(1<<29) != 0
+
 // Kernels names the implementation in use, for benchmarks and tools.
 func Kernels() string {
 	if hasAVX2 {
@@ -102,6 +106,29 @@ func l2Lanes(a, b []float32) float32 {
 		return l2LanesGo(a, b)
 	}
 	return l2LanesAVX2(&a[0], &b[0], len(a))
+}
+
+func l2Lanes4(a, b0, b1, b2, b3 []float32, out *[4]float32) {
+	if !hasAVX2 {
+		l2Lanes4Go(a, b0, b1, b2, b3, out)
+		return
+	}
+	l2Lanes4AVX2(&a[0], &b0[0], &b1[0], &b2[0], &b3[0], len(a), &out[0])
+}
+
+func l2LanesHalf(a, b []uint16) float32 {
+	if !hasF16C {
+		return l2LanesHalfGo(a, b)
+	}
+	return l2LanesHalfAVX2(&a[0], &b[0], len(a))
+}
+
+func l2LanesHalf4(a, b0, b1, b2, b3 []uint16, out *[4]float32) {
+	if !hasF16C {
+		l2LanesHalf4Go(a, b0, b1, b2, b3, out)
+		return
+	}
+	l2LanesHalf4AVX2(&a[0], &b0[0], &b1[0], &b2[0], &b3[0], len(a), &out[0])
 }
 
 func quantize(q []float32, inv, delta float32, k []int32, out *[2]float32) {

@@ -993,6 +993,202 @@ doneL2:
 	VZEROUPPER
 	RET
 
+// func l2Lanes4AVX2(a *float32, b0 *float32, b1 *float32, b2 *float32, b3 *float32, n int, out *float32)
+// Requires: AVX
+TEXT ·l2Lanes4AVX2(SB), NOSPLIT, $0-56
+	MOVQ   a+0(FP), AX
+	MOVQ   b0+8(FP), CX
+	MOVQ   b1+16(FP), DX
+	MOVQ   b2+24(FP), BX
+	MOVQ   b3+32(FP), SI
+	MOVQ   n+40(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ  DI, DI
+	JZ     doneL24
+
+loopL24:
+	VMOVUPS (AX), Y4
+	VSUBPS  (CX), Y4, Y5
+	VMULPS  Y5, Y5, Y5
+	VADDPS  Y5, Y0, Y0
+	VSUBPS  (DX), Y4, Y5
+	VMULPS  Y5, Y5, Y5
+	VADDPS  Y5, Y1, Y1
+	VSUBPS  (BX), Y4, Y5
+	VMULPS  Y5, Y5, Y5
+	VADDPS  Y5, Y2, Y2
+	VSUBPS  (SI), Y4, Y4
+	VMULPS  Y4, Y4, Y4
+	VADDPS  Y4, Y3, Y3
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, BX
+	ADDQ    $0x20, SI
+	SUBQ    $0x08, DI
+	JNZ     loopL24
+
+doneL24:
+	VEXTRACTF128 $0x01, Y0, X4
+	VMOVAPS      X0, X0
+	VADDPS       X4, X0, X0
+	VMOVHLPS     X0, X0, X4
+	VADDPS       X4, X0, X0
+	VMOVSHDUP    X0, X4
+	VADDPS       X4, X0, X0
+	VEXTRACTF128 $0x01, Y1, X4
+	VMOVAPS      X1, X1
+	VADDPS       X4, X1, X1
+	VMOVHLPS     X1, X1, X4
+	VADDPS       X4, X1, X1
+	VMOVSHDUP    X1, X4
+	VADDPS       X4, X1, X1
+	VEXTRACTF128 $0x01, Y2, X4
+	VMOVAPS      X2, X2
+	VADDPS       X4, X2, X2
+	VMOVHLPS     X2, X2, X4
+	VADDPS       X4, X2, X2
+	VMOVSHDUP    X2, X4
+	VADDPS       X4, X2, X2
+	VEXTRACTF128 $0x01, Y3, X4
+	VMOVAPS      X3, X3
+	VADDPS       X4, X3, X3
+	VMOVHLPS     X3, X3, X4
+	VADDPS       X4, X3, X3
+	VMOVSHDUP    X3, X4
+	VADDPS       X4, X3, X3
+	VUNPCKLPS    X1, X0, X0
+	VUNPCKLPS    X3, X2, X2
+	VMOVLHPS     X2, X0, X0
+	MOVQ         out+48(FP), AX
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func l2LanesHalfAVX2(a *uint16, b *uint16, n int) float32
+// Requires: AVX, F16C, SSE
+TEXT ·l2LanesHalfAVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), AX
+	MOVQ   b+8(FP), CX
+	MOVQ   n+16(FP), DX
+	VXORPS Y0, Y0, Y0
+	TESTQ  DX, DX
+	JZ     doneL2H
+
+loopL2H:
+	VCVTPH2PS (AX), Y1
+	VCVTPH2PS (CX), Y2
+	VSUBPS    Y2, Y1, Y1
+	VMULPS    Y1, Y1, Y1
+	VADDPS    Y1, Y0, Y0
+	ADDQ      $0x10, AX
+	ADDQ      $0x10, CX
+	SUBQ      $0x08, DX
+	JNZ       loopL2H
+
+doneL2H:
+	VEXTRACTF128 $0x01, Y0, X1
+	VMOVAPS      X0, X0
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDPS       X1, X0, X0
+	MOVSS        X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func l2LanesHalf4AVX2(a *uint16, b0 *uint16, b1 *uint16, b2 *uint16, b3 *uint16, n int, out *float32)
+// Requires: AVX, F16C
+TEXT ·l2LanesHalf4AVX2(SB), NOSPLIT, $0-56
+	MOVQ   a+0(FP), AX
+	MOVQ   b0+8(FP), CX
+	MOVQ   b1+16(FP), DX
+	MOVQ   b2+24(FP), BX
+	MOVQ   b3+32(FP), SI
+	MOVQ   n+40(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ  DI, DI
+	JZ     doneL2H4
+
+loopL2H4:
+	VCVTPH2PS (AX), Y4
+	VCVTPH2PS (CX), Y5
+	VSUBPS    Y5, Y4, Y5
+	VMULPS    Y5, Y5, Y5
+	VADDPS    Y5, Y0, Y0
+	VCVTPH2PS (DX), Y5
+	VSUBPS    Y5, Y4, Y5
+	VMULPS    Y5, Y5, Y5
+	VADDPS    Y5, Y1, Y1
+	VCVTPH2PS (BX), Y5
+	VSUBPS    Y5, Y4, Y5
+	VMULPS    Y5, Y5, Y5
+	VADDPS    Y5, Y2, Y2
+	VCVTPH2PS (SI), Y5
+	VSUBPS    Y5, Y4, Y5
+	VMULPS    Y5, Y5, Y5
+	VADDPS    Y5, Y3, Y3
+	ADDQ      $0x10, AX
+	ADDQ      $0x10, CX
+	ADDQ      $0x10, DX
+	ADDQ      $0x10, BX
+	ADDQ      $0x10, SI
+	SUBQ      $0x08, DI
+	JNZ       loopL2H4
+
+doneL2H4:
+	VEXTRACTF128 $0x01, Y0, X4
+	VMOVAPS      X0, X0
+	VADDPS       X4, X0, X0
+	VMOVHLPS     X0, X0, X4
+	VADDPS       X4, X0, X0
+	VMOVSHDUP    X0, X4
+	VADDPS       X4, X0, X0
+	VEXTRACTF128 $0x01, Y1, X4
+	VMOVAPS      X1, X1
+	VADDPS       X4, X1, X1
+	VMOVHLPS     X1, X1, X4
+	VADDPS       X4, X1, X1
+	VMOVSHDUP    X1, X4
+	VADDPS       X4, X1, X1
+	VEXTRACTF128 $0x01, Y2, X4
+	VMOVAPS      X2, X2
+	VADDPS       X4, X2, X2
+	VMOVHLPS     X2, X2, X4
+	VADDPS       X4, X2, X2
+	VMOVSHDUP    X2, X4
+	VADDPS       X4, X2, X2
+	VEXTRACTF128 $0x01, Y3, X4
+	VMOVAPS      X3, X3
+	VADDPS       X4, X3, X3
+	VMOVHLPS     X3, X3, X4
+	VADDPS       X4, X3, X3
+	VMOVSHDUP    X3, X4
+	VADDPS       X4, X3, X3
+	VUNPCKLPS    X1, X0, X0
+	VUNPCKLPS    X3, X2, X2
+	VMOVLHPS     X2, X0, X0
+	MOVQ         out+48(FP), AX
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func cpuidECX1() uint32
+// Requires: CPUID
+TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
+	MOVL $0x00000001, AX
+	XORL CX, CX
+	CPUID
+	MOVL CX, ret+0(FP)
+	RET
+
 // func quantizeAVX2(q *float32, n int, inv float32, delta float32, k *int32, out *float32)
 // Requires: AVX, AVX2, SSE
 TEXT ·quantizeAVX2(SB), NOSPLIT, $0-40

@@ -56,6 +56,24 @@ func diffStatsAVX2(dst *float32, a *float32, b *float32, n int, out *float32)
 //go:noescape
 func l2LanesAVX2(a *float32, b *float32, n int) float32
 
+// l2Lanes4AVX2 sets out[k] to the sum of (a[j] - bk[j])^2 for j < n (a multiple of 8), k < 4, each in the order l2LanesGo (fastscan.go) keeps.
+//
+//go:noescape
+func l2Lanes4AVX2(a *float32, b0 *float32, b1 *float32, b2 *float32, b3 *float32, n int, out *float32)
+
+// l2LanesHalfAVX2 returns the sum of (a[j] - b[j])^2 for j < n (a multiple of 8) over float16 values widened to float32, in the order l2LanesGo (fastscan.go) keeps.
+//
+//go:noescape
+func l2LanesHalfAVX2(a *uint16, b *uint16, n int) float32
+
+// l2LanesHalf4AVX2 sets out[k] to the sum of (a[j] - bk[j])^2 for j < n (a multiple of 8), k < 4, over float16 values widened to float32, each in the order l2LanesGo (fastscan.go) keeps.
+//
+//go:noescape
+func l2LanesHalf4AVX2(a *uint16, b0 *uint16, b1 *uint16, b2 *uint16, b3 *uint16, n int, out *float32)
+
+// cpuidECX1 returns ECX of CPUID leaf 1.
+func cpuidECX1() uint32
+
 // quantizeAVX2 sets k[j] to q[j]*inv rounded to the nearest integer (ties to even) for j < n (a multiple of 8) and out to the sums of q[j] - delta*k[j] and of their squares, in the order quantizeGo (fastscan.go) keeps.
 //
 //go:noescape

@@ -20,6 +20,14 @@ func sumSquares(x []float32) float32      { return sumSquaresGo(x) }
 func diffStats(dst, a, b []float32, out *[3]float32) { diffStatsGo(dst, a, b, out) }
 func l2Lanes(a, b []float32) float32                 { return l2LanesGo(a, b) }
 
+func l2Lanes4(a, b0, b1, b2, b3 []float32, out *[4]float32) { l2Lanes4Go(a, b0, b1, b2, b3, out) }
+
+func l2LanesHalf(a, b []uint16) float32 { return l2LanesHalfGo(a, b) }
+
+func l2LanesHalf4(a, b0, b1, b2, b3 []uint16, out *[4]float32) {
+	l2LanesHalf4Go(a, b0, b1, b2, b3, out)
+}
+
 func quantize(q []float32, inv, delta float32, k []int32, out *[2]float32) {
 	quantizeGo(q, inv, delta, k, out)
 }

@@ -30,6 +30,10 @@ func main() {
 	}
 	diffStats()
 	l2Lanes()
+	l2Lanes4()
+	l2LanesHalf()
+	l2LanesHalf4()
+	cpuidECX1()
 	quantize()
 	tables()
 	blockEstimate()
@@ -497,6 +501,132 @@ func l2Lanes() {
 	Label("doneL2")
 	Store(fold8(acc[0], false), ReturnIndex(0))
 	VZEROUPPER()
+	RET()
+}
+
+// l2Lanes4 is l2Lanes of one row a against four rows at once: four
+// accumulators, so four chains of additions in flight where l2Lanes has
+// one (its time is the chain's latency), each row's sums in l2Lanes's
+// order, so the same bits.
+func l2Lanes4() {
+	TEXT("l2Lanes4AVX2", NOSPLIT, "func(a *float32, b0 *float32, b1 *float32, b2 *float32, b3 *float32, n int, out *float32)")
+	Pragma("noescape")
+	Doc("l2Lanes4AVX2 sets out[k] to the sum of (a[j] - bk[j])^2 for j < n (a multiple of 8), k < 4, each in the order l2LanesGo (fastscan.go) keeps.")
+	a := Load(Param("a"), GP64())
+	bs := []Register{Load(Param("b0"), GP64()), Load(Param("b1"), GP64()), Load(Param("b2"), GP64()), Load(Param("b3"), GP64())}
+	n := Load(Param("n"), GP64())
+	acc := zeroed(4)
+	TESTQ(n, n)
+	JZ(LabelRef("doneL24"))
+	Label("loopL24")
+	x := YMM()
+	VMOVUPS(Mem{Base: a}, x)
+	for k, b := range bs {
+		y := YMM()
+		VSUBPS(Mem{Base: b}, x, y)
+		VMULPS(y, y, y)
+		VADDPS(y, acc[k], acc[k])
+	}
+	ADDQ(Imm(32), a)
+	for _, b := range bs {
+		ADDQ(Imm(32), b)
+	}
+	SUBQ(Imm(8), n)
+	JNZ(LabelRef("loopL24"))
+	Label("doneL24")
+	store4(acc)
+	VZEROUPPER()
+	RET()
+}
+
+// l2LanesHalf is l2Lanes over float16 rows: each 8 values widened to
+// float32 (F16C's VCVTPH2PS, exact), then the same subtraction, product
+// and lane sums, so the same bits as l2Lanes over the decoded rows.
+func l2LanesHalf() {
+	TEXT("l2LanesHalfAVX2", NOSPLIT, "func(a *uint16, b *uint16, n int) float32")
+	Pragma("noescape")
+	Doc("l2LanesHalfAVX2 returns the sum of (a[j] - b[j])^2 for j < n (a multiple of 8) over float16 values widened to float32, in the order l2LanesGo (fastscan.go) keeps.")
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("n"), GP64())
+	acc := zeroed(1)
+	TESTQ(n, n)
+	JZ(LabelRef("doneL2H"))
+	Label("loopL2H")
+	x, y := YMM(), YMM()
+	VCVTPH2PS(Mem{Base: a}, x)
+	VCVTPH2PS(Mem{Base: b}, y)
+	VSUBPS(y, x, x)
+	VMULPS(x, x, x)
+	VADDPS(x, acc[0], acc[0])
+	ADDQ(Imm(16), a)
+	ADDQ(Imm(16), b)
+	SUBQ(Imm(8), n)
+	JNZ(LabelRef("loopL2H"))
+	Label("doneL2H")
+	Store(fold8(acc[0], false), ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+// l2LanesHalf4 is l2Lanes4 over float16 rows, widened as l2LanesHalf
+// widens them.
+func l2LanesHalf4() {
+	TEXT("l2LanesHalf4AVX2", NOSPLIT, "func(a *uint16, b0 *uint16, b1 *uint16, b2 *uint16, b3 *uint16, n int, out *float32)")
+	Pragma("noescape")
+	Doc("l2LanesHalf4AVX2 sets out[k] to the sum of (a[j] - bk[j])^2 for j < n (a multiple of 8), k < 4, over float16 values widened to float32, each in the order l2LanesGo (fastscan.go) keeps.")
+	a := Load(Param("a"), GP64())
+	bs := []Register{Load(Param("b0"), GP64()), Load(Param("b1"), GP64()), Load(Param("b2"), GP64()), Load(Param("b3"), GP64())}
+	n := Load(Param("n"), GP64())
+	acc := zeroed(4)
+	TESTQ(n, n)
+	JZ(LabelRef("doneL2H4"))
+	Label("loopL2H4")
+	x := YMM()
+	VCVTPH2PS(Mem{Base: a}, x)
+	for k, b := range bs {
+		y := YMM()
+		VCVTPH2PS(Mem{Base: b}, y)
+		VSUBPS(y, x, y)
+		VMULPS(y, y, y)
+		VADDPS(y, acc[k], acc[k])
+	}
+	ADDQ(Imm(16), a)
+	for _, b := range bs {
+		ADDQ(Imm(16), b)
+	}
+	SUBQ(Imm(8), n)
+	JNZ(LabelRef("loopL2H4"))
+	Label("doneL2H4")
+	store4(acc)
+	VZEROUPPER()
+	RET()
+}
+
+// store4 folds four accumulators (fold8) and stores the four sums to
+// out in one 16-byte store: four 4-byte stores read back as one 16-byte
+// value would stall the store forwarding.
+func store4(acc []VecVirtual) {
+	h := make([]VecVirtual, 4)
+	for k := range 4 {
+		h[k] = fold8(acc[k], false)
+	}
+	VUNPCKLPS(h[1], h[0], h[0])
+	VUNPCKLPS(h[3], h[2], h[2])
+	VMOVLHPS(h[2], h[0], h[0])
+	out := Load(Param("out"), GP64())
+	VMOVUPS(h[0], Mem{Base: out})
+}
+
+// cpuidECX1 returns ECX of CPUID leaf 1, where bit 29 says F16C:
+// golang.org/x/sys/cpu does not report it.
+func cpuidECX1() {
+	TEXT("cpuidECX1", NOSPLIT, "func() uint32")
+	Doc("cpuidECX1 returns ECX of CPUID leaf 1.")
+	MOVL(U32(1), EAX)
+	XORL(ECX, ECX)
+	CPUID()
+	Store(ECX, ReturnIndex(0))
 	RET()
 }
 
