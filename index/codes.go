@@ -1,6 +1,7 @@
 package index
 
 import (
+	"fmt"
 	"runtime/debug"
 
 	"github.com/vlc-embed/vlc/index/format"
@@ -24,6 +25,29 @@ func (ix *Index) Codes(fn func(row, list int, code []byte) error) (err error) {
 			if err := fn(ix.ids.at(e), a, buf); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// ListCodes is Codes for list a alone, on the calling goroutine: calls for
+// different lists may run at once (package graph reads every list on
+// all cores). An a outside the lists is ErrArgument.
+func (ix *Index) ListCodes(a int, fn func(row int, code []byte) error) (err error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.file == nil {
+		return ErrClosed
+	}
+	if a < 0 || a >= ix.m {
+		return fmt.Errorf("%w: list %d of %d", ErrArgument, a, ix.m)
+	}
+	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
+	buf := make([]byte, ix.code.CodeBytes())
+	for e := int(ix.lists[a]); e < int(ix.lists[a+1]); e++ {
+		ix.entryCode(e, buf)
+		if err := fn(ix.ids.at(e), buf); err != nil {
+			return err
 		}
 	}
 	return nil

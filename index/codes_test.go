@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/vlc-embed/vlc/index"
@@ -52,9 +53,41 @@ func TestCodes(t *testing.T) {
 				t.Fatalf("%v: row %d never handed over", kind, row)
 			}
 		}
+		// ListCodes hands over each list's rows and codes as Codes does,
+		// in the same order.
+		type entry struct {
+			row, list int
+			code      string
+		}
+		var all, byList []entry
+		if err := ix.Codes(func(row, list int, c []byte) error {
+			all = append(all, entry{row, list, string(c)})
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for a := range ix.Lists() {
+			if err := ix.ListCodes(a, func(row int, c []byte) error {
+				byList = append(byList, entry{row, a, string(c)})
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(all, byList) {
+			t.Errorf("%v: ListCodes list by list differs from Codes", kind)
+		}
+		for _, a := range []int{-1, ix.Lists()} {
+			if err := ix.ListCodes(a, func(int, []byte) error { return nil }); !errors.Is(err, index.ErrArgument) {
+				t.Errorf("%v: ListCodes(%d): %v, want ErrArgument", kind, a, err)
+			}
+		}
 		ix.Close()
 		if err := ix.Codes(func(int, int, []byte) error { return nil }); !errors.Is(err, index.ErrClosed) {
 			t.Errorf("Codes on a closed index: %v, want ErrClosed", err)
+		}
+		if err := ix.ListCodes(0, func(int, []byte) error { return nil }); !errors.Is(err, index.ErrClosed) {
+			t.Errorf("ListCodes on a closed index: %v, want ErrClosed", err)
 		}
 	}
 }
