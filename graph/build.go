@@ -221,7 +221,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		}
 	}
 	lap("rows", &times.Rows)
-	b := &builder{x: x, n: n, d: d, r: opt.Degree, alpha2: opt.Alpha * opt.Alpha}
+	b := &builder{buildRows: x, n: n, d: d, r: opt.Degree, alpha2: opt.Alpha * opt.Alpha}
 	var cands [][]pair
 	if opt.Searcher != nil {
 		cands, err = b.batchCandidates(ctx, opt.Searcher, opt, &times)
@@ -277,40 +277,9 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	return g, nil
 }
 
-// readRows returns rows as float32, row after row, on all cores; an error
-// names the first row (the lowest) holding a value that is not finite.
-func readRows(rows index.Rows, n, d int) ([]float32, error) {
-	x := make([]float32, n*d)
-	var mu sync.Mutex
-	bad, badCol := n, 0
-	par.For(n, 1024, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			dst := x[i*d : (i+1)*d]
-			row := rows.Row(i, dst)
-			if &row[0] != &dst[0] {
-				copy(dst, row)
-			}
-			for j, v := range dst {
-				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-					mu.Lock()
-					if i < bad {
-						bad, badCol = i, j
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		}
-	})
-	if bad < n {
-		return nil, argErr("vector row %d, value %d is %v", bad, badCol, x[bad*d+badCol])
-	}
-	return x, nil
-}
-
 // builder holds the vectors and the adjacency being built.
 type builder struct {
-	x       []float32
+	*buildRows
 	n, d, r int
 	alpha2  float32 // Alpha^2: distances here are squared
 	adj     []uint32
@@ -325,42 +294,76 @@ type builder struct {
 	assign  []uint32 // each row's nearest anchor
 }
 
-func (b *builder) row(i uint32) []float32 { return b.x[int(i)*b.d : int(i+1)*b.d] }
-
-// meter measures exact squared distances: with vec.L2Lanes's vector
-// kernel where the dimension is a multiple of 8, else with vec.L2.
+// meter measures exact squared distances between rows: with
+// vec.L2Lanes's vector kernel where the dimension is a multiple of 8
+// (vec.L2LanesHalf's on float16 rows, the same bits), else with vec.L2.
 // L2Lanes gives DiffStats's sum of squares, so the graph's bytes, without
 // storing the differences: 8.3 ns against 12.4 at 96 dimensions, 50
 // against 80 at 768 (BenchmarkL2Lanes, 2 cores); a 200,000 x 96 build
 // took 24.8 and 24.3 s against 32.6 and 26.8 (2 cores, load 1.2 to 1.8),
 // a 1M x 96 build 298.8 and 222.3 s against 261.3 and 257.9 (alternated,
-// load 2.0 to 2.1): within that machine's noise, the same bytes.
+// load 2.0 to 2.1): within that machine's noise, the same bytes. A meter
+// is one goroutine's: it holds scratch rows.
 type meter struct {
-	b *builder
+	b     *builder
+	lanes bool      // d % 8 == 0: the lane kernels
+	s, t  []float32 // float16 rows decoded, where the lane kernels do not apply
 }
 
-func (b *builder) meter() meter { return meter{b} }
-
-func (m meter) l2(x, y []float32) float32 {
-	if m.b.d%8 == 0 {
-		return vec.L2Lanes(x, y)
+func (b *builder) meter() *meter {
+	m := &meter{b: b, lanes: b.d%8 == 0}
+	if b.h != nil && !m.lanes {
+		m.s, m.t = make([]float32, b.d), make([]float32, b.d)
 	}
-	return vec.L2(x, y)
+	return m
 }
 
-func (m meter) dist(i, j uint32) float32 { return m.l2(m.b.row(i), m.b.row(j)) }
+// dist is the squared distance between rows i and j.
+func (m *meter) dist(i, j uint32) float32 {
+	b := m.b
+	switch {
+	case b.h == nil && m.lanes:
+		return vec.L2Lanes(b.row(i), b.row(j))
+	case b.h == nil:
+		return vec.L2(b.row(i), b.row(j))
+	case m.lanes:
+		return vec.L2LanesHalf(b.half(i), b.half(j))
+	}
+	return vec.L2(b.decode(i, m.s), b.decode(j, m.t))
+}
 
-// exactScorer scores rows by their exact distance to x.
+// dists sets out[k] = dist(q, ids[k]), the same bits: four rows at a time
+// with vec.L2Lanes4 (L2LanesHalf4) where the lane kernels apply, four
+// chains of additions and four rows' loads in flight (28.4 ns a row
+// against 47.9 at 768 dimensions in cache, BenchmarkL2Lanes, 2 cores).
+func (m *meter) dists(q uint32, ids []uint32, out []float32) {
+	b, k := m.b, 0
+	switch {
+	case m.lanes && b.h == nil:
+		x, row := b.row(q), b.row
+		for ; k+4 <= len(ids); k += 4 {
+			four := vec.L2Lanes4(x, row(ids[k]), row(ids[k+1]), row(ids[k+2]), row(ids[k+3]))
+			copy(out[k:k+4], four[:])
+		}
+	case m.lanes:
+		x, row := b.half(q), b.half
+		for ; k+4 <= len(ids); k += 4 {
+			four := vec.L2LanesHalf4(x, row(ids[k]), row(ids[k+1]), row(ids[k+2]), row(ids[k+3]))
+			copy(out[k:k+4], four[:])
+		}
+	}
+	for ; k < len(ids); k++ {
+		out[k] = m.dist(q, ids[k])
+	}
+}
+
+// exactScorer scores rows by their exact distance to row q.
 type exactScorer struct {
-	m meter
-	x []float32
+	m *meter
+	q uint32
 }
 
-func (e exactScorer) scores(ids []uint32, out []float32) {
-	for k, i := range ids {
-		out[k] = e.m.l2(e.x, e.m.b.row(i))
-	}
-}
+func (e exactScorer) scores(ids []uint32, out []float32) { e.m.dists(e.q, ids, out) }
 
 // set writes row i's neighbours.
 func (b *builder) set(i uint32, kept []pair) {
@@ -386,12 +389,13 @@ func (b *builder) candidates(ctx context.Context, ix *index.Index, opt BuildOpti
 			return
 		}
 		var h maxHeap
-		var buf []pair
+		var buf measureBuf
 		m := b.meter()
+		xbuf := make([]float32, b.d)
 		for i := lo; i < hi; i++ {
 			h = h[:0]
 			if opt.NProbe > 0 {
-				hits, err := ix.Search(b.row(uint32(i)), index.SearchOptions{K: k + 1, NProbe: opt.NProbe})
+				hits, err := ix.Search(b.decode(uint32(i), xbuf), index.SearchOptions{K: k + 1, NProbe: opt.NProbe})
 				if err != nil {
 					mu.Lock()
 					failed = err
@@ -401,12 +405,11 @@ func (b *builder) candidates(ctx context.Context, ix *index.Index, opt BuildOpti
 				cands[i] = m.measure(uint32(i), hits, &buf)
 				continue
 			}
-			xi := b.row(uint32(i))
 			for j := range b.n {
 				if j == i {
 					continue
 				}
-				p := pair{m.l2(xi, b.row(uint32(j))), uint32(j)}
+				p := pair{m.dist(uint32(i), uint32(j)), uint32(j)}
 				switch {
 				case len(h) < k:
 					h.push(p)
@@ -428,28 +431,27 @@ func (b *builder) candidates(ctx context.Context, ix *index.Index, opt BuildOpti
 // measure returns row i's candidates from the hits of its search: every
 // hit but i itself, by exact distance, nearest first (ties by row). buf
 // is scratch.
-func (m meter) measure(i uint32, hits []index.Hit, buf *[]pair) []pair {
-	*buf = (*buf)[:0]
+func (m *meter) measure(i uint32, hits []index.Hit, buf *measureBuf) []pair {
+	buf.ids = buf.ids[:0]
 	for _, hit := range hits {
 		if uint32(hit.ID) != i {
-			*buf = append(*buf, pair{m.dist(i, uint32(hit.ID)), uint32(hit.ID)})
+			buf.ids = append(buf.ids, uint32(hit.ID))
 		}
 	}
-	c := slices.Clone(*buf)
+	buf.d = slices.Grow(buf.d[:0], len(buf.ids))[:len(buf.ids)]
+	m.dists(i, buf.ids, buf.d)
+	c := make([]pair, len(buf.ids))
+	for k, id := range buf.ids {
+		c[k] = pair{buf.d[k], id}
+	}
 	slices.SortFunc(c, comparePairs)
 	return c
 }
 
-// floatRows are rows of float32 in memory, row after row.
-type floatRows struct {
-	x []float32
-	d int
-}
-
-func (r floatRows) Len() int { return len(r.x) / r.d }
-func (r floatRows) Dim() int { return r.d }
-func (r floatRows) Row(i int, dst []float32) []float32 {
-	return append(dst[:0], r.x[i*r.d:(i+1)*r.d]...)
+// measureBuf is measure's scratch.
+type measureBuf struct {
+	ids []uint32
+	d   []float32
 }
 
 // batchCandidates is candidates from s (BuildOptions.Searcher): every
@@ -469,7 +471,7 @@ func (b *builder) batchCandidates(ctx context.Context, s BatchSearcher, opt Buil
 		go func() {
 			start := time.Now()
 			hi := min(lo+candidateBatch, b.n)
-			hits, err := s.SearchBatch(ctx, floatRows{b.x[lo*b.d : hi*b.d], b.d}, sopt)
+			hits, err := s.SearchBatch(ctx, b.span(lo, hi), sopt)
 			if err == nil && len(hits) != hi-lo {
 				err = fmt.Errorf("%d queries, %d answers", hi-lo, len(hits))
 			}
@@ -498,7 +500,7 @@ func (b *builder) batchCandidates(ctx context.Context, s BatchSearcher, opt Buil
 		}
 		par.For(len(f.hits), 16, func(from, to int) {
 			m := b.meter()
-			var buf []pair
+			var buf measureBuf
 			for t := from; t < to; t++ {
 				i := lo + t
 				cands[i] = m.measure(uint32(i), f.hits[t], &buf)
@@ -521,8 +523,17 @@ func comparePairs(a, b pair) int {
 // prune appends to kept the neighbours robust pruning keeps for row p
 // from cands (sorted, nearest first): a candidate stays unless a kept
 // one is nearer to it than its distance to p over alpha; at most r.
-func (m meter) prune(p uint32, cands []pair, kept []pair) []pair {
+//
+// The kept rows are measured against a candidate four at a time
+// (meter.dists) and tested in order, so the result is the one a test
+// at a time gives; a candidate dropped early costs at most three
+// distances too many, and on the 100,000 x 768 generated rows of
+// graph/README.md's "Build on a GPU" nearly every candidate is kept
+// after testing every kept row.
+func (m *meter) prune(p uint32, cands []pair, kept []pair) []pair {
 	b := m.b
+	var ids [4]uint32
+	var d [4]float32
 	for _, c := range cands {
 		if len(kept) == b.r {
 			break
@@ -531,10 +542,17 @@ func (m meter) prune(p uint32, cands []pair, kept []pair) []pair {
 			continue
 		}
 		ok := true
-		for _, k := range kept {
-			if k.id == c.id || b.alpha2*m.dist(k.id, c.id) <= c.dist {
-				ok = false
-				break
+		for lo := 0; ok && lo < len(kept); lo += 4 {
+			group := kept[lo:min(lo+4, len(kept))]
+			for j, k := range group {
+				ids[j] = k.id
+			}
+			m.dists(c.id, ids[:len(group)], d[:])
+			for j, k := range group {
+				if k.id == c.id || b.alpha2*d[j] <= c.dist {
+					ok = false
+					break
+				}
 			}
 		}
 		if ok {
@@ -552,8 +570,9 @@ func (b *builder) medoid() uint32 {
 	m := make([]float32, b.d)
 	par.For(b.d, 16, func(lo, hi int) {
 		mean := make([]float64, hi-lo)
+		buf := make([]float32, hi-lo)
 		for i := range b.n {
-			for j, v := range b.row(uint32(i))[lo:hi] {
+			for j, v := range b.decodeRange(uint32(i), lo, hi, buf) {
 				mean[j] += float64(v)
 			}
 		}
@@ -569,8 +588,9 @@ func (b *builder) medoid() uint32 {
 	bests := make([]best, (b.n+block-1)/block)
 	par.For(b.n, block, func(lo, hi int) {
 		bb := best{uint32(lo), float32(math.Inf(1))}
+		buf := make([]float32, b.d)
 		for i := lo; i < hi; i++ {
-			if dd := vec.L2(m, b.row(uint32(i))); dd < bb.d {
+			if dd := vec.L2(m, b.decode(uint32(i), buf)); dd < bb.d {
 				bb = best{uint32(i), dd}
 			}
 		}
@@ -652,8 +672,9 @@ func (b *builder) nearestAnchors(anchors []float32, hint func(i int) int) {
 	const block = 64
 	par.For(b.n, block, func(lo, hi int) {
 		var screen []int // rows of the block left to the screen
-		measure := func(i, a int, best *int, bd *float32) {
-			if dd := vec.L2(anchors[a*d:(a+1)*d], b.row(uint32(i))); dd < *bd || dd == *bd && a < *best {
+		xbuf := make([]float32, d)
+		measure := func(x []float32, a int, best *int, bd *float32) {
+			if dd := vec.L2(anchors[a*d:(a+1)*d], x); dd < *bd || dd == *bd && a < *best {
 				*best, *bd = a, dd
 			}
 		}
@@ -662,7 +683,7 @@ func (b *builder) nearestAnchors(anchors []float32, hint func(i int) int) {
 				screen = append(screen, i)
 				continue
 			}
-			x := b.row(uint32(i))
+			x := b.decode(uint32(i), xbuf)
 			a0 := hint(i)
 			if a0 < 0 || a0 >= m {
 				a0 = 0
@@ -679,7 +700,7 @@ func (b *builder) nearestAnchors(anchors []float32, hint func(i int) int) {
 			}
 			best, bd := 0, float32(math.Inf(1))
 			for _, c := range near[:k] {
-				measure(i, int(c), &best, &bd)
+				measure(x, int(c), &best, &bd)
 			}
 			b.assign[i] = uint32(best)
 		}
@@ -689,14 +710,15 @@ func (b *builder) nearestAnchors(anchors []float32, hint func(i int) int) {
 		rows := (len(screen) + 3) &^ 3
 		xs := make([]float32, rows*d)
 		for k, i := range screen {
-			copy(xs[k*d:(k+1)*d], b.row(uint32(i)))
+			copy(xs[k*d:(k+1)*d], b.decode(uint32(i), xbuf))
 		}
 		dots := make([]float32, rows*stride)
 		panels.DotsBlock(xs, dots)
 		approx := make([]float64, m)
 		for k, i := range screen {
+			x := xs[k*d : (k+1)*d]
 			var xx float64
-			for _, v := range b.row(uint32(i)) {
+			for _, v := range x {
 				xx += float64(v) * float64(v)
 			}
 			nx := math.Sqrt(xx)
@@ -709,12 +731,12 @@ func (b *builder) nearestAnchors(anchors []float32, hint func(i int) int) {
 			best, bd := 0, float32(math.Inf(1))
 			if math.IsNaN(upper) || math.IsInf(upper, 0) {
 				for a := range m {
-					measure(i, a, &best, &bd)
+					measure(x, a, &best, &bd)
 				}
 			} else {
 				for a := range m {
 					if (approx[a]-2*gamma*nx*math.Sqrt(norms[a]))*(1-gamma) <= upper {
-						measure(i, a, &best, &bd)
+						measure(x, a, &best, &bd)
 					}
 				}
 			}
@@ -740,10 +762,12 @@ func (b *builder) nearestRows(nodes *nodeCodes, k int) []uint32 {
 		lists[a] = append(lists[a], uint32(i))
 	}
 	b.perList = k
+	nearestToEmpty := b.nearestToAnchors(anchors, lists)
 	reps := make([]uint32, m*k)
 	par.For(m, 4, func(lo, hi int) {
 		mt := b.meter()
 		var far []float32
+		buf := make([]float32, b.d)
 		for a := lo; a < hi; a++ {
 			out := reps[a*k : (a+1)*k]
 			for j := range out {
@@ -751,25 +775,19 @@ func (b *builder) nearestRows(nodes *nodeCodes, k int) []uint32 {
 			}
 			members, anchor := lists[a], anchors[a*b.d:(a+1)*b.d]
 			if len(members) == 0 {
-				best, bd := uint32(0), float32(math.Inf(1))
-				for i := range b.n {
-					if dd := vec.L2(anchor, b.row(uint32(i))); dd < bd {
-						best, bd = uint32(i), dd
-					}
-				}
-				out[0] = best
+				out[0] = nearestToEmpty[a]
 				continue
 			}
 			first, bd := members[0], float32(math.Inf(1))
 			for _, i := range members {
-				if dd := vec.L2(anchor, b.row(i)); dd < bd {
+				if dd := vec.L2(anchor, b.decode(i, buf)); dd < bd {
 					first, bd = i, dd
 				}
 			}
 			out[0] = first
 			far = far[:0]
 			for _, i := range members {
-				far = append(far, mt.l2(b.row(i), b.row(first)))
+				far = append(far, mt.dist(i, first))
 			}
 			for j := 1; j < min(k, len(members)); j++ {
 				pick, pd := -1, float32(-1)
@@ -783,12 +801,61 @@ func (b *builder) nearestRows(nodes *nodeCodes, k int) []uint32 {
 				}
 				out[j] = members[pick]
 				for x, i := range members {
-					far[x] = min(far[x], mt.l2(b.row(i), b.row(members[pick])))
+					far[x] = min(far[x], mt.dist(i, members[pick]))
 				}
 			}
 		}
 	})
 	return reps
+}
+
+// nearestToAnchors returns, for each anchor whose list is empty, the row
+// nearest it of all rows (the lowest on ties), in one pass over the rows
+// on all cores: each row decoded once and measured against every such
+// anchor, the blocks' best taken in order.
+func (b *builder) nearestToAnchors(anchors []float32, lists [][]uint32) map[int]uint32 {
+	var empty []int
+	for a, members := range lists {
+		if len(members) == 0 {
+			empty = append(empty, a)
+		}
+	}
+	if len(empty) == 0 {
+		return nil
+	}
+	type best struct {
+		i uint32
+		d float32
+	}
+	const block = 4096
+	blocks := make([][]best, (b.n+block-1)/block)
+	par.For(b.n, block, func(lo, hi int) {
+		bests := make([]best, len(empty))
+		for e := range bests {
+			bests[e] = best{uint32(lo), float32(math.Inf(1))}
+		}
+		buf := make([]float32, b.d)
+		for i := lo; i < hi; i++ {
+			x := b.decode(uint32(i), buf)
+			for e, a := range empty {
+				if dd := vec.L2(anchors[a*b.d:(a+1)*b.d], x); dd < bests[e].d {
+					bests[e] = best{uint32(i), dd}
+				}
+			}
+		}
+		blocks[lo/block] = bests
+	})
+	out := make(map[int]uint32, len(empty))
+	for e, a := range empty {
+		top := best{0, float32(math.Inf(1))}
+		for _, bests := range blocks {
+			if bests[e].d < top.d {
+				top = bests[e]
+			}
+		}
+		out[a] = top.i
+	}
+	return out
 }
 
 // addReverse gives every row q the edges p -> q pointing to it, pruning
@@ -873,8 +940,7 @@ func (b *builder) refine(ctx context.Context, ef int) {
 		var merged, kept []pair
 		m := b.meter()
 		for p := lo; p < hi; p++ {
-			xp := b.row(uint32(p))
-			bm.search(slots{b.adj, b.r}, b.reps[int(b.assign[p])*b.perList], ef, exactScorer{m, xp}, true)
+			bm.search(slots{b.adj, b.r}, b.reps[int(b.assign[p])*b.perList], ef, exactScorer{m, uint32(p)}, true)
 			merged = append(merged[:0], bm.expanded...)
 			for k, v := range b.adj[p*b.r : (p+1)*b.r] {
 				if v == noEdge {
@@ -1062,7 +1128,7 @@ func (b *builder) connect(cands [][]pair, ef int) (rounds, searches int) {
 			defer beams.Put(bm)
 			m := b.meter()
 			for i := lo; i < hi; i++ {
-				bm.search(slots{b.adj, b.r}, b.entry, ef, exactScorer{m, b.row(aside[i])}, false)
+				bm.search(slots{b.adj, b.r}, b.entry, ef, exactScorer{m, aside[i]}, false)
 				found[i] = found[i][:0]
 				for _, p := range bm.pool {
 					if reached[p.id] {

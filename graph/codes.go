@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/f16"
@@ -79,26 +81,20 @@ func newNodeCodes(ix *index.Index, decoded bool) (nodeCodes, error) {
 	n := ix.Len()
 	nc.data = make([]byte, n*nc.stride)
 	half := float64(int(1)<<b-1) / 2
-	seen := make([]bool, n)
-	// The codes come list by list, one at a time: each record takes its
-	// row's levels, its code's two float16 scalars where K goes and its
+	// The codes come list by list, lists on all cores: each record takes
+	// its row's levels, its code's two float16 scalars where K goes and its
 	// list; K and B are worked out from those on all cores after.
-	err = ix.Codes(func(row, a int, code []byte) error {
-		if row < 0 || row >= len(seen) || seen[row] {
-			return fmt.Errorf("%w: graph: the index lists row %d twice or out of range", index.ErrCorrupt, row)
-		}
-		seen[row] = true
+	seen, err := eachCode(ix, func(row, a int, code []byte) {
 		rec := nc.data[row*nc.stride : (row+1)*nc.stride]
 		copy(rec, code[:packed+4])
 		binary.LittleEndian.PutUint32(rec[packed+8:], uint32(a))
-		return nil
 	})
 	if err != nil {
 		return nodeCodes{}, err
 	}
 	par.For(n, 256, func(lo, hi int) {
 		for row := lo; row < hi; row++ {
-			if !seen[row] {
+			if seen[row] == 0 {
 				continue
 			}
 			rec := nc.data[row*nc.stride : (row+1)*nc.stride]
@@ -266,4 +262,35 @@ func (sc *scorer) score(i uint32) float32 {
 	}
 	k, beta, a := nc.scalars(rec)
 	return sc.qq - 2*sc.dots[a] + k - 2*beta*(ql-sc.qs)
+}
+
+// eachCode calls fn with every row of ix, its list and its entry code
+// (reused between calls), the lists on all cores: fn runs for different
+// rows at once. It returns which rows were seen (1, else 0); a row listed
+// twice or beyond the index is index.ErrCorrupt.
+func eachCode(ix *index.Index, fn func(row, list int, code []byte)) ([]uint32, error) {
+	n := ix.Len()
+	seen := make([]uint32, n)
+	var mu sync.Mutex
+	var failed error
+	par.For(ix.Lists(), 1, func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			err := ix.ListCodes(a, func(row int, code []byte) error {
+				if row < 0 || row >= n || !atomic.CompareAndSwapUint32(&seen[row], 0, 1) {
+					return fmt.Errorf("%w: graph: the index lists row %d twice or out of range", index.ErrCorrupt, row)
+				}
+				fn(row, a, code)
+				return nil
+			})
+			if err != nil {
+				mu.Lock()
+				if failed == nil {
+					failed = err
+				}
+				mu.Unlock()
+				return
+			}
+		}
+	})
+	return seen, failed
 }

@@ -44,7 +44,7 @@ type refineCodes struct {
 
 // newSplitCodes codes every row of rows at b bits against ix's anchors
 // and rotation: the walk's 4-bit records and the re-rank's low levels.
-func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCodes, error) {
+func newSplitCodes(ix *index.Index, rows *buildRows, b int) (nodeCodes, *refineCodes, error) {
 	nc, err := newNodeFrame(ix)
 	if err != nil {
 		return nodeCodes{}, nil, err
@@ -56,14 +56,7 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 	rc := splitFrame(&nc, d, m, b)
 	s := rc.s
 	list := make([]int, n)
-	seen := make([]bool, n)
-	err = ix.Codes(func(row, a int, _ []byte) error {
-		if row < 0 || row >= n || seen[row] {
-			return fmt.Errorf("%w: graph: the index lists row %d twice or out of range", index.ErrCorrupt, row)
-		}
-		seen[row], list[row] = true, a
-		return nil
-	})
+	_, err = eachCode(ix, func(row, a int, _ []byte) { list[row] = a })
 	if err != nil {
 		return nodeCodes{}, nil, err
 	}
@@ -82,12 +75,14 @@ func newSplitCodes(ix *index.Index, rows []float32, b int) (nodeCodes, *refineCo
 	cs := make([]consts, n)
 	par.For(n, 64, func(from, to int) {
 		r := make([]float32, d)
+		xbuf := make([]float32, d)
 		levels := make([]uint8, d)
 		for i := from; i < to; i++ {
 			a := list[i]
 			anchor, pa := nc.anchors[a*d:(a+1)*d], rotAnchors[a*d:(a+1)*d]
+			x := rows.decode(uint32(i), xbuf)
 			for j := range d {
-				r[j] = rows[i*d+j] - anchor[j]
+				r[j] = x[j] - anchor[j]
 			}
 			nc.rot.Apply(r)
 			ur := code.Levels(levels, r)
