@@ -153,7 +153,9 @@ func (o BuildOptions) withDefaults() BuildOptions {
 
 // Build returns the graph over ix's rows, whose original vectors are rows
 // (the input ix was built from, row for row; the graph's neighbours are
-// chosen by their exact distances). The graph depends on the index, the
+// chosen by their exact distances; rows that offer their float16 values in
+// memory, as a mapped vecfile.Matrix does, are measured in place, with the
+// same bits as their float32 values). The graph depends on the index, the
 // vectors and opt alone: there is no randomness, and the same bytes come
 // on any number of cores. Only l2 indexes of the rotated code are taken
 // (ErrUnsupported).
