@@ -267,14 +267,16 @@ func (sc *scorer) score(i uint32) float32 {
 // eachCode calls fn with every row of ix, its list and its entry code
 // (reused between calls), the lists on all cores: fn runs for different
 // rows at once. It returns which rows were seen (1, else 0); a row listed
-// twice or beyond the index is index.ErrCorrupt.
+// twice or beyond the index is index.ErrCorrupt (which of several such
+// rows it names depends on the order the cores met them in).
 func eachCode(ix *index.Index, fn func(row, list int, code []byte)) ([]uint32, error) {
 	n := ix.Len()
 	seen := make([]uint32, n)
 	var mu sync.Mutex
 	var failed error
+	var stop atomic.Bool // a list failed: the others are not read
 	par.For(ix.Lists(), 1, func(lo, hi int) {
-		for a := lo; a < hi; a++ {
+		for a := lo; a < hi && !stop.Load(); a++ {
 			err := ix.ListCodes(a, func(row int, code []byte) error {
 				if row < 0 || row >= n || !atomic.CompareAndSwapUint32(&seen[row], 0, 1) {
 					return fmt.Errorf("%w: graph: the index lists row %d twice or out of range", index.ErrCorrupt, row)
@@ -283,6 +285,7 @@ func eachCode(ix *index.Index, fn func(row, list int, code []byte)) ([]uint32, e
 				return nil
 			})
 			if err != nil {
+				stop.Store(true)
 				mu.Lock()
 				if failed == nil {
 					failed = err

@@ -7,32 +7,33 @@ import (
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/f16"
 	"github.com/vlc-embed/vlc/internal/par"
+	"github.com/vlc-embed/vlc/internal/vec"
+	"github.com/vlc-embed/vlc/vecfile"
 )
 
 // buildRows are the vectors a build measures, row after row: float16 in
-// place where the input offers them so (a mapped .f16 or '<f2' .npy
-// file, vecfile.Matrix.Float16), else float32 in memory. Float16 rows
-// take half the memory and half the bytes a distance reads, and give
-// the same distances (the float32 values are theirs, exactly).
+// place where the input is a vecfile.Matrix that holds them so (a mapped
+// .f16 file, a '<f2' .npy: Matrix.Float16) and the float16 kernels apply
+// (vec.HalfKernels, the dimension a multiple of 8), else float32 in
+// memory. Float16 rows take half the memory and half the bytes a distance
+// reads, and give the same distances (the float32 values are theirs,
+// exactly). Only the Matrix itself is taken so: a type that wraps one
+// (and its Float16) may change what Row gives.
 type buildRows struct {
 	n, d int
 	x    []float32 // float32 rows, or nil
 	h    []uint16  // float16 rows, or nil
 }
 
-// float16Rows is what an input with float16 rows in memory offers
-// (vecfile.Matrix).
-type float16Rows interface {
-	Float16() ([]uint16, bool)
-}
-
 // readRows returns rows for the build, on all cores: float16 in place
-// where rows offers them, else decoded to float32; an error names the
-// first row (the lowest) holding a value that is not finite.
+// where buildRows says, else decoded to float32; an error names the first
+// row (the lowest) holding a value that is not finite. Rows in place are
+// read from the mapping through the build: the file must not shrink
+// meanwhile (as for every reader of a vecfile.Matrix's Float16).
 func readRows(rows index.Rows, n, d int) (*buildRows, error) {
 	r := &buildRows{n: n, d: d}
-	if fr, ok := rows.(float16Rows); ok {
-		if h, ok := fr.Float16(); ok && len(h) == n*d {
+	if m, ok := rows.(*vecfile.Matrix); ok && d%8 == 0 && vec.HalfKernels() {
+		if h, ok := m.Float16(); ok && len(h) == n*d {
 			r.h = h
 		}
 	}

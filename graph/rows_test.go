@@ -16,8 +16,8 @@ import (
 	"github.com/vlc-embed/vlc/vecfile"
 )
 
-// halfRows are memRows that also offer their float16 bits in place, as
-// a mapped .f16 file does (vecfile.Matrix.Float16).
+// halfRows are memRows with a Float16 method, as a type wrapping a
+// vecfile.Matrix might have: the build does not take its values in place.
 type halfRows struct {
 	memRows
 	h []uint16
@@ -33,66 +33,86 @@ func toHalf(x []float32) []uint16 {
 	return h
 }
 
-// A build from float16 rows in place (the lane kernels over float16 at
-// d = 32, the decoded rows at d = 12) gives the bytes the same rows give
-// as float32, for exact and searched candidates, passes, a split code and
-// compact lists, from a .f16 file opened with vecfile as well.
+// writeF16 writes h as a .f16 file of dimension d and opens it.
+func writeF16(t *testing.T, h []uint16, d int) *vecfile.Matrix {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "base.f16")
+	raw := make([]byte, 2*len(h))
+	for i, v := range h {
+		raw[2*i], raw[2*i+1] = byte(v), byte(v>>8)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := vecfile.Open(path, vecfile.Options{Dim: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// A build from a .f16 file's rows in place (d = 32, where the float16
+// lane kernels apply) gives the bytes the same rows give as float32, for
+// exact, searched and batch-searched candidates, passes, a split code and
+// compact lists; at d = 12, and for a wrapper offering Float16, the rows
+// are read as float32.
 func TestFloat16RowsSameGraph(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range []int{32, 12} {
 		base, _ := clustered(900, 0, d) // float16 values, decoded
 		ix := writeIndex(t, base, 8, quant.KindRotated, 4, index.L2)
 		h := toHalf(base.x)
-		path := filepath.Join(t.TempDir(), "base.f16")
-		raw := make([]byte, 2*len(h))
-		for i, v := range h {
-			raw[2*i], raw[2*i+1] = byte(v), byte(v>>8)
-		}
-		if err := os.WriteFile(path, raw, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		file, err := vecfile.Open(path, vecfile.Options{Dim: d})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer file.Close()
-		if _, ok := file.Float16(); !ok {
-			t.Fatal("the .f16 file offers no float16 view")
+		file := writeF16(t, h, d)
+		for name, rows := range map[string]index.Rows{"a .f16 file": file, "a wrapper": halfRows{base, h}} {
+			r, err := readRows(rows, base.n, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inPlace, want := r.h != nil, name == "a .f16 file" && d%8 == 0 && vec.HalfKernels(); inPlace != want {
+				t.Errorf("d %d, %s: rows in place %v, want %v", d, name, inPlace, want)
+			}
 		}
 		for _, opt := range []BuildOptions{
 			{Degree: 8},
 			{NProbe: 4, Degree: 12, Passes: 2},
 			{NProbe: 4, Bits: 7, Compact: true},
 			{NProbe: 2, Degree: 6, StartsPerList: 3},
+			{NProbe: 4, Searcher: ix},
 		} {
 			ref, err := Build(ctx, ix, base, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for name, rows := range map[string]index.Rows{"in memory": halfRows{base, h}, "from a file": file} {
-				g, err := Build(ctx, ix, rows, opt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if where := sameBytes(ref, g); where != "" {
-					t.Errorf("d %d, %+v: float16 rows %s: the %s differs from the float32 rows' graph", d, opt, name, where)
-				}
+			g, err := Build(ctx, ix, file, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if where := sameBytes(ref, g); where != "" {
+				t.Errorf("d %d, %+v: the .f16 file's rows: the %s differs from the float32 rows' graph", d, opt, where)
 			}
 		}
 	}
 }
 
-// A value that is not finite in float16 rows is refused as in float32
-// rows, naming the lowest such row and its value.
-func TestFloat16RowsNotFinite(t *testing.T) {
-	base, _ := clustered(300, 0, 16)
+// A value that is not finite is refused, in float16 rows in place as in
+// float32 rows, naming the lowest such row (of several, in different
+// blocks of the check) and its value.
+func TestRowsNotFinite(t *testing.T) {
+	const n, d = 3200, 16
+	base, _ := clustered(n, 0, d)
 	ix := writeIndex(t, base, 4, quant.KindRotated, 4, index.L2)
 	h := toHalf(base.x)
-	h[250*16+3] = 0x7e00 // NaN
-	h[120*16+9] = 0xfc00 // -Inf
-	_, err := Build(context.Background(), ix, halfRows{base, h}, BuildOptions{Degree: 8})
-	if !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), "row 120, value 9 is -Inf") {
-		t.Errorf("Build error %v, want ErrArgument naming row 120, value 9", err)
+	h[3000*d+1] = 0x7e00 // NaN
+	h[2100*d+3] = 0x7c00 // +Inf
+	h[1100*d+9] = 0xfc00 // -Inf: the lowest row
+	bad := memRows{make([]float32, n*d), n, d}
+	f16.DecodeRow(bad.x, h)
+	for name, rows := range map[string]index.Rows{"float16 in place": writeF16(t, h, d), "float32": bad} {
+		_, err := Build(context.Background(), ix, rows, BuildOptions{Degree: 8})
+		if !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), "row 1100, value 9 is -Inf") {
+			t.Errorf("%s: Build error %v, want ErrArgument naming row 1100, value 9", name, err)
+		}
 	}
 }
 

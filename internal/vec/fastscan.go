@@ -175,6 +175,11 @@ func L2LanesHalf(a, b []uint16) float32 {
 	return l2LanesHalf(a, b[:n])
 }
 
+// HalfKernels reports whether L2LanesHalf and L2LanesHalf4 run as vector
+// kernels (amd64 with F16C): elsewhere they decode through a table, slower
+// than L2Lanes over float32 rows.
+func HalfKernels() bool { return halfKernels() }
+
 // L2LanesHalf4 is L2Lanes4 over float16 values: the same bits as
 // L2LanesHalf of each row.
 func L2LanesHalf4(a, b0, b1, b2, b3 []uint16) [4]float32 {

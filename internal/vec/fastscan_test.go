@@ -250,6 +250,11 @@ func TestL2LanesHalf(t *testing.T) {
 			sameBits(t, name+", four, Go", go4[:], want[:])
 		}
 	}
+	// Every AVX2 processor has F16C: the float16 kernels are in use
+	// wherever the others are.
+	if Kernels() == "avx2" && !HalfKernels() {
+		t.Error("AVX2 kernels in use, the float16 ones not: CPUID's F16C bit not seen")
+	}
 	if L2LanesHalf(nil, nil) != 0 || L2LanesHalf4(nil, nil, nil, nil, nil) != [4]float32{} {
 		t.Error("L2LanesHalf of no values is not 0")
 	}

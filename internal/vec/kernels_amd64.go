@@ -116,6 +116,8 @@ func l2Lanes4(a, b0, b1, b2, b3 []float32, out *[4]float32) {
 	l2Lanes4AVX2(&a[0], &b0[0], &b1[0], &b2[0], &b3[0], len(a), &out[0])
 }
 
+func halfKernels() bool { return hasF16C }
+
 func l2LanesHalf(a, b []uint16) float32 {
 	if !hasF16C {
 		return l2LanesHalfGo(a, b)

@@ -22,6 +22,7 @@ func l2Lanes(a, b []float32) float32                 { return l2LanesGo(a, b) }
 
 func l2Lanes4(a, b0, b1, b2, b3 []float32, out *[4]float32) { l2Lanes4Go(a, b0, b1, b2, b3, out) }
 
+func halfKernels() bool                 { return false }
 func l2LanesHalf(a, b []uint16) float32 { return l2LanesHalfGo(a, b) }
 
 func l2LanesHalf4(a, b0, b1, b2, b3 []uint16, out *[4]float32) {
