@@ -508,36 +508,7 @@ func l2Lanes() {
 // accumulators, so four chains of additions in flight where l2Lanes has
 // one (its time is the chain's latency), each row's sums in l2Lanes's
 // order, so the same bits.
-func l2Lanes4() {
-	TEXT("l2Lanes4AVX2", NOSPLIT, "func(a *float32, b0 *float32, b1 *float32, b2 *float32, b3 *float32, n int, out *float32)")
-	Pragma("noescape")
-	Doc("l2Lanes4AVX2 sets out[k] to the sum of (a[j] - bk[j])^2 for j < n (a multiple of 8), k < 4, each in the order l2LanesGo (fastscan.go) keeps.")
-	a := Load(Param("a"), GP64())
-	bs := []Register{Load(Param("b0"), GP64()), Load(Param("b1"), GP64()), Load(Param("b2"), GP64()), Load(Param("b3"), GP64())}
-	n := Load(Param("n"), GP64())
-	acc := zeroed(4)
-	TESTQ(n, n)
-	JZ(LabelRef("doneL24"))
-	Label("loopL24")
-	x := YMM()
-	VMOVUPS(Mem{Base: a}, x)
-	for k, b := range bs {
-		y := YMM()
-		VSUBPS(Mem{Base: b}, x, y)
-		VMULPS(y, y, y)
-		VADDPS(y, acc[k], acc[k])
-	}
-	ADDQ(Imm(32), a)
-	for _, b := range bs {
-		ADDQ(Imm(32), b)
-	}
-	SUBQ(Imm(8), n)
-	JNZ(LabelRef("loopL24"))
-	Label("doneL24")
-	store4(acc)
-	VZEROUPPER()
-	RET()
-}
+func l2Lanes4() { l2LanesFour(false) }
 
 // l2LanesHalf is l2Lanes over float16 rows: each 8 values widened to
 // float32 (F16C's VCVTPH2PS, exact), then the same subtraction, product
@@ -571,33 +542,53 @@ func l2LanesHalf() {
 
 // l2LanesHalf4 is l2Lanes4 over float16 rows, widened as l2LanesHalf
 // widens them.
-func l2LanesHalf4() {
-	TEXT("l2LanesHalf4AVX2", NOSPLIT, "func(a *uint16, b0 *uint16, b1 *uint16, b2 *uint16, b3 *uint16, n int, out *float32)")
+func l2LanesHalf4() { l2LanesFour(true) }
+
+// l2LanesFour writes l2Lanes4AVX2 (float32 rows) or, with half,
+// l2LanesHalf4AVX2 (float16 rows, each 8 values widened by VCVTPH2PS).
+func l2LanesFour(half bool) {
+	name, elem, label, over := "l2Lanes4AVX2", "float32", "L24", ""
+	if half {
+		name, elem, label, over = "l2LanesHalf4AVX2", "uint16", "L2H4", ", over float16 values widened to float32"
+	}
+	step := uint64(32) // bytes of 8 values
+	if half {
+		step = 16
+	}
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(a *%[1]s, b0 *%[1]s, b1 *%[1]s, b2 *%[1]s, b3 *%[1]s, n int, out *float32)", elem))
 	Pragma("noescape")
-	Doc("l2LanesHalf4AVX2 sets out[k] to the sum of (a[j] - bk[j])^2 for j < n (a multiple of 8), k < 4, over float16 values widened to float32, each in the order l2LanesGo (fastscan.go) keeps.")
+	Doc(name + " sets out[k] to the sum of (a[j] - bk[j])^2 for j < n (a multiple of 8), k < 4" + over + ", each in the order l2LanesGo (fastscan.go) keeps.")
 	a := Load(Param("a"), GP64())
 	bs := []Register{Load(Param("b0"), GP64()), Load(Param("b1"), GP64()), Load(Param("b2"), GP64()), Load(Param("b3"), GP64())}
 	n := Load(Param("n"), GP64())
 	acc := zeroed(4)
 	TESTQ(n, n)
-	JZ(LabelRef("doneL2H4"))
-	Label("loopL2H4")
+	JZ(LabelRef("done" + label))
+	Label("loop" + label)
 	x := YMM()
-	VCVTPH2PS(Mem{Base: a}, x)
+	if half {
+		VCVTPH2PS(Mem{Base: a}, x)
+	} else {
+		VMOVUPS(Mem{Base: a}, x)
+	}
 	for k, b := range bs {
 		y := YMM()
-		VCVTPH2PS(Mem{Base: b}, y)
-		VSUBPS(y, x, y)
+		if half {
+			VCVTPH2PS(Mem{Base: b}, y)
+			VSUBPS(y, x, y)
+		} else {
+			VSUBPS(Mem{Base: b}, x, y)
+		}
 		VMULPS(y, y, y)
 		VADDPS(y, acc[k], acc[k])
 	}
-	ADDQ(Imm(16), a)
+	ADDQ(Imm(step), a)
 	for _, b := range bs {
-		ADDQ(Imm(16), b)
+		ADDQ(Imm(step), b)
 	}
 	SUBQ(Imm(8), n)
-	JNZ(LabelRef("loopL2H4"))
-	Label("doneL2H4")
+	JNZ(LabelRef("loop" + label))
+	Label("done" + label)
 	store4(acc)
 	VZEROUPPER()
 	RET()
