@@ -153,9 +153,9 @@ func (o BuildOptions) withDefaults() BuildOptions {
 
 // Build returns the graph over ix's rows, whose original vectors are rows
 // (the input ix was built from, row for row; the graph's neighbours are
-// chosen by their exact distances; rows that offer their float16 values in
-// memory, as a mapped vecfile.Matrix does, are measured in place, with the
-// same bits as their float32 values). The graph depends on the index, the
+// chosen by their exact distances; a vecfile.Matrix of float16 values is
+// measured in place where the float16 kernels run, with the same bits as
+// its float32 values: readRows). The graph depends on the index, the
 // vectors and opt alone: there is no randomness, and the same bytes come
 // on any number of cores. Only l2 indexes of the rotated code are taken
 // (ErrUnsupported).
@@ -223,7 +223,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		}
 	}
 	lap("rows", &times.Rows)
-	b := &builder{buildRows: x, n: n, d: d, r: opt.Degree, alpha2: opt.Alpha * opt.Alpha}
+	b := &builder{buildRows: x, r: opt.Degree, alpha2: opt.Alpha * opt.Alpha}
 	var cands [][]pair
 	if opt.Searcher != nil {
 		cands, err = b.batchCandidates(ctx, opt.Searcher, opt, &times)
@@ -279,12 +279,13 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	return g, nil
 }
 
-// builder holds the vectors and the adjacency being built.
+// builder holds the vectors (their n and d are the build's) and the
+// adjacency being built.
 type builder struct {
 	*buildRows
-	n, d, r int
-	alpha2  float32 // Alpha^2: distances here are squared
-	adj     []uint32
+	r      int
+	alpha2 float32 // Alpha^2: distances here are squared
+	adj    []uint32
 	// dist[i*r+k] is the squared distance from row i to its neighbour
 	// adj[i*r+k], as l2(row i, that row) measured it: a neighbour's
 	// distance is measured once, not again when a list is merged (the

@@ -132,7 +132,7 @@ func TestNearestToAnchors(t *testing.T) {
 		"float32": {n: base.n, d: 12, x: base.x},
 		"float16": {n: base.n, d: 12, h: toHalf(base.x)},
 	} {
-		b := &builder{buildRows: rows, n: base.n, d: 12}
+		b := &builder{buildRows: rows}
 		got := b.nearestToAnchors(anchors, lists)
 		if len(got) != 3 {
 			t.Fatalf("%s: %d anchors answered, want 3", name, len(got))

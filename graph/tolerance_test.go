@@ -292,7 +292,7 @@ func TestNearestAnchors(t *testing.T) {
 				}
 			}
 		}
-		b := &builder{buildRows: &buildRows{n: c.n, d: c.d, x: x}, n: c.n, d: c.d}
+		b := &builder{buildRows: &buildRows{n: c.n, d: c.d, x: x}}
 		b.nearestAnchors(anchors, func(i int) int { return hints[i] })
 		for i := range c.n {
 			best, bd := 0, float32(math.Inf(1))

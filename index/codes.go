@@ -20,11 +20,20 @@ func (ix *Index) Codes(fn func(row, list int, code []byte) error) (err error) {
 	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
 	buf := make([]byte, ix.code.CodeBytes())
 	for a := range ix.m {
-		for e := int(ix.lists[a]); e < int(ix.lists[a+1]); e++ {
-			ix.entryCode(e, buf)
-			if err := fn(ix.ids.at(e), a, buf); err != nil {
-				return err
-			}
+		if err := ix.listCodes(a, buf, func(row int, code []byte) error { return fn(row, a, code) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listCodes calls fn with list a's rows and codes, unpacked into buf (the
+// caller holds the lock and catches faults).
+func (ix *Index) listCodes(a int, buf []byte, fn func(row int, code []byte) error) error {
+	for e := int(ix.lists[a]); e < int(ix.lists[a+1]); e++ {
+		ix.entryCode(e, buf)
+		if err := fn(ix.ids.at(e), buf); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -43,12 +52,5 @@ func (ix *Index) ListCodes(a int, fn func(row int, code []byte) error) (err erro
 		return fmt.Errorf("%w: list %d of %d", ErrArgument, a, ix.m)
 	}
 	defer format.CatchFault(ix.path, &err, debug.SetPanicOnFault(true))
-	buf := make([]byte, ix.code.CodeBytes())
-	for e := int(ix.lists[a]); e < int(ix.lists[a+1]); e++ {
-		ix.entryCode(e, buf)
-		if err := fn(ix.ids.at(e), buf); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ix.listCodes(a, make([]byte, ix.code.CodeBytes()), fn)
 }
