@@ -230,4 +230,5 @@ ptx:
 	nvcc -ptx -arch=compute_90a -O3 -o backend/cuda/kernels_sm90.ptx backend/cuda/kernels_sm90.cu
 	nvcc -ptx -arch=compute_80 -O3 -o backend/cuda/search.ptx backend/cuda/search.cu
 	nvcc -ptx -arch=compute_80 -O3 --fmad=false -o backend/cuda/search_codes.ptx backend/cuda/search_codes.cu
-	cd backend/cuda && sha256sum consts.cuh kernels.cu > kernels.cu.sha256 && sha256sum consts.cuh kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256 && sha256sum search.cu > search.cu.sha256 && sha256sum search_codes.cu > search_codes.cu.sha256
+	nvcc -ptx -arch=compute_80 -O3 --fmad=false -o backend/cuda/graph_rows.ptx backend/cuda/graph_rows.cu
+	cd backend/cuda && sha256sum consts.cuh kernels.cu > kernels.cu.sha256 && sha256sum consts.cuh kernels.cu kernels_sm90.cu > kernels_sm90.cu.sha256 && sha256sum search.cu > search.cu.sha256 && sha256sum search_codes.cu > search_codes.cu.sha256 && sha256sum graph_rows.cu > graph_rows.cu.sha256

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/par"
 	"github.com/vlc-embed/vlc/internal/vec"
@@ -70,6 +71,16 @@ type BuildOptions struct {
 	// near ties otherwise, so the graph may differ; graph/README.md says
 	// by how much), or a Group of ix alone. Not stored with the graph.
 	Searcher BatchSearcher
+	// Device, when set, measures every row's candidates found by
+	// Searcher and does the first pruning and the reverse edges' pruning
+	// on a device (a GPU), with the CPU's bits (device.RowMeter): the
+	// graph's bytes are those of a build without it. It takes the rows
+	// onto the device (float16 where the build keeps them so, else
+	// float32). Used only where the dimension is a multiple of 8 (the
+	// lane sums; BuildTimes.Device says whether it was); the refinement
+	// passes and the connecting stay on the CPU. Not stored with the
+	// graph.
+	Device device.RowMeter
 	// Times, when set, receives how long each stage of the build took
 	// (and reports each as it ends, BuildTimes.Report). Not stored with
 	// the graph.
@@ -123,6 +134,8 @@ type BuildTimes struct {
 	Pack time.Duration
 	// Total is the whole Build.
 	Total time.Duration
+	// Device says that BuildOptions.Device measured and pruned.
+	Device bool
 	// Report, when set before the build, is called as each stage ends,
 	// with the stage's name (the field's, in lower case) and time: a long
 	// build's report as it goes.
@@ -222,11 +235,19 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 			return nil, err
 		}
 	}
-	lap("rows", &times.Rows)
 	b := &builder{buildRows: x, r: opt.Degree, alpha2: opt.Alpha * opt.Alpha}
+	var dev device.DeviceRows
+	if opt.Device != nil && d%8 == 0 {
+		if dev, err = b.loadRows(opt.Device); err != nil {
+			return nil, err
+		}
+		defer dev.Close()
+		times.Device = true
+	}
+	lap("rows", &times.Rows)
 	var cands [][]pair
 	if opt.Searcher != nil {
-		cands, err = b.batchCandidates(ctx, opt.Searcher, opt, &times)
+		cands, err = b.batchCandidates(ctx, opt.Searcher, dev, opt, &times)
 	} else {
 		cands, err = b.candidates(ctx, ix, opt)
 	}
@@ -235,19 +256,27 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	}
 	lap("candidates", &times.Candidates)
 	b.adj, b.dist = make([]uint32, n*b.r), make([]float32, n*b.r)
-	par.For(n, 64, func(lo, hi int) {
-		var kept []pair
-		m := b.meter()
-		for i := lo; i < hi; i++ {
-			kept = m.prune(uint32(i), cands[i], kept[:0])
-			b.set(uint32(i), kept)
+	if dev != nil {
+		if err := b.pruneAllOn(dev, cands); err != nil {
+			return nil, err
 		}
-	})
+	} else {
+		par.For(n, 64, func(lo, hi int) {
+			var kept []pair
+			m := b.meter()
+			for i := lo; i < hi; i++ {
+				kept = m.prune(uint32(i), cands[i], kept[:0])
+				b.set(uint32(i), kept)
+			}
+		})
+	}
 	lap("prune", &times.Prune)
 	b.entry = b.medoid()
 	b.reps = b.nearestRows(&nodes, opt.StartsPerList)
 	lap("starts", &times.Starts)
-	b.addReverse()
+	if err := b.addReverse(dev); err != nil {
+		return nil, err
+	}
 	lap("reverse", &times.Reverse)
 	for pass := 0; pass < opt.Passes; pass++ {
 		if err := ctx.Err(); err != nil {
@@ -255,7 +284,9 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		}
 		b.refine(ctx, opt.BuildEf)
 		lap("refine", &times.Refine)
-		b.addReverse()
+		if err := b.addReverse(dev); err != nil {
+			return nil, err
+		}
 		lap("reverse", &times.Reverse)
 	}
 	if err := ctx.Err(); err != nil { // a pass cut short
@@ -264,7 +295,7 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	times.ConnectRounds, times.ConnectSearches = b.connect(cands, opt.BuildEf)
 	lap("connect", &times.Connect)
 	stored := opt
-	stored.Searcher, stored.Times = nil, nil
+	stored.Searcher, stored.Times, stored.Device = nil, nil, nil
 	g := &Graph{n: n, d: d, r: b.r, entry: b.entry, reps: b.reps, perList: opt.StartsPerList, nodes: nodes, refine: refine, opt: stored}
 	if opt.Compact {
 		c, err := compact(slots{b.adj, b.r}, n)
@@ -451,7 +482,9 @@ type measureBuf struct {
 // batchCandidates is candidates from s (BuildOptions.Searcher): every
 // row searched for as a query, candidateBatch rows a batch, a batch
 // searched while the one before is measured on all cores.
-func (b *builder) batchCandidates(ctx context.Context, s BatchSearcher, opt BuildOptions, times *BuildTimes) ([][]pair, error) {
+//
+// With dev, each batch's hits are measured there (measureOn).
+func (b *builder) batchCandidates(ctx context.Context, s BatchSearcher, dev device.DeviceRows, opt BuildOptions, times *BuildTimes) ([][]pair, error) {
 	k := min(opt.Candidates, b.n-1)
 	sopt := index.SearchOptions{K: k + 1, NProbe: opt.NProbe}
 	cands := make([][]pair, b.n)
@@ -491,6 +524,12 @@ func (b *builder) batchCandidates(ctx context.Context, s BatchSearcher, opt Buil
 		}
 		if lo+candidateBatch < b.n {
 			next = search(lo + candidateBatch)
+		}
+		if dev != nil {
+			if err := b.measureOn(dev, lo, f.hits, cands); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		par.For(len(f.hits), 16, func(from, to int) {
 			m := b.meter()
@@ -804,9 +843,16 @@ func (b *builder) nearestRows(nodes *nodeCodes, k int) []uint32 {
 }
 
 // nearestToAnchors returns, for each anchor whose list is empty, the row
-// nearest it of all rows (the lowest on ties), in one pass over the rows
-// on all cores: each row decoded once and measured against every such
-// anchor, the blocks' best taken in order.
+// nearest it of all rows (the lowest on ties), lists being every row's
+// nearest anchor's (nearestAnchors). A row x of anchor c's list is at
+// least |a - c| / 2 from anchor a (|x - c| <= |x - a|, so |a - c| <= 2
+// |x - a|): each empty anchor measures the rows of the other lists
+// nearest anchor first, and stops where that bound, less 1 % (far beyond
+// the rounding of float32 sums), passes the best distance found: the
+// rows left are farther, by the computed distances too. On all cores, an
+// anchor a worker. Where the anchors are far apart against the rows'
+// spread (clusters each held by a few anchors) it reads a few lists an
+// anchor, not every row.
 func (b *builder) nearestToAnchors(anchors []float32, lists [][]uint32) map[int]uint32 {
 	var empty []int
 	for a, members := range lists {
@@ -817,37 +863,34 @@ func (b *builder) nearestToAnchors(anchors []float32, lists [][]uint32) map[int]
 	if len(empty) == 0 {
 		return nil
 	}
-	type best struct {
-		i uint32
-		d float32
-	}
-	const block = 4096
-	blocks := make([][]best, (b.n+block-1)/block)
-	par.For(b.n, block, func(lo, hi int) {
-		bests := make([]best, len(empty))
-		for e := range bests {
-			bests[e] = best{uint32(lo), float32(math.Inf(1))}
-		}
-		buf := make([]float32, b.d)
-		for i := lo; i < hi; i++ {
-			x := b.decode(uint32(i), buf)
-			for e, a := range empty {
-				if dd := vec.L2(anchors[a*b.d:(a+1)*b.d], x); dd < bests[e].d {
-					bests[e] = best{uint32(i), dd}
+	m, d := len(lists), b.d
+	found := make([]uint32, len(empty))
+	par.For(len(empty), 1, func(lo, hi int) {
+		gap, order := make([]float64, m), make([]int, m)
+		buf := make([]float32, d)
+		for e := lo; e < hi; e++ {
+			anchor := anchors[empty[e]*d : (empty[e]+1)*d]
+			for c := range m {
+				gap[c], order[c] = math.Sqrt(float64(vec.L2(anchor, anchors[c*d:(c+1)*d]))), c
+			}
+			slices.SortFunc(order, func(x, y int) int { return cmp.Compare(gap[x], gap[y]) })
+			best, bd := uint32(math.MaxUint32), float32(math.Inf(1))
+			for _, c := range order {
+				if bound := gap[c] / 2 / 1.01; bound*bound > float64(bd)*1.01 {
+					break
+				}
+				for _, i := range lists[c] {
+					if dd := vec.L2(anchor, b.decode(i, buf)); dd < bd || dd == bd && i < best {
+						best, bd = i, dd
+					}
 				}
 			}
+			found[e] = best
 		}
-		blocks[lo/block] = bests
 	})
 	out := make(map[int]uint32, len(empty))
 	for e, a := range empty {
-		top := best{0, float32(math.Inf(1))}
-		for _, bests := range blocks {
-			if bests[e].d < top.d {
-				top = bests[e]
-			}
-		}
-		out[a] = top.i
+		out[a] = found[e]
 	}
 	return out
 }
@@ -857,7 +900,9 @@ func (b *builder) nearestToAnchors(anchors []float32, lists [][]uint32) map[int]
 // its neighbours and incoming edges sorted by distance then row: the
 // order incoming edges are gathered in does not matter, and the graph is
 // the same on any number of cores.
-func (b *builder) addReverse() {
+//
+// With dev, the rows past r neighbours are pruned there (reverseOn).
+func (b *builder) addReverse(dev device.DeviceRows) error {
 	// Incoming edges on all cores: each row's count, then their places
 	// (offs) and the rows, in whatever order the workers come.
 	need := make([]bool, len(b.adj))
@@ -891,6 +936,22 @@ func (b *builder) addReverse() {
 		}
 	})
 	in := func(q int) []pair { return flat[offs[q]:offs[q+1]] }
+	// merge writes row q's neighbours and incoming edges into merged,
+	// sorted.
+	merge := func(q int, merged []pair) []pair {
+		for k, v := range b.adj[q*b.r : (q+1)*b.r] {
+			if v == noEdge {
+				break
+			}
+			merged = append(merged, pair{b.dist[q*b.r+k], v})
+		}
+		merged = append(merged, in(q)...)
+		slices.SortFunc(merged, comparePairs)
+		return merged
+	}
+	if dev != nil {
+		return b.reverseOn(dev, in, merge)
+	}
 	par.For(b.n, 64, func(lo, hi int) {
 		var merged, kept []pair
 		m := b.meter()
@@ -898,15 +959,7 @@ func (b *builder) addReverse() {
 			if len(in(q)) == 0 {
 				continue
 			}
-			merged = merged[:0]
-			for k, v := range b.adj[q*b.r : (q+1)*b.r] {
-				if v == noEdge {
-					break
-				}
-				merged = append(merged, pair{b.dist[q*b.r+k], v})
-			}
-			merged = append(merged, in(q)...)
-			slices.SortFunc(merged, comparePairs)
+			merged = merge(q, merged[:0])
 			if len(merged) <= b.r {
 				b.set(uint32(q), merged)
 				continue
@@ -915,6 +968,7 @@ func (b *builder) addReverse() {
 			b.set(uint32(q), kept)
 		}
 	})
+	return nil
 }
 
 // refine chooses every row's neighbours again from the rows a search for

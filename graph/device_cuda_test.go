@@ -69,3 +69,43 @@ func TestDeviceCandidates(t *testing.T) {
 		}
 	}
 }
+
+// A build that measures and prunes on the GPU (BuildOptions.Device) gives
+// the bytes of the CPU's build, with the CPU index as the batched
+// searcher (so only the measuring and pruning move): float32 rows and a
+// .f16 file's rows in place, with and without the refinement pass.
+func TestDeviceRowsSameGraph(t *testing.T) {
+	dev, err := cuda.Open()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "no CUDA") {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	m, ok := dev.(device.RowMeter)
+	if !ok {
+		t.Fatalf("%s measures no rows", dev.Name())
+	}
+	ctx := context.Background()
+	base, _ := clustered(6000, 0, 64)
+	ix := writeIndex(t, base, 32, quant.KindRotated, 4, index.L2)
+	file := writeF16(t, toHalf(base.x), 64)
+	for _, opt := range []BuildOptions{{NProbe: 8, Searcher: ix}, {NProbe: 8, Searcher: ix, Passes: -1, Candidates: 128}} {
+		ref, err := Build(ctx, ix, base, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, rows := range map[string]index.Rows{"float32": base, ".f16": file} {
+			o := opt
+			o.Device = m
+			g, err := Build(ctx, ix, rows, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if where := sameBytes(ref, g); where != "" {
+				t.Errorf("%s rows, candidates %d, passes %d: on %s, the %s differs", name, opt.Candidates, opt.Passes, dev.Name(), where)
+			}
+		}
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,30 +120,61 @@ func TestRowsNotFinite(t *testing.T) {
 
 // nearestToAnchors gives each anchor with an empty list the row a loop
 // over all rows finds (the lowest on ties: duplicate rows among them),
-// across blocks of rows, from float32 and float16 rows.
+// the lists being every row's nearest anchor's, from float32 and float16
+// rows: an anchor that repeats another (its rows go to the lower), one
+// far from every row, one between clusters.
 func TestNearestToAnchors(t *testing.T) {
-	base, _ := clustered(9000, 0, 12)
-	copy(base.x[8500*12:8501*12], base.x[100*12:101*12]) // a duplicate of row 100, in another block
-	anchors := append([]float32(nil), base.x[:5*12]...)
-	copy(anchors[4*12:], base.x[100*12:101*12]) // anchor 4 is row 100 (and 8500)
-	for i := range anchors[12:24] {
-		anchors[12+i] += 3 // anchor 1 on no row
+	const d = 12
+	base, _ := clustered(9000, 0, d)
+	copy(base.x[8500*d:8501*d], base.x[100*d:101*d]) // a duplicate of row 100, in another block
+	var anchors []float32
+	for _, r := range []int{100, 1, 2, 3, 4000, 7000} {
+		anchors = append(anchors, base.x[r*d:(r+1)*d]...)
 	}
-	lists := [][]uint32{{0}, nil, {2}, nil, nil}
+	anchors = append(anchors, base.x[100*d:101*d]...) // anchor 6 repeats anchor 0: empty, row 100
+	far := make([]float32, d)
+	for j := range far {
+		far[j] = 40
+	}
+	anchors = append(anchors, far...) // anchor 7: far from every row
+	mid := make([]float32, d)
+	for j := range mid {
+		mid[j] = (base.x[1*d+j] + base.x[4000*d+j]) / 2
+	}
+	anchors = append(anchors, mid...) // anchor 8: between two rows' clusters
+	rng := rand.New(rand.NewPCG(3, 4))
+	for k := range 60 { // near rows, off by more and more: some lists empty
+		for _, v := range base.x[(k*150+50)*d : (k*150+51)*d] {
+			anchors = append(anchors, v+float32(rng.NormFloat64())*float32(k)/10)
+		}
+	}
+	m := len(anchors) / d
 	for name, rows := range map[string]*buildRows{
-		"float32": {n: base.n, d: 12, x: base.x},
-		"float16": {n: base.n, d: 12, h: toHalf(base.x)},
+		"float32": {n: base.n, d: d, x: base.x},
+		"float16": {n: base.n, d: d, h: toHalf(base.x)},
 	} {
 		b := &builder{buildRows: rows}
-		got := b.nearestToAnchors(anchors, lists)
-		if len(got) != 3 {
-			t.Fatalf("%s: %d anchors answered, want 3", name, len(got))
+		b.nearestAnchors(anchors, func(int) int { return 0 })
+		lists := make([][]uint32, m)
+		for i, a := range b.assign {
+			lists[a] = append(lists[a], uint32(i))
 		}
-		buf := make([]float32, 12)
-		for _, a := range []int{1, 3, 4} {
+		got := b.nearestToAnchors(anchors, lists)
+		var empty []int
+		for a := range m {
+			if len(lists[a]) == 0 {
+				empty = append(empty, a)
+			}
+		}
+		t.Logf("%s: %d of %d anchors empty", name, len(empty), m)
+		if len(empty) < 2 || !slices.Contains(empty, 6) || !slices.Contains(empty, 7) || len(got) != len(empty) {
+			t.Fatalf("%s: empty anchors %v, %d answered; want 6 and 7 among them", name, empty, len(got))
+		}
+		buf := make([]float32, d)
+		for _, a := range empty {
 			best, bd := uint32(0), float32(math.Inf(1))
 			for i := range base.n {
-				if dd := vec.L2(anchors[a*12:(a+1)*12], rows.decode(uint32(i), buf)); dd < bd {
+				if dd := vec.L2(anchors[a*d:(a+1)*d], rows.decode(uint32(i), buf)); dd < bd {
 					best, bd = uint32(i), dd
 				}
 			}
@@ -149,8 +182,8 @@ func TestNearestToAnchors(t *testing.T) {
 				t.Errorf("%s: anchor %d: row %d, a loop finds %d", name, a, got[a], best)
 			}
 		}
-		if got[4] != 100 {
-			t.Errorf("%s: anchor 4 (row 100 and 8500): row %d, want 100", name, got[4])
+		if got[6] != 100 {
+			t.Errorf("%s: anchor 6 (rows 100 and 8500): row %d, want 100", name, got[6])
 		}
 	}
 }

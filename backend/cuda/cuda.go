@@ -30,6 +30,7 @@ type Device struct {
 	mod     uintptr
 	smod    uintptr // the search kernels' module, loaded on first use (search.go)
 	cmod    uintptr // the pq and sq8 search kernels' module, likewise (search_codes.go)
+	gmod    uintptr // the graph build's kernels' module, likewise (graph_rows.go)
 	// smemOptin is the most shared memory a block may have, static and
 	// dynamic together, after an opt-in.
 	smemOptin int
@@ -393,6 +394,10 @@ func (d *Device) init(ptx []byte, src string) error {
 }
 
 func (d *Device) unload() {
+	if d.gmod != 0 {
+		d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, d.gmod)
+		d.gmod = 0
+	}
 	if d.cmod != 0 {
 		d.drv.call("cuModuleUnload", d.drv.cuModuleUnload, d.cmod)
 		d.cmod = 0

@@ -15,3 +15,5 @@ package cuda
 //go:generate sh -c "sha256sum search.cu > search.cu.sha256"
 //go:generate nvcc -ptx -arch=compute_80 -O3 --fmad=false -o search_codes.ptx search_codes.cu
 //go:generate sh -c "sha256sum search_codes.cu > search_codes.cu.sha256"
+//go:generate nvcc -ptx -arch=compute_80 -O3 --fmad=false -o graph_rows.ptx graph_rows.cu
+//go:generate sh -c "sha256sum graph_rows.cu > graph_rows.cu.sha256"

@@ -19,6 +19,7 @@ func TestPTXFresh(t *testing.T) {
 		append(kernelNames[:len(kernelNames):len(kernelNames)], "vlc_assign_wgmma", "vlc_assign_tma"))
 	checkPTX(t, "search.ptx", "search.cu.sha256", []string{"search.cu"}, []string{".target sm_80"}, searchKernelNames)
 	checkPTX(t, "search_codes.ptx", "search_codes.cu.sha256", []string{"search_codes.cu"}, []string{".target sm_80"}, codeKernelNames)
+	checkPTX(t, "graph_rows.ptx", "graph_rows.cu.sha256", []string{"graph_rows.cu"}, []string{".target sm_80"}, graphKernelNames)
 }
 
 // checkPTX checks that the recorded hashes are those of the sources, and

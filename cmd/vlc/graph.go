@@ -35,7 +35,9 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&sf.devices, "devices", "", "with -backend, spread the index over several devices of the backend: all, or device numbers such as 0,1")
 	fs.StringVar(&sf.spread, "spread", "queries", "with -devices, how the index is spread over them: queries (each device the whole index, a share of each batch) or lists (each device a share of the lists)")
 	out := fs.String("o", "", "write the index with its graph to `file` (default: replace INDEX)")
+	pruneOn := fs.String("prune-on", "device", "with -backend: where the candidates are measured and pruned: device (the GPU, where its backend can; the same graph bytes as the CPU's) or cpu")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the command (the build, or a store's due graphs) to `file` (go tool pprof)")
 	progress := fs.Bool("progress", false, "print each stage of the build on stderr as it ends (an index file)")
 	segment := fs.Int("segment", 0, "for a store: the segment (as vlc info lists them, from 0, the trained one) to build a graph for, committed as a new segment file; -base is then read by id (row i: the vector of id i)")
 	at := fs.Int("at", 0, "instead of -base: set the store's policy (an index file becomes a store) to give every segment of at least this many live rows a graph, built in the background from the rows' decoded vectors after merges and writes, with -degree, -alpha, -nprobe and -compact; the due graphs are built now. 0 turns the policy off")
@@ -68,10 +70,17 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: -candidates %d: want 0 (twice -degree) to %d", errs.ErrArgument, *candidates, device.MaxKeep-1)
 	case *passes < 0:
 		return fmt.Errorf("%w: -passes %d: want 0 (none) or more", errs.ErrArgument, *passes)
+	case *pruneOn != "device" && *pruneOn != "cpu":
+		return fmt.Errorf("%w: -prune-on %q: want device or cpu", errs.ErrArgument, *pruneOn)
 	}
 	if err := sf.checkDevices(); err != nil {
 		return err
 	}
+	stopProfile, err := startProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	onGPU := sf.backend != "cpu" && sf.backend != ""
 	if onGPU && *nprobe == 0 {
 		return fmt.Errorf("%w: -backend %s finds the candidates with the index's search: give -nprobe 1 or more (0 measures every pair of rows, on the CPU)", errs.ErrArgument, sf.backend)
@@ -140,6 +149,9 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if di != nil {
 			opt.Searcher = di
 			from += " on " + sf.device
+			if *pruneOn == "device" {
+				opt.Device = rowMeter(sf.dev)
+			}
 		}
 	}
 	upload := time.Since(start)
@@ -158,6 +170,12 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	built := time.Since(start)
+	switch {
+	case times.Device:
+		from += ", measured and pruned there"
+	case opt.Device != nil:
+		from += fmt.Sprintf(", measured and pruned on the CPU (the device's lane sums need a dimension that is a multiple of 8, not %d)", ix.Dim())
+	}
 	if err := graph.WriteFile(ctx, dst, ix, g); err != nil {
 		return err
 	}
@@ -187,6 +205,16 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		float64(adj)/f16, float64(codes)/f16, float64(adj+codes)/f16, adj, codes, float64(st.Size())/f16, st.Size())
 	fmt.Fprintf(stdout, "  stages      %s; written in %.2f s\n", stageTimes(times, upload, opt.Searcher != nil), written.Seconds())
 	return nil
+}
+
+// rowMeter is dev's device.RowMeter (a MultiDevice's first device's), or
+// nil where it has none.
+func rowMeter(dev device.Device) device.RowMeter {
+	if md, ok := dev.(*device.MultiDevice); ok {
+		dev = md.Devices()[0]
+	}
+	m, _ := dev.(device.RowMeter)
+	return m
 }
 
 // stageTimes lists a build's stages and their seconds (graph.BuildTimes),

@@ -212,6 +212,7 @@ func TestGraphCommandErrors(t *testing.T) {
 		{[]string{"graph", "-base", goldenF16, "-devices", "0", path}, "-devices 0"},
 		{[]string{"graph", "-base", goldenF16, "-backend", "cuda", "-nprobe", "0", path}, "-nprobe 1 or more"},
 		{[]string{"graph", "-base", goldenF16, "-backend", "nosuch", path}, "nosuch"},
+		{[]string{"graph", "-base", goldenF16, "-prune-on", "gpu", path}, `-prune-on "gpu"`},
 	} {
 		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
 			code, _, errs := runVLC(t, tc.args...)

@@ -27,8 +27,10 @@ type searchFlags struct {
 	k, nprobe     int
 	rerankFactor  int
 	ef, seedProbe int // the graph's beam width and seeding (graphsearch.go)
-	// device is the name of the device onDevice opened (Device.Name).
+	// device is the name of the device onDevice opened (Device.Name);
+	// dev the device, until the close onDevice returns.
 	device string
+	dev    device.Device
 }
 
 func (f *searchFlags) register(fs *flag.FlagSet, k int) {
@@ -102,7 +104,7 @@ func (f *searchFlags) onDevice(ix *index.Index, stderr io.Writer) (*index.Device
 		}
 		return nil, nil, err
 	}
-	f.device = dev.Name()
+	f.device, f.dev = dev.Name(), dev
 	slog.Info("searching on a device", "backend", dev.Name(), "device_mib", di.DeviceBytes()>>20)
 	return di, func() { di.Close(); dev.Close() }, nil
 }

@@ -83,6 +83,7 @@ func TestSpecialFilesCLI(t *testing.T) {
 		{"compress -payloads", ".jsonl", []string{"compress", r.base, "-payloads", X, "-o", out}},
 		{"compress -o", ".vlc", []string{"compress", r.base, "-anchors", "4", "-o", X}},
 		{"compress -cpuprofile", ".prof", []string{"compress", r.base, "-anchors", "4", "-o", out, "-cpuprofile", X}},
+		{"graph -cpuprofile", ".prof", []string{"graph", r.idx, "-base", r.base, "-o", out, "-cpuprofile", X}},
 		{"search INDEX", ".vlc", []string{"search", X, "-query", r.query}},
 		{"search -query", ".fvecs", []string{"search", r.idx, "-query", X}},
 		{"search -rerank", ".fvecs", []string{"search", r.idx, "-query", r.query, "-rerank", X}},

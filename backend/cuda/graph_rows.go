@@ -1,0 +1,245 @@
+//go:build cuda
+
+package cuda
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/internal/errs"
+)
+
+// graphRowsPTX is graph_rows.cu compiled to PTX for compute_80 (see
+// generate.go), loaded as its own module the first time rows are loaded.
+//
+//go:embed graph_rows.ptx
+var graphRowsPTX []byte
+
+// graphBlock is the threads of a block of the graph build's kernels:
+// eight warps, a list each.
+const graphBlock = 256
+
+// graphChunk is the most entries of lists a launch takes (its buffers
+// 12 bytes an entry, 96 MiB at most; a list is never cut).
+var graphChunk = 8 << 20
+
+var _ device.RowMeter = (*Device)(nil)
+
+// loadGraphRows loads the graph build's module once (on the worker), from
+// VLC_CUDA_GRAPH_PTX when set.
+func (d *Device) loadGraphRows() error {
+	if d.gmod != 0 {
+		return nil
+	}
+	mod, err := d.loadModule("graph build kernels", "graph_rows.ptx", graphRowsPTX, "VLC_CUDA_GRAPH_PTX", graphKernelNames, nil)
+	if err != nil {
+		return err
+	}
+	d.gmod = mod
+	return nil
+}
+
+// LoadRows copies rows to the GPU (device.RowMeter): float16 rows as
+// they are, float32 rows as float32.
+func (d *Device) LoadRows(rows device.HostRows) (device.DeviceRows, error) {
+	if err := rows.Check(); err != nil {
+		return nil, err
+	}
+	if rows.N > 1<<31-1 || rows.Dim > 1<<20 {
+		return nil, fmt.Errorf("%w: cuda: rows %d x %d: the kernels take up to 2^31-1 rows of 2^20 values", errs.ErrArgument, rows.N, rows.Dim)
+	}
+	g := &graphRows{d: d, n: rows.N, dim: rows.Dim, half: rows.Half != nil}
+	err := d.run(func() error {
+		if err := d.loadGraphRows(); err != nil {
+			return err
+		}
+		var src unsafe.Pointer
+		bytes := int64(rows.N) * int64(rows.Dim)
+		if g.half {
+			src, bytes = unsafe.Pointer(&rows.Half[0]), 2*bytes
+		} else {
+			src, bytes = unsafe.Pointer(&rows.Float[0]), 4*bytes
+		}
+		var err error
+		if g.rows, err = d.alloc(bytes); err != nil {
+			return err
+		}
+		if err := d.htod(g.rows, src, bytes); err != nil {
+			d.free(g.rows)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// graphRows are a build's rows on the GPU (device.DeviceRows), with the
+// buffers of a chunk of lists, grown as chunks need.
+type graphRows struct {
+	d      *Device
+	n, dim int
+	half   bool
+	rows   uint64
+	// A chunk's buffers, and the lists and entries they hold room for.
+	of, offs, ids, dists, kept, keptD uint64
+	capLists, capEntries, capKept     int
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Measure sets l.Dists (device.DeviceRows).
+func (g *graphRows) Measure(l device.RowLists) error {
+	return g.each(l, 0, 0, nil, nil)
+}
+
+// Prune robust-prunes every list (device.DeviceRows).
+func (g *graphRows) Prune(l device.RowLists, r int, alpha2 float32, kept []uint32, keptDists []float32) error {
+	switch {
+	case r < 1:
+		return fmt.Errorf("%w: prune: keep %d rows a list: want at least 1", errs.ErrArgument, r)
+	case len(kept) != len(l.Of)*r || len(keptDists) != len(l.Of)*r:
+		return fmt.Errorf("%w: prune: room for %d and %d kept rows, want %d (%d lists of %d)", errs.ErrArgument, len(kept), len(keptDists), len(l.Of)*r, len(l.Of), r)
+	case !(alpha2 >= 1):
+		return fmt.Errorf("%w: prune: alpha^2 %v: want at least 1", errs.ErrArgument, alpha2)
+	}
+	return g.each(l, r, alpha2, kept, keptDists)
+}
+
+// each runs Measure (r 0) or Prune over l, chunk by chunk.
+func (g *graphRows) each(l device.RowLists, r int, alpha2 float32, kept []uint32, keptDists []float32) error {
+	if err := l.Check(g.n); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return errors.New("cuda: rows closed")
+	}
+	return g.d.run(func() error {
+		for lo := 0; lo < len(l.Of); {
+			hi := lo + 1
+			for hi < len(l.Of) && int(l.Offsets[hi+1]-l.Offsets[lo]) <= graphChunk {
+				hi++
+			}
+			if err := g.chunk(l, lo, hi, r, alpha2, kept, keptDists); err != nil {
+				return err
+			}
+			lo = hi
+		}
+		return nil
+	})
+}
+
+// chunk measures or prunes lists lo to hi-1 (on the worker).
+func (g *graphRows) chunk(l device.RowLists, lo, hi, r int, alpha2 float32, kept []uint32, keptDists []float32) error {
+	d := g.d
+	lists := hi - lo
+	base, end := l.Offsets[lo], l.Offsets[hi]
+	entries := int(end - base)
+	if err := g.grow(lists, entries, lists*r); err != nil {
+		return err
+	}
+	offs := make([]uint32, lists+1)
+	for i := range offs {
+		offs[i] = l.Offsets[lo+i] - base
+	}
+	up := func(dst uint64, p unsafe.Pointer, bytes int) error {
+		if bytes == 0 {
+			return nil
+		}
+		return d.htod(dst, p, int64(bytes))
+	}
+	if err := up(g.of, unsafe.Pointer(&l.Of[lo]), 4*lists); err != nil {
+		return err
+	}
+	if err := up(g.offs, unsafe.Pointer(&offs[0]), 4*(lists+1)); err != nil {
+		return err
+	}
+	if entries > 0 {
+		if err := up(g.ids, unsafe.Pointer(&l.IDs[base]), 4*entries); err != nil {
+			return err
+		}
+	}
+	kind := "f"
+	if g.half {
+		kind = "h"
+	}
+	grid := (lists*32 + graphBlock - 1) / graphBlock
+	if r == 0 {
+		if entries == 0 {
+			return nil
+		}
+		if err := d.launch("vlc_g_measure_"+kind, grid, 1, graphBlock, 0, g.rows, i32(g.dim), g.of, g.offs, g.ids, g.dists, i32(lists)); err != nil {
+			return err
+		}
+		return d.dtoh(unsafe.Pointer(&l.Dists[base]), g.dists, int64(4*entries))
+	}
+	if entries > 0 {
+		if err := up(g.dists, unsafe.Pointer(&l.Dists[base]), 4*entries); err != nil {
+			return err
+		}
+	}
+	if err := d.launch("vlc_g_prune_"+kind, grid, 1, graphBlock, 0, g.rows, i32(g.dim), g.of, g.offs, g.ids, g.dists, i32(lists), i32(r), f32(alpha2), g.kept, g.keptD); err != nil {
+		return err
+	}
+	if err := d.dtoh(unsafe.Pointer(&kept[lo*r]), g.kept, int64(4*lists*r)); err != nil {
+		return err
+	}
+	return d.dtoh(unsafe.Pointer(&keptDists[lo*r]), g.keptD, int64(4*lists*r))
+}
+
+// grow makes the chunk's buffers hold lists lists, entries entries and
+// kept kept rows (on the worker): all allocated again, larger, when one
+// is short.
+func (g *graphRows) grow(lists, entries, kept int) error {
+	if g.of != 0 && lists <= g.capLists && entries <= g.capEntries && kept <= g.capKept {
+		return nil
+	}
+	g.freeChunk()
+	caps := [3]int{max(lists, g.capLists, 1), max(entries, g.capEntries, 1), max(kept, g.capKept, 1)}
+	for _, b := range []struct {
+		p *uint64
+		n int
+	}{{&g.of, caps[0]}, {&g.offs, caps[0] + 1}, {&g.ids, caps[1]}, {&g.dists, caps[1]}, {&g.kept, caps[2]}, {&g.keptD, caps[2]}} {
+		var err error
+		if *b.p, err = g.d.alloc(int64(4 * b.n)); err != nil {
+			g.freeChunk()
+			return err
+		}
+	}
+	g.capLists, g.capEntries, g.capKept = caps[0], caps[1], caps[2]
+	return nil
+}
+
+// freeChunk frees the chunk's buffers (on the worker).
+func (g *graphRows) freeChunk() {
+	for _, p := range []*uint64{&g.of, &g.offs, &g.ids, &g.dists, &g.kept, &g.keptD} {
+		g.d.free(*p)
+		*p = 0
+	}
+	g.capLists, g.capEntries, g.capKept = 0, 0, 0
+}
+
+// Close frees the rows and the chunk's buffers.
+func (g *graphRows) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	return g.d.run(func() error {
+		g.freeChunk()
+		g.d.free(g.rows)
+		g.rows = 0
+		return nil
+	})
+}

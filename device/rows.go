@@ -1,0 +1,97 @@
+package device
+
+import (
+	"fmt"
+
+	"github.com/vlc-embed/vlc/internal/errs"
+)
+
+// RowMeter is a device that can hold a graph build's vectors and do the
+// build's exact measuring on them: each row's distances to its
+// candidates, and the robust pruning of its lists. Its distances are the
+// CPU's to the bit (graph's meter, vec.L2Lanes): the squared difference
+// of value j added into lane j%8, each product and sum rounded on its
+// own, the eight lanes folded as (l0+l4 + l2+l6) + (l1+l5 + l3+l7). So a
+// graph built with one has the bytes of a graph built without.
+type RowMeter interface {
+	// LoadRows places rows on the device for the life of the DeviceRows.
+	LoadRows(rows HostRows) (DeviceRows, error)
+}
+
+// HostRows are N vectors of Dim values (Dim a multiple of 8, the lanes),
+// row after row: Half holds them as float16 bit patterns (N*Dim), or
+// else Float as float32 (N*Dim). Every value must be finite.
+type HostRows struct {
+	N, Dim int
+	Half   []uint16
+	Float  []float32
+}
+
+// Check says what is wrong with r, naming the field.
+func (r HostRows) Check() error {
+	switch {
+	case r.N < 1 || r.Dim < 8 || r.Dim%8 != 0:
+		return fmt.Errorf("%w: rows: %d x %d: want at least one row and a dimension that is a multiple of 8", errs.ErrArgument, r.N, r.Dim)
+	case (r.Half == nil) == (r.Float == nil):
+		return fmt.Errorf("%w: rows: want float16 or float32 values, one of the two", errs.ErrArgument)
+	case r.Half != nil && len(r.Half) != r.N*r.Dim:
+		return fmt.Errorf("%w: rows: %d float16 values for %d x %d", errs.ErrArgument, len(r.Half), r.N, r.Dim)
+	case r.Float != nil && len(r.Float) != r.N*r.Dim:
+		return fmt.Errorf("%w: rows: %d float32 values for %d x %d", errs.ErrArgument, len(r.Float), r.N, r.Dim)
+	}
+	return nil
+}
+
+// RowLists are lists of rows, one for each of some rows: list i belongs
+// to row Of[i] and holds the rows IDs[Offsets[i]:Offsets[i+1]], with
+// Dists beside them (a squared distance to row Of[i] each).
+type RowLists struct {
+	Of      []uint32
+	Offsets []uint32 // len(Of)+1 of them, from 0, never decreasing
+	IDs     []uint32
+	Dists   []float32
+}
+
+// Check says what is wrong with l for n rows, naming the field.
+func (l RowLists) Check(n int) error {
+	switch {
+	case len(l.Offsets) != len(l.Of)+1:
+		return fmt.Errorf("%w: lists: %d offsets for %d lists", errs.ErrArgument, len(l.Offsets), len(l.Of))
+	case l.Offsets[0] != 0 || int(l.Offsets[len(l.Of)]) != len(l.IDs) || len(l.Dists) != len(l.IDs):
+		return fmt.Errorf("%w: lists: offsets from %d to %d over %d rows and %d distances", errs.ErrArgument, l.Offsets[0], l.Offsets[len(l.Of)], len(l.IDs), len(l.Dists))
+	}
+	for i, o := range l.Of {
+		if int64(o) >= int64(n) {
+			return fmt.Errorf("%w: lists: list %d is row %d's, of %d rows", errs.ErrArgument, i, o, n)
+		}
+		if l.Offsets[i+1] < l.Offsets[i] {
+			return fmt.Errorf("%w: lists: offset %d is %d, below the one before it (%d)", errs.ErrArgument, i+1, l.Offsets[i+1], l.Offsets[i])
+		}
+	}
+	for k, id := range l.IDs {
+		if int64(id) >= int64(n) {
+			return fmt.Errorf("%w: lists: entry %d is row %d, of %d rows", errs.ErrArgument, k, id, n)
+		}
+	}
+	return nil
+}
+
+// DeviceRows are rows resident on a device (RowMeter.LoadRows). Its
+// methods may be called from one goroutine at a time.
+type DeviceRows interface {
+	// Measure sets l.Dists[k] to the squared distance between row IDs[k]
+	// and the row its list belongs to.
+	Measure(l RowLists) error
+	// Prune robust-prunes each list, as graph's prune does: the entries
+	// are taken in order (nearest first, ties by row, as given), an entry
+	// that is the list's own row skipped, and entry c is kept unless a
+	// kept entry k is the same row or alpha2*|c - k|^2 <= Dists[c] (alpha2
+	// times the distance rounded as float32), until r are kept. List i's
+	// kept rows and their Dists go to kept[i*r:] and keptDists[i*r:], the
+	// slots past them set to NoRow and 0.
+	Prune(l RowLists, r int, alpha2 float32, kept []uint32, keptDists []float32) error
+	Close() error
+}
+
+// NoRow marks an empty slot of DeviceRows.Prune's kept rows.
+const NoRow = ^uint32(0)

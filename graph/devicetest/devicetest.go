@@ -1,0 +1,273 @@
+// Package devicetest is the conformance suite of a graph build's
+// measuring on a device (device.RowMeter): every distance must be
+// vec.L2Lanes's to the bit, and every list pruned as
+// device.DeviceRows.Prune defines, kept row for kept row. A backend's
+// tests get it from one call:
+//
+//	devicetest.Parity(t, meter)
+//
+// The cases straddle the kernels' groups of four entries and eight lanes:
+// lists of 0 to 150 entries, a list's own row and repeated rows among
+// them, dimensions of 8 to 776, float16 and float32 rows, rows
+// that coincide, keeping 1 to 64 rows. Reference is the same written
+// plainly in Go; its own test holds it to the suite in CI, and graph's
+// tests build through it.
+package devicetest
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/internal/errs"
+	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/vec"
+)
+
+// Reference is a device.RowMeter on the host: the contract written
+// plainly.
+type Reference struct{}
+
+// LoadRows keeps rows (not a copy).
+func (Reference) LoadRows(rows device.HostRows) (device.DeviceRows, error) {
+	if err := rows.Check(); err != nil {
+		return nil, err
+	}
+	return &refRows{rows: rows}, nil
+}
+
+type refRows struct {
+	rows   device.HostRows
+	closed bool
+}
+
+func (x *refRows) dist(a, b uint32) float32 {
+	d := x.rows.Dim
+	if x.rows.Half != nil {
+		return vec.L2LanesHalf(x.rows.Half[int(a)*d:int(a+1)*d], x.rows.Half[int(b)*d:int(b+1)*d])
+	}
+	return vec.L2Lanes(x.rows.Float[int(a)*d:int(a+1)*d], x.rows.Float[int(b)*d:int(b+1)*d])
+}
+
+func (x *refRows) check(l device.RowLists) error {
+	if x.closed {
+		return errors.New("devicetest: rows closed")
+	}
+	return l.Check(x.rows.N)
+}
+
+func (x *refRows) Measure(l device.RowLists) error {
+	if err := x.check(l); err != nil {
+		return err
+	}
+	for i, p := range l.Of {
+		for k := l.Offsets[i]; k < l.Offsets[i+1]; k++ {
+			l.Dists[k] = x.dist(p, l.IDs[k])
+		}
+	}
+	return nil
+}
+
+func (x *refRows) Prune(l device.RowLists, r int, alpha2 float32, kept []uint32, keptDists []float32) error {
+	if err := x.check(l); err != nil {
+		return err
+	}
+	if r < 1 || len(kept) != len(l.Of)*r || len(keptDists) != len(l.Of)*r || !(alpha2 >= 1) {
+		return fmt.Errorf("%w: prune: keep %d a list in %d and %d slots for %d lists, alpha^2 %v", errs.ErrArgument, r, len(kept), len(keptDists), len(l.Of), alpha2)
+	}
+	for i, p := range l.Of {
+		kk, kd := kept[i*r:i*r], keptDists[i*r:i*r]
+		for e := l.Offsets[i]; e < l.Offsets[i+1] && len(kk) < r; e++ {
+			c := l.IDs[e]
+			if c == p {
+				continue
+			}
+			ok := true
+			for _, k := range kk {
+				if k == c || alpha2*x.dist(c, k) <= l.Dists[e] {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				kk, kd = append(kk, c), append(kd, l.Dists[e])
+			}
+		}
+		for k := len(kk); k < r; k++ {
+			kept[i*r+k], keptDists[i*r+k] = device.NoRow, 0
+		}
+	}
+	return nil
+}
+
+func (x *refRows) Close() error {
+	x.closed = true
+	return nil
+}
+
+// Case is one set of rows the suite measures and prunes lists of.
+type Case struct {
+	N, Dim int
+	Half   bool
+}
+
+func (c Case) String() string {
+	kind := "float32"
+	if c.Half {
+		kind = "float16"
+	}
+	return fmt.Sprintf("%dx%d-%s", c.N, c.Dim, kind)
+}
+
+// DefaultCases are the suite's rows.
+var DefaultCases = []Case{
+	{300, 8, true}, {300, 8, false}, {257, 24, true}, {500, 96, true}, {500, 96, false},
+	{200, 776, true}, {120, 768, false},
+}
+
+// Rows returns c's rows, normal values rounded to float16 (held as
+// float32 or float16), rows 1 and 2 the same as row 0 (ties).
+func Rows(c Case, seed uint64) device.HostRows {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	r := device.HostRows{N: c.N, Dim: c.Dim}
+	h := make([]uint16, c.N*c.Dim)
+	for i := range h {
+		h[i] = f16.FromFloat32(float32(rng.NormFloat64() * 3))
+	}
+	for k := 1; k < 3 && k < c.N; k++ {
+		copy(h[k*c.Dim:(k+1)*c.Dim], h[:c.Dim])
+	}
+	if c.Half {
+		r.Half = h
+		return r
+	}
+	r.Float = make([]float32, len(h))
+	f16.DecodeRow(r.Float, h)
+	return r
+}
+
+// Lists returns lists of rows for every third row: 0 to 150 entries,
+// random rows with the list's own row and repeats among them, each list
+// sorted by its reference distances (then row), as a build hands them;
+// the last list is left unsorted.
+func Lists(rows device.HostRows, seed uint64) device.RowLists {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	ref := &refRows{rows: rows}
+	l := device.RowLists{Offsets: []uint32{0}}
+	for p := 0; p < rows.N; p += 3 {
+		size := rng.IntN(151)
+		if p < 30 {
+			size = p / 3 // 0 to 9: around the groups of four
+		}
+		start := len(l.IDs)
+		for range size {
+			c := uint32(rng.IntN(rows.N))
+			switch rng.IntN(20) {
+			case 0:
+				c = uint32(p)
+			case 1:
+				if len(l.IDs) > start {
+					c = l.IDs[start+rng.IntN(len(l.IDs)-start)]
+				}
+			}
+			l.IDs = append(l.IDs, c)
+			l.Dists = append(l.Dists, ref.dist(uint32(p), c))
+		}
+		if p+3 < rows.N {
+			type pair struct {
+				d  float32
+				id uint32
+			}
+			ps := make([]pair, size)
+			for k := range ps {
+				ps[k] = pair{l.Dists[start+k], l.IDs[start+k]}
+			}
+			slices.SortFunc(ps, func(a, b pair) int {
+				if c := cmp.Compare(a.d, b.d); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.id, b.id)
+			})
+			for k, q := range ps {
+				l.Dists[start+k], l.IDs[start+k] = q.d, q.id
+			}
+		}
+		l.Of = append(l.Of, uint32(p))
+		l.Offsets = append(l.Offsets, uint32(len(l.IDs)))
+	}
+	return l
+}
+
+// Parity checks m against the reference on every case: Measure's
+// distances bit for bit, Prune's kept rows and distances for several
+// widths and factors, and that bad lists are refused as
+// errs.ErrArgument.
+func Parity(t *testing.T, m device.RowMeter) {
+	for _, c := range DefaultCases {
+		t.Run(c.String(), func(t *testing.T) {
+			rows := Rows(c, uint64(c.N*c.Dim))
+			dr, err := m.LoadRows(rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dr.Close()
+			ref, _ := Reference{}.LoadRows(rows)
+			l := Lists(rows, uint64(c.Dim))
+			want := slices.Clone(l.Dists)
+			clear(l.Dists)
+			if err := dr.Measure(l); err != nil {
+				t.Fatal(err)
+			}
+			bad := 0
+			for k := range want {
+				if math.Float32bits(l.Dists[k]) != math.Float32bits(want[k]) {
+					if bad++; bad <= 5 {
+						t.Errorf("Measure: entry %d (row %d): %v, want %v", k, l.IDs[k], l.Dists[k], want[k])
+					}
+				}
+			}
+			if bad > 0 {
+				t.Fatalf("Measure: %d of %d distances differ", bad, len(want))
+			}
+			for _, r := range []int{1, 5, 32, 64} {
+				for _, alpha2 := range []float32{1, 1.21} {
+					got, gotD := make([]uint32, len(l.Of)*r), make([]float32, len(l.Of)*r)
+					wantK, wantD := make([]uint32, len(l.Of)*r), make([]float32, len(l.Of)*r)
+					if err := dr.Prune(l, r, alpha2, got, gotD); err != nil {
+						t.Fatal(err)
+					}
+					if err := ref.Prune(l, r, alpha2, wantK, wantD); err != nil {
+						t.Fatal(err)
+					}
+					for i := range l.Of {
+						a, b := got[i*r:(i+1)*r], wantK[i*r:(i+1)*r]
+						ad, bd := gotD[i*r:(i+1)*r], wantD[i*r:(i+1)*r]
+						if !slices.Equal(a, b) || !slices.Equal(ad, bd) {
+							t.Fatalf("Prune r %d alpha^2 %v: list %d (row %d) kept %v %v, want %v %v", r, alpha2, i, l.Of[i], a, ad, b, bd)
+						}
+					}
+				}
+			}
+			refuse := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, errs.ErrArgument) {
+					t.Errorf("%s: %v, want an ErrArgument", what, err)
+				}
+			}
+			bl := l
+			bl.IDs = slices.Clone(l.IDs)
+			bl.IDs[len(bl.IDs)/2] = uint32(c.N)
+			refuse("a row past the rows", dr.Measure(bl))
+			bl = l
+			bl.Offsets = slices.Clone(l.Offsets)
+			bl.Offsets[len(bl.Offsets)-1]++
+			refuse("offsets past the entries", dr.Measure(bl))
+			refuse("room for too few kept rows", dr.Prune(l, 4, 1, make([]uint32, 3), make([]float32, 3)))
+		})
+	}
+}

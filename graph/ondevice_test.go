@@ -1,0 +1,100 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/vlc-embed/vlc/device"
+	"github.com/vlc-embed/vlc/graph/devicetest"
+	"github.com/vlc-embed/vlc/index"
+	"github.com/vlc-embed/vlc/quant"
+)
+
+// A build that measures and prunes on a device (here the host reference
+// of device.RowMeter's contract) gives the bytes of the build without:
+// candidates from a batched search (measured there) or from the index's
+// search row by row, with and without a refinement pass, float32 rows and
+// a .f16 file's rows in place, the first pruning cut into several chunks.
+// Where the dimension is not a multiple of 8 the device is not used.
+func TestDeviceSameGraph(t *testing.T) {
+	ctx := context.Background()
+	defer func(c int) { pruneChunk = c }(pruneChunk)
+	pruneChunk = 700
+	for _, d := range []int{32, 12} {
+		base, _ := clustered(1500, 0, d)
+		ix := writeIndex(t, base, 8, quant.KindRotated, 4, index.L2)
+		file := writeF16(t, toHalf(base.x), d)
+		for _, opt := range []BuildOptions{
+			{NProbe: 4, Searcher: ix},
+			{NProbe: 4, Searcher: ix, Passes: -1, Candidates: 40, Degree: 7},
+			{NProbe: 4, Degree: 12, Passes: 2},
+			{Degree: 8, Alpha: 1.3},
+		} {
+			ref, err := Build(ctx, ix, base, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, rows := range map[string]index.Rows{"float32": base, ".f16": file} {
+				o := opt
+				o.Device = devicetest.Reference{}
+				var times BuildTimes
+				o.Times = &times
+				g, err := Build(ctx, ix, rows, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if times.Device != (d%8 == 0) {
+					t.Errorf("d %d: BuildTimes.Device %v", d, times.Device)
+				}
+				if where := sameBytes(ref, g); where != "" {
+					t.Errorf("d %d, %s rows, %+v: on the device, the %s differs", d, name, opt, where)
+				}
+			}
+		}
+	}
+}
+
+// A device that fails fails the build, with its error.
+func TestDeviceFails(t *testing.T) {
+	base, _ := clustered(600, 0, 16)
+	ix := writeIndex(t, base, 4, quant.KindRotated, 4, index.L2)
+	for _, fail := range []string{"load", "measure", "prune"} {
+		_, err := Build(context.Background(), ix, base, BuildOptions{NProbe: 2, Searcher: ix, Device: failingDevice{fail}})
+		if !errors.Is(err, errDevice) {
+			t.Errorf("%s fails: Build error %v, want errDevice", fail, err)
+		}
+	}
+}
+
+var errDevice = errors.New("the device is on fire")
+
+// failingDevice is the reference but for one step, which fails.
+type failingDevice struct{ step string }
+
+func (f failingDevice) LoadRows(rows device.HostRows) (device.DeviceRows, error) {
+	if f.step == "load" {
+		return nil, errDevice
+	}
+	dr, err := devicetest.Reference{}.LoadRows(rows)
+	return failingRows{dr, f.step}, err
+}
+
+type failingRows struct {
+	device.DeviceRows
+	step string
+}
+
+func (f failingRows) Measure(l device.RowLists) error {
+	if f.step == "measure" {
+		return errDevice
+	}
+	return f.DeviceRows.Measure(l)
+}
+
+func (f failingRows) Prune(l device.RowLists, r int, alpha2 float32, kept []uint32, keptDists []float32) error {
+	if f.step == "prune" {
+		return errDevice
+	}
+	return f.DeviceRows.Prune(l, r, alpha2, kept, keptDists)
+}
