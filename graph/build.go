@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bits-and-blooms/bitset"
+
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
 	"github.com/vlc-embed/vlc/internal/par"
@@ -1061,8 +1063,8 @@ func (b *builder) connect(cands [][]pair, ef int) (rounds, searches int) {
 		}
 	}
 	var (
-		indeg  []atomic.Int32   // edges from reached rows, at the round's start
-		added  = map[int]bool{} // slots (row*r + k) holding an edge added here
+		indeg  []atomic.Int32                // edges from reached rows, at the round's start
+		added  = bitset.New(uint(b.n * b.r)) // slots (row*r + k) holding an edge added here
 		places []uint32
 		aside  []uint32 // a round's rows put aside for a search
 		asideR []bool   // rows put aside, or reached from one put aside
@@ -1077,7 +1079,7 @@ func (b *builder) connect(cands [][]pair, ef int) (rounds, searches int) {
 			return k
 		}
 		for k := b.r - 1; k >= 0; k-- {
-			if !added[int(from)*b.r+k] && indeg[nb[k]].Load() >= 2 {
+			if !added.Test(uint(int(from)*b.r+k)) && indeg[nb[k]].Load() >= 2 {
 				return k
 			}
 		}
@@ -1103,7 +1105,7 @@ func (b *builder) connect(cands [][]pair, ef int) (rounds, searches int) {
 			indeg[old].Add(-1)
 		}
 		indeg[u].Add(1)
-		added[int(from)*b.r+slot] = true
+		added.Set(uint(int(from)*b.r + slot))
 		b.adj[int(from)*b.r+slot] = u
 		walk(u, reached, nil)
 	}
@@ -1206,7 +1208,7 @@ func (b *builder) connect(cands [][]pair, ef int) (rounds, searches int) {
 					from = places[0]
 				}
 				slot = b.r - 1
-				for slot > 0 && added[int(from)*b.r+slot] {
+				for slot > 0 && added.Test(uint(int(from)*b.r+slot)) {
 					slot--
 				}
 			}
