@@ -90,7 +90,75 @@ type DeviceRows interface {
 	// kept rows and their Dists go to kept[i*r:] and keptDists[i*r:], the
 	// slots past them set to NoRow and 0.
 	Prune(l RowLists, r int, alpha2 float32, kept []uint32, keptDists []float32) error
+	// LoadAdjacency places a graph's neighbour lists for Walk, replacing
+	// any loaded before: r slots a row (at most MaxWalkSlots), a row's
+	// neighbours first, NoRow past them, every neighbour below the rows'
+	// count.
+	LoadAdjacency(adj []uint32, r int) error
+	// Walk searches the loaded adjacency for each row w.Of[i], from row
+	// w.Starts[i], with graph's greedy beam search over exact distances
+	// (RowWalks).
+	Walk(w RowWalks) error
 	Close() error
+}
+
+// MaxWalkEf and MaxWalkSlots bound RowWalks.Ef and the adjacency's slots
+// a row that DeviceRows.Walk takes.
+const (
+	MaxWalkEf    = 256
+	MaxWalkSlots = 128
+)
+
+// RowWalks are greedy searches of a loaded adjacency (DeviceRows.Walk),
+// one for each row Of[i], from row Starts[i]. A search keeps a pool of
+// the Ef rows nearest to its row found so far, nearest first, ties in
+// the order they were met, the start first; each step expands the
+// nearest pool row not expanded yet: its neighbours (slot order, up to
+// the first NoRow) not seen before in this search are measured, in that
+// order, and each enters the pool after the rows of equal distance where
+// nearer than the farthest of a full pool (which then drops out). The
+// search ends when every pool row is expanded. The expanded rows, in
+// order, and their distances go to IDs and Dists[i*Cap:], their count
+// to Counts[i]; a search that would expand more than Cap rows stops
+// there, its count -1.
+type RowWalks struct {
+	Of, Starts []uint32
+	Ef, Cap    int
+	IDs        []uint32
+	Dists      []float32
+	Counts     []int32
+}
+
+// Check says what is wrong with w for n rows, naming the field.
+func (w RowWalks) Check(n int) error {
+	walks := len(w.Of)
+	switch {
+	case len(w.Starts) != walks || len(w.Counts) != walks:
+		return fmt.Errorf("%w: walks: %d rows, %d starts and %d counts", errs.ErrArgument, walks, len(w.Starts), len(w.Counts))
+	case w.Ef < 1 || w.Ef > MaxWalkEf || w.Cap < 1:
+		return fmt.Errorf("%w: walks: ef %d and cap %d: want ef 1 to %d and a cap of at least 1", errs.ErrArgument, w.Ef, w.Cap, MaxWalkEf)
+	case len(w.IDs) != walks*w.Cap || len(w.Dists) != walks*w.Cap:
+		return fmt.Errorf("%w: walks: room for %d and %d expanded rows, want %d (%d walks of %d)", errs.ErrArgument, len(w.IDs), len(w.Dists), walks*w.Cap, walks, w.Cap)
+	}
+	for i := range walks {
+		if int64(w.Of[i]) >= int64(n) || int64(w.Starts[i]) >= int64(n) {
+			return fmt.Errorf("%w: walks: walk %d is row %d's from row %d, of %d rows", errs.ErrArgument, i, w.Of[i], w.Starts[i], n)
+		}
+	}
+	return nil
+}
+
+// CheckAdjacency says what is wrong with adj as r slots a row for n rows.
+func CheckAdjacency(adj []uint32, r, n int) error {
+	if r < 1 || r > MaxWalkSlots || len(adj) != n*r {
+		return fmt.Errorf("%w: adjacency: %d slots for %d rows of %d: want 1 to %d a row", errs.ErrArgument, len(adj), n, r, MaxWalkSlots)
+	}
+	for k, v := range adj {
+		if v != NoRow && int64(v) >= int64(n) {
+			return fmt.Errorf("%w: adjacency: row %d's slot %d is row %d, of %d rows", errs.ErrArgument, k/r, k%r, v, n)
+		}
+	}
+	return nil
 }
 
 // NoRow marks an empty slot of DeviceRows.Prune's kept rows.

@@ -284,7 +284,13 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		b.refine(ctx, opt.BuildEf)
+		if dev != nil && b.canWalk(opt.BuildEf) {
+			if err := b.refineOn(ctx, dev, opt.BuildEf); err != nil {
+				return nil, err
+			}
+		} else {
+			b.refine(ctx, opt.BuildEf)
+		}
 		lap("refine", &times.Refine)
 		if err := b.addReverse(dev); err != nil {
 			return nil, err

@@ -72,9 +72,12 @@ func TestDeviceCandidates(t *testing.T) {
 
 // A build that measures and prunes on the GPU (BuildOptions.Device) gives
 // the bytes of the CPU's build, with the CPU index as the batched
-// searcher (so only the measuring and pruning move): float32 rows and a
-// .f16 file's rows in place, with and without the refinement pass.
+// searcher (so only the measuring, the refinement's searches and the
+// pruning move): float32 rows and a .f16 file's rows in place, with and
+// without the refinement pass, its searches cut short on the device and
+// run again on the CPU (a cap of one beam width) or not.
 func TestDeviceRowsSameGraph(t *testing.T) {
+	defer func(c int) { walkCap = c }(walkCap)
 	dev, err := cuda.Open()
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "no CUDA") {
@@ -97,6 +100,10 @@ func TestDeviceRowsSameGraph(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, rows := range map[string]index.Rows{"float32": base, ".f16": file} {
+			walkCap = 8
+			if name == ".f16" {
+				walkCap = 1
+			}
 			o := opt
 			o.Device = m
 			g, err := Build(ctx, ix, rows, o)

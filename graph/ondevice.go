@@ -1,8 +1,10 @@
 package graph
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/index"
@@ -104,13 +106,19 @@ func (b *builder) pruneAllOn(dev device.DeviceRows, cands [][]pair) error {
 // pruneListsOn prunes lists l (l.Of increasing) on dev, each list's kept
 // rows becoming its row's neighbours.
 func (b *builder) pruneListsOn(dev device.DeviceRows, l device.RowLists) error {
+	return b.pruneListsInto(dev, l, b.adj, b.dist)
+}
+
+// pruneListsInto is pruneListsOn writing the neighbours into adj and
+// dist (r slots a row).
+func (b *builder) pruneListsInto(dev device.DeviceRows, l device.RowLists, adj []uint32, dist []float32) error {
 	if len(l.Of) == 0 {
 		return nil
 	}
 	r := b.r
 	if int(l.Of[len(l.Of)-1]) == int(l.Of[0])+len(l.Of)-1 { // rows in a run: in place
 		lo, hi := int(l.Of[0]), int(l.Of[len(l.Of)-1])+1
-		if err := dev.Prune(l, r, b.alpha2, b.adj[lo*r:hi*r], b.dist[lo*r:hi*r]); err != nil {
+		if err := dev.Prune(l, r, b.alpha2, adj[lo*r:hi*r], dist[lo*r:hi*r]); err != nil {
 			return fmt.Errorf("graph: pruning rows %d to %d on the device: %w", lo, hi-1, err)
 		}
 		return nil
@@ -122,8 +130,8 @@ func (b *builder) pruneListsOn(dev device.DeviceRows, l device.RowLists) error {
 	par.For(len(l.Of), 1024, func(from, to int) {
 		for t := from; t < to; t++ {
 			q := int(l.Of[t])
-			copy(b.adj[q*r:(q+1)*r], kept[t*r:(t+1)*r])
-			copy(b.dist[q*r:(q+1)*r], keptDists[t*r:(t+1)*r])
+			copy(adj[q*r:(q+1)*r], kept[t*r:(t+1)*r])
+			copy(dist[q*r:(q+1)*r], keptDists[t*r:(t+1)*r])
 		}
 	})
 	return nil
@@ -173,4 +181,92 @@ func (b *builder) reverseOn(dev device.DeviceRows, in func(q int) []pair, merge 
 		}
 	})
 	return b.pruneListsOn(dev, l)
+}
+
+// walkChunk is the most rows whose refinement searches are handed to the
+// device at once; a search may expand up to walkCap times its beam width
+// there (more: it runs again on the CPU). Variables for the tests.
+var walkChunk, walkCap = 1 << 16, 8
+
+// canWalk says whether dev can run refine's searches at beam width ef.
+func (b *builder) canWalk(ef int) bool {
+	return ef <= device.MaxWalkEf && b.r <= device.MaxWalkSlots
+}
+
+// refineOn is refine with the searches on dev (device.DeviceRows.Walk,
+// the same walk as beam.search's) and the pruning there: each row's
+// expanded rows come back (a search that expands more than walkCap times
+// ef rows is run again on the CPU), are merged with its neighbours on the CPU, and
+// the merged lists are pruned on dev.
+func (b *builder) refineOn(ctx context.Context, dev device.DeviceRows, ef int) error {
+	if err := dev.LoadAdjacency(b.adj, b.r); err != nil {
+		return fmt.Errorf("graph: the adjacency onto the device: %w", err)
+	}
+	next, nextDist := make([]uint32, len(b.adj)), make([]float32, len(b.adj))
+	cap := walkCap * ef
+	beams := sync.Pool{New: func() any { return newBeam(b.n) }}
+	for lo := 0; lo < b.n; lo += walkChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hi := min(lo+walkChunk, b.n)
+		rows := hi - lo
+		w := device.RowWalks{Of: make([]uint32, rows), Starts: make([]uint32, rows), Ef: ef, Cap: cap,
+			IDs: make([]uint32, rows*cap), Dists: make([]float32, rows*cap), Counts: make([]int32, rows)}
+		for t := range rows {
+			p := lo + t
+			w.Of[t], w.Starts[t] = uint32(p), b.reps[int(b.assign[p])*b.perList]
+		}
+		if err := dev.Walk(w); err != nil {
+			return fmt.Errorf("graph: refining rows %d to %d on the device: %w", lo, hi-1, err)
+		}
+		merged := make([][]pair, rows)
+		par.For(rows, 16, func(from, to int) {
+			var bm *beam
+			m := b.meter()
+			for t := from; t < to; t++ {
+				p := lo + t
+				var mp []pair
+				if c := int(w.Counts[t]); c >= 0 {
+					mp = make([]pair, c, c+b.r)
+					for k := range c {
+						mp[k] = pair{w.Dists[t*cap+k], w.IDs[t*cap+k]}
+					}
+				} else { // past the cap: on the CPU
+					if bm == nil {
+						bm = beams.Get().(*beam)
+						defer beams.Put(bm)
+					}
+					bm.search(slots{b.adj, b.r}, w.Starts[t], ef, exactScorer{m, uint32(p)}, true)
+					mp = append(make([]pair, 0, len(bm.expanded)+b.r), bm.expanded...)
+				}
+				for k, v := range b.adj[p*b.r : (p+1)*b.r] {
+					if v == noEdge {
+						break
+					}
+					mp = append(mp, pair{b.dist[p*b.r+k], v})
+				}
+				slices.SortFunc(mp, comparePairs)
+				merged[t] = slices.CompactFunc(mp, func(a, c pair) bool { return a.id == c.id })
+			}
+		})
+		l := device.RowLists{Of: w.Of, Offsets: make([]uint32, rows+1)}
+		for t, mp := range merged {
+			l.Offsets[t+1] = l.Offsets[t] + uint32(len(mp))
+		}
+		l.IDs, l.Dists = make([]uint32, l.Offsets[rows]), make([]float32, l.Offsets[rows])
+		par.For(rows, 256, func(from, to int) {
+			for t := from; t < to; t++ {
+				o := int(l.Offsets[t])
+				for k, q := range merged[t] {
+					l.IDs[o+k], l.Dists[o+k] = q.id, q.dist
+				}
+			}
+		})
+		if err := b.pruneListsInto(dev, l, next, nextDist); err != nil {
+			return err
+		}
+	}
+	b.adj, b.dist = next, nextDist
+	return nil
 }

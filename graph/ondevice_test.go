@@ -14,13 +14,15 @@ import (
 // A build that measures and prunes on a device (here the host reference
 // of device.RowMeter's contract) gives the bytes of the build without:
 // candidates from a batched search (measured there) or from the index's
-// search row by row, with and without a refinement pass, float32 rows and
-// a .f16 file's rows in place, the first pruning cut into several chunks.
-// Where the dimension is not a multiple of 8 the device is not used.
+// search row by row, with and without refinement passes (their searches
+// on the device, some cut short there and run again on the CPU), float32
+// rows and a .f16 file's rows in place, the first pruning and the
+// searches cut into several chunks. Where the dimension is not a multiple
+// of 8 the device is not used.
 func TestDeviceSameGraph(t *testing.T) {
 	ctx := context.Background()
-	defer func(c int) { pruneChunk = c }(pruneChunk)
-	pruneChunk = 700
+	defer func(c, w, wc int) { pruneChunk, walkChunk, walkCap = c, w, wc }(pruneChunk, walkChunk, walkCap)
+	pruneChunk, walkChunk = 700, 500
 	for _, d := range []int{32, 12} {
 		base, _ := clustered(1500, 0, d)
 		ix := writeIndex(t, base, 8, quant.KindRotated, 4, index.L2)
@@ -30,12 +32,17 @@ func TestDeviceSameGraph(t *testing.T) {
 			{NProbe: 4, Searcher: ix, Passes: -1, Candidates: 40, Degree: 7},
 			{NProbe: 4, Degree: 12, Passes: 2},
 			{Degree: 8, Alpha: 1.3},
+			{NProbe: 4, Searcher: ix, BuildEf: 300}, // past device.MaxWalkEf: the searches on the CPU
 		} {
 			ref, err := Build(ctx, ix, base, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for name, rows := range map[string]index.Rows{"float32": base, ".f16": file} {
+				walkCap = 8
+				if name == ".f16" {
+					walkCap = 1 // most searches past the cap
+				}
 				o := opt
 				o.Device = devicetest.Reference{}
 				var times BuildTimes

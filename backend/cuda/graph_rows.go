@@ -90,6 +90,12 @@ type graphRows struct {
 	// A chunk's buffers, and the lists and entries they hold room for.
 	of, offs, ids, dists, kept, keptD uint64
 	capLists, capEntries, capKept     int
+	// The adjacency Walk reads (LoadAdjacency), r slots a row; each
+	// walking warp's seen bits (seenWarps of n bits); a chunk of walks'
+	// starts, expanded rows and counts (room for capWalks walks of
+	// capOut rows in all).
+	adj, seen, starts, outIDs, outD, counts uint64
+	r, seenWarps, capWalks, capOut           int
 
 	mu     sync.Mutex
 	closed bool
@@ -228,6 +234,124 @@ func (g *graphRows) freeChunk() {
 	g.capLists, g.capEntries, g.capKept = 0, 0, 0
 }
 
+// LoadAdjacency copies adj to the GPU (device.DeviceRows).
+func (g *graphRows) LoadAdjacency(adj []uint32, r int) error {
+	if err := device.CheckAdjacency(adj, r, g.n); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return errors.New("cuda: rows closed")
+	}
+	return g.d.run(func() error {
+		if g.adj == 0 || g.r != r {
+			g.d.free(g.adj)
+			g.adj, g.r = 0, 0
+			var err error
+			if g.adj, err = g.d.alloc(4 * int64(len(adj))); err != nil {
+				return err
+			}
+			g.r = r
+		}
+		return g.d.htod(g.adj, unsafe.Pointer(&adj[0]), 4*int64(len(adj)))
+	})
+}
+
+// walkWarps is a block of vlc_g_walk's warps (WALK_WARPS); walkSeenBytes
+// bounds the warps' seen bits together.
+const (
+	walkWarps     = 4
+	walkSeenBytes = 1 << 30
+)
+
+// walkOut is the most expanded rows a chunk of walks holds (8 bytes each).
+var walkOut = 16 << 20
+
+// Walk runs the searches (device.DeviceRows), a chunk of walks at a time.
+func (g *graphRows) Walk(w device.RowWalks) error {
+	if err := w.Check(g.n); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return errors.New("cuda: rows closed")
+	}
+	if g.adj == 0 {
+		return fmt.Errorf("%w: walk: no adjacency loaded", errs.ErrArgument)
+	}
+	chunk := max(1, walkOut/w.Cap)
+	return g.d.run(func() error {
+		for lo := 0; lo < len(w.Of); lo += chunk {
+			if err := g.walkChunk(w, lo, min(lo+chunk, len(w.Of))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// walkChunk runs walks lo to hi-1 (on the worker).
+func (g *graphRows) walkChunk(w device.RowWalks, lo, hi int) error {
+	d := g.d
+	walks := hi - lo
+	words := (g.n + 31) / 32
+	if g.seen == 0 {
+		g.seenWarps = max(walkWarps, min(d.info.SMs*32, walkSeenBytes/(4*words))/walkWarps*walkWarps)
+		var err error
+		if g.seen, err = d.alloc(4 * int64(words) * int64(g.seenWarps)); err != nil {
+			return err
+		}
+		if err := d.memset8(g.seen, 0, 4*int64(words)*int64(g.seenWarps)); err != nil {
+			return err
+		}
+	}
+	if walks > g.capWalks || walks*w.Cap > g.capOut {
+		for _, p := range []*uint64{&g.starts, &g.outIDs, &g.outD, &g.counts} {
+			d.free(*p)
+			*p = 0
+		}
+		g.capWalks, g.capOut = 0, 0
+		for _, b := range []struct {
+			p *uint64
+			n int
+		}{{&g.starts, walks}, {&g.counts, walks}, {&g.outIDs, walks * w.Cap}, {&g.outD, walks * w.Cap}} {
+			var err error
+			if *b.p, err = d.alloc(int64(4 * b.n)); err != nil {
+				return err
+			}
+		}
+		g.capWalks, g.capOut = walks, walks*w.Cap
+	}
+	if err := g.grow(walks, 0, 0); err != nil { // of
+		return err
+	}
+	if err := d.htod(g.of, unsafe.Pointer(&w.Of[lo]), 4*int64(walks)); err != nil {
+		return err
+	}
+	if err := d.htod(g.starts, unsafe.Pointer(&w.Starts[lo]), 4*int64(walks)); err != nil {
+		return err
+	}
+	kind := "f"
+	if g.half {
+		kind = "h"
+	}
+	blocks := min((walks+walkWarps-1)/walkWarps, g.seenWarps/walkWarps)
+	if err := d.launch("vlc_g_walk_"+kind, blocks, 1, 32*walkWarps, 0, g.rows, i32(g.dim), g.adj, i32(g.r), g.of, g.starts,
+		i32(walks), i32(w.Ef), i32(w.Cap), g.seen, i64(int64(words)), g.outIDs, g.outD, g.counts); err != nil {
+		return err
+	}
+	out := int64(walks) * int64(w.Cap)
+	if err := d.dtoh(unsafe.Pointer(&w.IDs[lo*w.Cap]), g.outIDs, 4*out); err != nil {
+		return err
+	}
+	if err := d.dtoh(unsafe.Pointer(&w.Dists[lo*w.Cap]), g.outD, 4*out); err != nil {
+		return err
+	}
+	return d.dtoh(unsafe.Pointer(&w.Counts[lo]), g.counts, 4*int64(walks))
+}
+
 // Close frees the rows and the chunk's buffers.
 func (g *graphRows) Close() error {
 	g.mu.Lock()
@@ -238,8 +362,10 @@ func (g *graphRows) Close() error {
 	g.closed = true
 	return g.d.run(func() error {
 		g.freeChunk()
-		g.d.free(g.rows)
-		g.rows = 0
+		for _, p := range []*uint64{&g.rows, &g.adj, &g.seen, &g.starts, &g.outIDs, &g.outD, &g.counts} {
+			g.d.free(*p)
+			*p = 0
+		}
 		return nil
 	})
 }

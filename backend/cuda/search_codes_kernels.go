@@ -6,4 +6,4 @@ var codeKernelNames = []string{"vlc_c_rotate", "vlc_c_dots", "vlc_c_probe", "vlc
 
 // graphKernelNames are the entry points of graph_rows.ptx
 // (graph_rows.go), checked by TestPTXFresh in every build.
-var graphKernelNames = []string{"vlc_g_measure_h", "vlc_g_measure_f", "vlc_g_prune_h", "vlc_g_prune_f"}
+var graphKernelNames = []string{"vlc_g_measure_h", "vlc_g_measure_f", "vlc_g_prune_h", "vlc_g_prune_f", "vlc_g_walk_h", "vlc_g_walk_f"}

@@ -43,6 +43,8 @@ func (Reference) LoadRows(rows device.HostRows) (device.DeviceRows, error) {
 
 type refRows struct {
 	rows   device.HostRows
+	adj    []uint32 // LoadAdjacency's copy
+	r      int
 	closed bool
 }
 
@@ -101,6 +103,75 @@ func (x *refRows) Prune(l device.RowLists, r int, alpha2 float32, kept []uint32,
 		for k := len(kk); k < r; k++ {
 			kept[i*r+k], keptDists[i*r+k] = device.NoRow, 0
 		}
+	}
+	return nil
+}
+
+func (x *refRows) LoadAdjacency(adj []uint32, r int) error {
+	if x.closed {
+		return errors.New("devicetest: rows closed")
+	}
+	if err := device.CheckAdjacency(adj, r, x.rows.N); err != nil {
+		return err
+	}
+	x.adj, x.r = slices.Clone(adj), r
+	return nil
+}
+
+func (x *refRows) Walk(w device.RowWalks) error {
+	if x.closed {
+		return errors.New("devicetest: rows closed")
+	}
+	if err := w.Check(x.rows.N); err != nil {
+		return err
+	}
+	if x.adj == nil {
+		return fmt.Errorf("%w: walk: no adjacency loaded", errs.ErrArgument)
+	}
+	type pooled struct {
+		d    float32
+		id   uint32
+		done bool
+	}
+	for i, p := range w.Of {
+		seen := map[uint32]bool{w.Starts[i]: true}
+		pool := []pooled{{x.dist(p, w.Starts[i]), w.Starts[i], false}}
+		count := 0
+		for next := 0; next < len(pool); {
+			if count == w.Cap {
+				count = -1
+				break
+			}
+			c := pool[next]
+			pool[next].done = true
+			w.IDs[i*w.Cap+count], w.Dists[i*w.Cap+count] = c.id, c.d
+			count++
+			for _, v := range x.adj[int(c.id)*x.r : int(c.id+1)*x.r] {
+				if v == device.NoRow {
+					break
+				}
+				if seen[v] {
+					continue
+				}
+				seen[v] = true
+				d := x.dist(p, v)
+				if len(pool) == w.Ef && !(d < pool[len(pool)-1].d) {
+					continue
+				}
+				at := 0
+				for at < len(pool) && pool[at].d <= d {
+					at++
+				}
+				if len(pool) < w.Ef {
+					pool = append(pool, pooled{})
+				}
+				copy(pool[at+1:], pool[at:])
+				pool[at] = pooled{d, v, false}
+			}
+			for next = 0; next < len(pool) && pool[next].done; next++ {
+			}
+		}
+		w.Counts[i] = int32(count)
 	}
 	return nil
 }
@@ -253,6 +324,7 @@ func Parity(t *testing.T, m device.RowMeter) {
 					}
 				}
 			}
+			walkParity(t, dr, ref, rows.N, uint64(c.Dim))
 			refuse := func(what string, err error) {
 				t.Helper()
 				if !errors.Is(err, errs.ErrArgument) {
@@ -269,5 +341,90 @@ func Parity(t *testing.T, m device.RowMeter) {
 			refuse("offsets past the entries", dr.Measure(bl))
 			refuse("room for too few kept rows", dr.Prune(l, 4, 1, make([]uint32, 3), make([]float32, 3)))
 		})
+	}
+}
+
+// Adjacency returns r random slots a row for n rows: each row's
+// neighbours then NoRow (some rows full, some empty), a row's own number
+// and repeats among them.
+func Adjacency(n, r int, seed uint64) []uint32 {
+	rng := rand.New(rand.NewPCG(seed, 13))
+	adj := make([]uint32, n*r)
+	for i := range n {
+		deg := r
+		if rng.IntN(3) == 0 {
+			deg = rng.IntN(r + 1)
+		}
+		for k := range r {
+			v := device.NoRow
+			if k < deg {
+				v = uint32(rng.IntN(n))
+				switch rng.IntN(15) {
+				case 0:
+					v = uint32(i)
+				case 1:
+					if k > 0 {
+						v = adj[i*r+rng.IntN(k)]
+					}
+				}
+			}
+			adj[i*r+k] = v
+		}
+	}
+	return adj
+}
+
+// walkParity checks dr's walks against ref's over random adjacencies:
+// counts, expanded rows and distances (bits), several widths, slots a row
+// that straddle a warp's 32, and caps that cut walks short.
+func walkParity(t *testing.T, dr, ref device.DeviceRows, n int, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 17))
+	for _, r := range []int{5, 32, 40} {
+		adj := Adjacency(n, r, seed+uint64(r))
+		for _, x := range []device.DeviceRows{dr, ref} {
+			if err := x.LoadAdjacency(adj, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, ef := range []int{1, 7, 64} {
+			for _, cap := range []int{n, 9} {
+				walks := 50
+				w := device.RowWalks{Of: make([]uint32, walks), Starts: make([]uint32, walks), Ef: ef, Cap: cap,
+					IDs: make([]uint32, walks*cap), Dists: make([]float32, walks*cap), Counts: make([]int32, walks)}
+				for i := range walks {
+					w.Of[i], w.Starts[i] = uint32(rng.IntN(n)), uint32(rng.IntN(n))
+				}
+				want := w
+				want.IDs, want.Dists, want.Counts = make([]uint32, walks*cap), make([]float32, walks*cap), make([]int32, walks)
+				if err := dr.Walk(w); err != nil {
+					t.Fatal(err)
+				}
+				if err := ref.Walk(want); err != nil {
+					t.Fatal(err)
+				}
+				for i := range walks {
+					if w.Counts[i] != want.Counts[i] {
+						t.Fatalf("Walk r %d ef %d cap %d: walk %d (row %d from %d) expanded %d, want %d", r, ef, cap, i, w.Of[i], w.Starts[i], w.Counts[i], want.Counts[i])
+					}
+					k := int(max(want.Counts[i], 0))
+					if want.Counts[i] < 0 {
+						k = cap
+					}
+					a, b := w.IDs[i*cap:i*cap+k], want.IDs[i*cap:i*cap+k]
+					ad, bd := w.Dists[i*cap:i*cap+k], want.Dists[i*cap:i*cap+k]
+					if !slices.Equal(a, b) || !slices.Equal(ad, bd) {
+						t.Fatalf("Walk r %d ef %d cap %d: walk %d (row %d from %d) expanded %v %v, want %v %v", r, ef, cap, i, w.Of[i], w.Starts[i], a, ad, b, bd)
+					}
+				}
+			}
+		}
+	}
+	bad := device.RowWalks{Of: []uint32{0}, Starts: []uint32{uint32(n)}, Ef: 4, Cap: 4, IDs: make([]uint32, 4), Dists: make([]float32, 4), Counts: make([]int32, 1)}
+	if err := dr.Walk(bad); !errors.Is(err, errs.ErrArgument) {
+		t.Errorf("Walk from a row past the rows: %v, want an ErrArgument", err)
+	}
+	if err := dr.LoadAdjacency(make([]uint32, 3), 4); !errors.Is(err, errs.ErrArgument) {
+		t.Errorf("LoadAdjacency of 3 slots for rows of 4: %v, want an ErrArgument", err)
 	}
 }
