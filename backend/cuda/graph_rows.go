@@ -95,7 +95,7 @@ type graphRows struct {
 	// starts, expanded rows and counts (room for capWalks walks of
 	// capOut rows in all).
 	adj, seen, starts, outIDs, outD, counts uint64
-	r, seenWarps, capWalks, capOut           int
+	r, seenWarps, capWalks, capOut          int
 
 	mu     sync.Mutex
 	closed bool
