@@ -19,7 +19,9 @@ import (
 // runGraph is vlc graph: a graph built over an index's rows and written
 // into the index file (section GRPH), replacing the file atomically. With
 // -backend the candidates come from the index's search on a GPU (one
-// batched search of every row); the rest of the build runs on the CPU.
+// batched search of every row); with cuda the measuring, the pruning and
+// the refinement's searches run there too (-prune-on), the same bytes;
+// the rest of the build runs on the CPU.
 func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
 	base := fs.String("base", "", "the vectors `file` the index was built from (.f16, .npy or .fvecs), row for row: the graph's neighbours are chosen by their exact distances")
@@ -31,11 +33,11 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	candidates := fs.Int("candidates", 0, "candidate neighbours a row's first neighbours are pruned from (0: twice -degree)")
 	passes := fs.Int("passes", 1, "passes that choose every row's neighbours again from a search of the graph so far (0: none, the pruned candidates alone)")
 	var sf searchFlags
-	fs.StringVar(&sf.backend, "backend", "cpu", "where to search for the candidates: cpu, or a GPU (cuda, webgpu) holding the index in its memory, every row a query of one batched search, or auto (cuda, then webgpu, then cpu); the rest of the build runs on the CPU")
+	fs.StringVar(&sf.backend, "backend", "cpu", "where to search for the candidates: cpu, or a GPU (cuda, webgpu) holding the index in its memory, every row a query of one batched search, or auto (cuda, then webgpu, then cpu); cuda also measures the candidates, prunes and runs the refinement's searches (-prune-on), the same graph bytes; the rest of the build runs on the CPU")
 	fs.StringVar(&sf.devices, "devices", "", "with -backend, spread the index over several devices of the backend: all, or device numbers such as 0,1")
 	fs.StringVar(&sf.spread, "spread", "queries", "with -devices, how the index is spread over them: queries (each device the whole index, a share of each batch) or lists (each device a share of the lists)")
 	out := fs.String("o", "", "write the index with its graph to `file` (default: replace INDEX)")
-	pruneOn := fs.String("prune-on", "device", "with -backend: where the candidates are measured and pruned: device (the GPU, where its backend can; the same graph bytes as the CPU's) or cpu")
+	pruneOn := fs.String("prune-on", "device", "with -backend: where the candidates are measured and pruned and the refinement pass searches: device (the GPU, where its backend can; the same graph bytes as the CPU's) or cpu")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the command (the build, or a store's due graphs) to `file` (go tool pprof)")
 	progress := fs.Bool("progress", false, "print each stage of the build on stderr as it ends (an index file)")

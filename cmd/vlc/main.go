@@ -89,7 +89,8 @@ func init() {
 				"every segment of at least N live rows gets a graph, built from its rows' decoded vectors now and, after\n" +
 				"writes, merges and training, by the store's background work (vlc add runs it); -at 0 turns that off.\n" +
 				"With -backend cuda or webgpu (an index file) the candidate neighbours come from the index's search on the\n" +
-				"GPU, every row a query of one batched search; the rest of the build runs on the CPU. It prints each\n" +
+				"GPU, every row a query of one batched search; cuda also measures them, prunes and runs the refinement's\n" +
+				"searches there (-prune-on cpu keeps those on the CPU), the same graph bytes. It prints each\n" +
 				"stage's seconds", runGraph},
 		"info":   {"[flags] INDEX", "describe an index", "", runInfo},
 		"verify": {"INDEX", "check every checksum of an index", "", runVerify},
