@@ -8,7 +8,8 @@ import (
 
 // RowMeter is a device that can hold a graph build's vectors and do the
 // build's exact measuring on them: each row's distances to its
-// candidates, and the robust pruning of its lists. Its distances are the
+// candidates, the robust pruning of its lists, and the greedy searches of
+// the refinement passes (Walk). Its distances are the
 // CPU's to the bit (graph's meter, vec.L2Lanes): the squared difference
 // of value j added into lane j%8, each product and sum rounded on its
 // own, the eight lanes folded as (l0+l4 + l2+l6) + (l1+l5 + l3+l7). So a
@@ -135,8 +136,8 @@ func (w RowWalks) Check(n int) error {
 	switch {
 	case len(w.Starts) != walks || len(w.Counts) != walks:
 		return fmt.Errorf("%w: walks: %d rows, %d starts and %d counts", errs.ErrArgument, walks, len(w.Starts), len(w.Counts))
-	case w.Ef < 1 || w.Ef > MaxWalkEf || w.Cap < 1:
-		return fmt.Errorf("%w: walks: ef %d and cap %d: want ef 1 to %d and a cap of at least 1", errs.ErrArgument, w.Ef, w.Cap, MaxWalkEf)
+	case w.Ef < 1 || w.Ef > MaxWalkEf || w.Cap < 1 || w.Cap > 1<<24:
+		return fmt.Errorf("%w: walks: ef %d and cap %d: want ef 1 to %d and a cap of 1 to 2^24", errs.ErrArgument, w.Ef, w.Cap, MaxWalkEf)
 	case len(w.IDs) != walks*w.Cap || len(w.Dists) != walks*w.Cap:
 		return fmt.Errorf("%w: walks: room for %d and %d expanded rows, want %d (%d walks of %d)", errs.ErrArgument, len(w.IDs), len(w.Dists), walks*w.Cap, walks, w.Cap)
 	}

@@ -74,14 +74,16 @@ type BuildOptions struct {
 	// by how much), or a Group of ix alone. Not stored with the graph.
 	Searcher BatchSearcher
 	// Device, when set, measures every row's candidates found by
-	// Searcher and does the first pruning and the reverse edges' pruning
-	// on a device (a GPU), with the CPU's bits (device.RowMeter): the
-	// graph's bytes are those of a build without it. It takes the rows
-	// onto the device (float16 where the build keeps them so, else
-	// float32). Used only where the dimension is a multiple of 8 (the
-	// lane sums; BuildTimes.Device says whether it was); the refinement
-	// passes and the connecting stay on the CPU. Not stored with the
-	// graph.
+	// Searcher, does the pruning and runs the refinement passes'
+	// searches on a device (a GPU), with the CPU's bits
+	// (device.RowMeter): the graph's bytes are those of a build without
+	// it. It takes the rows onto the device (float16 where the build
+	// keeps them so, else float32). Used only where the dimension is a
+	// multiple of 8 (the lane sums) and the device takes the rows
+	// (BuildTimes.Device and DeviceSkipped say); the searches only where
+	// BuildEf and Degree are within device.MaxWalkEf and MaxWalkSlots.
+	// The medoid, the starting rows and the connecting stay on the CPU.
+	// Not stored with the graph.
 	Device device.RowMeter
 	// Times, when set, receives how long each stage of the build took
 	// (and reports each as it ends, BuildTimes.Report). Not stored with
@@ -136,8 +138,11 @@ type BuildTimes struct {
 	Pack time.Duration
 	// Total is the whole Build.
 	Total time.Duration
-	// Device says that BuildOptions.Device measured and pruned.
-	Device bool
+	// Device says that BuildOptions.Device measured and pruned;
+	// DeviceSkipped is why it did not, where it could not take the rows
+	// (out of memory, say): the build then ran on the CPU.
+	Device        bool
+	DeviceSkipped error
 	// Report, when set before the build, is called as each stage ends,
 	// with the stage's name (the field's, in lower case) and time: a long
 	// build's report as it goes.
@@ -241,10 +246,11 @@ func Build(ctx context.Context, ix *index.Index, rows index.Rows, opt BuildOptio
 	var dev device.DeviceRows
 	if opt.Device != nil && d%8 == 0 {
 		if dev, err = b.loadRows(opt.Device); err != nil {
-			return nil, err
+			times.DeviceSkipped, dev = err, nil // on the CPU, as without it
+		} else {
+			defer dev.Close()
+			times.Device = true
 		}
-		defer dev.Close()
-		times.Device = true
 	}
 	lap("rows", &times.Rows)
 	var cands [][]pair

@@ -11,17 +11,22 @@ import (
 	"github.com/vlc-embed/vlc/internal/par"
 )
 
-// The build's measuring and pruning on a device (BuildOptions.Device):
-// every row's candidates measured there, and the first pruning and the
-// reverse edges' pruning done there, with the CPU's bits
-// (device.RowMeter), so the graph's bytes are those of a build on the
-// CPU. The searches of the refinement passes and of connect, and their
-// pruning, stay on the CPU.
+// The build's measuring, pruning and refinement searches on a device
+// (BuildOptions.Device): every row's candidates measured there, the
+// first pruning, the reverse edges' pruning and each refinement pass's
+// searches and pruning done there, with the CPU's bits (device.RowMeter),
+// so the graph's bytes are those of a build on the CPU. The medoid, the
+// starting rows, the gathering and merging of lists and connect stay on
+// the CPU.
 
-// pruneChunk is the most lists handed to the device at once by the first
-// pruning (device.RowLists of Candidates entries each: 16 MB a chunk at
-// 128 candidates).
+// pruneChunk is the most lists handed to the device at once by the
+// pruning (device.RowLists of up to Candidates entries each at first:
+// 64 MiB a chunk at 128 candidates, 8 bytes an entry).
 var pruneChunk = 1 << 16
+
+// pruneEntries bounds the entries of a chunk of the reverse edges'
+// pruning (unless one row's list alone is longer).
+const pruneEntries = 1 << 26
 
 // loadRows places the build's rows on the device, as they are held
 // (float16 or float32).
@@ -160,27 +165,41 @@ func (b *builder) reverseOn(dev device.DeviceRows, in func(q int) []pair, merge 
 			b.set(uint32(q), merged)
 		}
 	})
-	var l device.RowLists
-	l.Offsets = []uint32{0}
+	var long []uint32
 	for q, z := range size {
 		if z > 0 {
-			l.Of = append(l.Of, uint32(q))
-			l.Offsets = append(l.Offsets, l.Offsets[len(l.Offsets)-1]+z)
+			long = append(long, uint32(q))
 		}
 	}
-	total := l.Offsets[len(l.Of)]
-	l.IDs, l.Dists = make([]uint32, total), make([]float32, total)
-	par.For(len(l.Of), 64, func(from, to int) {
-		var merged []pair
-		for t := from; t < to; t++ {
-			merged = merge(int(l.Of[t]), merged[:0])
-			o := int(l.Offsets[t])
-			for k, p := range merged {
-				l.IDs[o+k], l.Dists[o+k] = p.id, p.dist
-			}
+	for lo := 0; lo < len(long); {
+		hi, entries := lo, 0
+		for hi < len(long) && hi-lo < pruneChunk && (hi == lo || entries+int(size[long[hi]]) <= pruneEntries) {
+			entries += int(size[long[hi]])
+			hi++
 		}
-	})
-	return b.pruneListsOn(dev, l)
+		of := long[lo:hi]
+		lo = hi
+		l := device.RowLists{Of: of, Offsets: make([]uint32, len(of)+1)}
+		for t, q := range of {
+			l.Offsets[t+1] = l.Offsets[t] + size[q]
+		}
+		total := l.Offsets[len(of)]
+		l.IDs, l.Dists = make([]uint32, total), make([]float32, total)
+		par.For(len(of), 64, func(from, to int) {
+			var merged []pair
+			for t := from; t < to; t++ {
+				merged = merge(int(of[t]), merged[:0])
+				o := int(l.Offsets[t])
+				for k, p := range merged {
+					l.IDs[o+k], l.Dists[o+k] = p.id, p.dist
+				}
+			}
+		})
+		if err := b.pruneListsOn(dev, l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // walkChunk is the most rows whose refinement searches are handed to the
@@ -203,16 +222,20 @@ func (b *builder) refineOn(ctx context.Context, dev device.DeviceRows, ef int) e
 		return fmt.Errorf("graph: the adjacency onto the device: %w", err)
 	}
 	next, nextDist := make([]uint32, len(b.adj)), make([]float32, len(b.adj))
-	cap := walkCap * ef
+	most := walkCap * ef // expanded rows a walk may return
+	chunk := min(walkChunk, b.n)
+	all := device.RowWalks{Of: make([]uint32, chunk), Starts: make([]uint32, chunk), Ef: ef, Cap: most,
+		IDs: make([]uint32, chunk*most), Dists: make([]float32, chunk*most), Counts: make([]int32, chunk)}
 	beams := sync.Pool{New: func() any { return newBeam(b.n) }}
-	for lo := 0; lo < b.n; lo += walkChunk {
+	for lo := 0; lo < b.n; lo += chunk {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		hi := min(lo+walkChunk, b.n)
+		hi := min(lo+chunk, b.n)
 		rows := hi - lo
-		w := device.RowWalks{Of: make([]uint32, rows), Starts: make([]uint32, rows), Ef: ef, Cap: cap,
-			IDs: make([]uint32, rows*cap), Dists: make([]float32, rows*cap), Counts: make([]int32, rows)}
+		w := all
+		w.Of, w.Starts, w.Counts = all.Of[:rows], all.Starts[:rows], all.Counts[:rows]
+		w.IDs, w.Dists = all.IDs[:rows*most], all.Dists[:rows*most]
 		for t := range rows {
 			p := lo + t
 			w.Of[t], w.Starts[t] = uint32(p), b.reps[int(b.assign[p])*b.perList]
@@ -230,7 +253,7 @@ func (b *builder) refineOn(ctx context.Context, dev device.DeviceRows, ef int) e
 				if c := int(w.Counts[t]); c >= 0 {
 					mp = make([]pair, c, c+b.r)
 					for k := range c {
-						mp[k] = pair{w.Dists[t*cap+k], w.IDs[t*cap+k]}
+						mp[k] = pair{w.Dists[t*most+k], w.IDs[t*most+k]}
 					}
 				} else { // past the cap: on the CPU
 					if bm == nil {

@@ -62,15 +62,29 @@ func TestDeviceSameGraph(t *testing.T) {
 	}
 }
 
-// A device that fails fails the build, with its error.
+// A device that fails fails the build, with its error; one that cannot
+// take the rows leaves the build to the CPU (the same bytes), saying why.
 func TestDeviceFails(t *testing.T) {
 	base, _ := clustered(600, 0, 16)
 	ix := writeIndex(t, base, 4, quant.KindRotated, 4, index.L2)
-	for _, fail := range []string{"load", "measure", "prune"} {
-		_, err := Build(context.Background(), ix, base, BuildOptions{NProbe: 2, Searcher: ix, Device: failingDevice{fail}})
+	ctx := context.Background()
+	for _, fail := range []string{"measure", "prune", "adjacency", "walk"} {
+		_, err := Build(ctx, ix, base, BuildOptions{NProbe: 2, Searcher: ix, Device: failingDevice{fail}})
 		if !errors.Is(err, errDevice) {
 			t.Errorf("%s fails: Build error %v, want errDevice", fail, err)
 		}
+	}
+	ref, err := Build(ctx, ix, base, BuildOptions{NProbe: 2, Searcher: ix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times BuildTimes
+	g, err := Build(ctx, ix, base, BuildOptions{NProbe: 2, Searcher: ix, Device: failingDevice{"load"}, Times: &times})
+	if err != nil || times.Device || !errors.Is(times.DeviceSkipped, errDevice) {
+		t.Fatalf("rows refused: Build error %v, Device %v, DeviceSkipped %v; want the CPU's build and errDevice", err, times.Device, times.DeviceSkipped)
+	}
+	if where := sameBytes(ref, g); where != "" {
+		t.Errorf("rows refused: the %s differs from the CPU's", where)
 	}
 }
 
@@ -97,6 +111,20 @@ func (f failingRows) Measure(l device.RowLists) error {
 		return errDevice
 	}
 	return f.DeviceRows.Measure(l)
+}
+
+func (f failingRows) LoadAdjacency(adj []uint32, r int) error {
+	if f.step == "adjacency" {
+		return errDevice
+	}
+	return f.DeviceRows.LoadAdjacency(adj, r)
+}
+
+func (f failingRows) Walk(w device.RowWalks) error {
+	if f.step == "walk" {
+		return errDevice
+	}
+	return f.DeviceRows.Walk(w)
 }
 
 func (f failingRows) Prune(l device.RowLists, r int, alpha2 float32, kept []uint32, keptDists []float32) error {

@@ -1,6 +1,7 @@
 // Kernels of the CUDA backend for a graph build's exact measuring
 // (graph_rows.go; device.RowMeter): every row's distances to its
-// candidates, and the robust pruning of its lists. PTX for compute_80,
+// candidates, the robust pruning of its lists, and the refinement pass's
+// greedy searches (walks). PTX for compute_80,
 // generated with
 //
 //	nvcc -ptx -arch=compute_80 -O3 --fmad=false -o graph_rows.ptx graph_rows.cu
@@ -24,6 +25,11 @@
 //   dists  entries   float32  squared distances to row of[i] (measure
 //                             writes them; prune reads them)
 //   kept, keptD  lists x r    prune's kept rows and their dists
+// and for the walks (below):
+//   adj    n x r     uint32   the graph's slots (NOROW past a row's last)
+//   starts walks     uint32   each walk's first row
+//   seen   warps x ceil(n/32) uint32  each warp's seen bits
+//   outIds, outD  walks x cap  the expanded rows; counts  walks  int32
 
 #define FULL 0xffffffffu
 #define NOROW 0xffffffffu // device.NoRow

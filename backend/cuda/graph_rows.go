@@ -23,8 +23,9 @@ var graphRowsPTX []byte
 // eight warps, a list each.
 const graphBlock = 256
 
-// graphChunk is the most entries of lists a launch takes (its buffers
-// 12 bytes an entry, 96 MiB at most; a list is never cut).
+// graphChunk is the most entries of lists a launch takes (8 bytes an
+// entry on the device, 64 MiB, and the lists' kept rows; a list longer
+// than this goes alone, whole).
 var graphChunk = 8 << 20
 
 var _ device.RowMeter = (*Device)(nil)
@@ -209,8 +210,8 @@ func (g *graphRows) grow(lists, entries, kept int) error {
 	if g.of != 0 && lists <= g.capLists && entries <= g.capEntries && kept <= g.capKept {
 		return nil
 	}
-	g.freeChunk()
 	caps := [3]int{max(lists, g.capLists, 1), max(entries, g.capEntries, 1), max(kept, g.capKept, 1)}
+	g.freeChunk()
 	for _, b := range []struct {
 		p *uint64
 		n int

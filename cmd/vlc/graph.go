@@ -175,6 +175,8 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch {
 	case times.Device:
 		from += ", measured and pruned there"
+	case times.DeviceSkipped != nil:
+		from += fmt.Sprintf(", measured and pruned on the CPU (the device could not take the rows: %v)", times.DeviceSkipped)
 	case opt.Device != nil:
 		from += fmt.Sprintf(", measured and pruned on the CPU (the device's lane sums need a dimension that is a multiple of 8, not %d)", ix.Dim())
 	}

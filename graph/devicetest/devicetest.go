@@ -1,15 +1,19 @@
 // Package devicetest is the conformance suite of a graph build's
 // measuring on a device (device.RowMeter): every distance must be
-// vec.L2Lanes's to the bit, and every list pruned as
-// device.DeviceRows.Prune defines, kept row for kept row. A backend's
-// tests get it from one call:
+// vec.L2Lanes's to the bit, every list pruned as device.DeviceRows.Prune
+// defines, kept row for kept row, and every walk (DeviceRows.Walk) expand
+// the rows graph's beam search expands, in order. A backend's tests get
+// it from one call:
 //
 //	devicetest.Parity(t, meter)
 //
 // The cases straddle the kernels' groups of four entries and eight lanes:
 // lists of 0 to 150 entries, a list's own row and repeated rows among
 // them, dimensions of 8 to 776, float16 and float32 rows, rows
-// that coincide, keeping 1 to 64 rows. Reference is the same written
+// that coincide, keeping 1 to 64 rows; walks over adjacencies of 5 to
+// 128 slots a row (a warp's 32 and more), with repeated and self links
+// and short rows, pools of 1 to 256 rows, caps that cut walks short,
+// and more walks than a GPU runs at once. Reference is the same written
 // plainly in Go; its own test holds it to the suite in CI, and graph's
 // tests build through it.
 package devicetest
@@ -276,8 +280,8 @@ func Lists(rows device.HostRows, seed uint64) device.RowLists {
 
 // Parity checks m against the reference on every case: Measure's
 // distances bit for bit, Prune's kept rows and distances for several
-// widths and factors, and that bad lists are refused as
-// errs.ErrArgument.
+// widths and factors, Walk's expanded rows and distances, and that bad
+// lists, walks and adjacencies are refused as errs.ErrArgument.
 func Parity(t *testing.T, m device.RowMeter) {
 	for _, c := range DefaultCases {
 		t.Run(c.String(), func(t *testing.T) {
@@ -324,7 +328,7 @@ func Parity(t *testing.T, m device.RowMeter) {
 					}
 				}
 			}
-			walkParity(t, dr, ref, rows.N, uint64(c.Dim))
+			walkParity(t, dr, ref, rows.N, uint64(c.Dim), c.Dim == 8)
 			refuse := func(what string, err error) {
 				t.Helper()
 				if !errors.Is(err, errs.ErrArgument) {
@@ -376,27 +380,31 @@ func Adjacency(n, r int, seed uint64) []uint32 {
 
 // walkParity checks dr's walks against ref's over random adjacencies:
 // counts, expanded rows and distances (bits), several widths, slots a row
-// that straddle a warp's 32, and caps that cut walks short.
-func walkParity(t *testing.T, dr, ref device.DeviceRows, n int, seed uint64) {
+// that straddle a warp's 32, and caps that cut walks short; with many,
+// one set of 20,000 walks.
+func walkParity(t *testing.T, dr, ref device.DeviceRows, n int, seed uint64, many bool) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 17))
-	for _, r := range []int{5, 32, 40} {
+	for _, r := range []int{5, 32, 40, device.MaxWalkSlots} {
 		adj := Adjacency(n, r, seed+uint64(r))
 		for _, x := range []device.DeviceRows{dr, ref} {
 			if err := x.LoadAdjacency(adj, r); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for _, ef := range []int{1, 7, 64} {
-			for _, cap := range []int{n, 9} {
+		for _, ef := range []int{1, 7, 64, device.MaxWalkEf} {
+			for _, most := range []int{n, 9} {
 				walks := 50
-				w := device.RowWalks{Of: make([]uint32, walks), Starts: make([]uint32, walks), Ef: ef, Cap: cap,
-					IDs: make([]uint32, walks*cap), Dists: make([]float32, walks*cap), Counts: make([]int32, walks)}
+				if many && r == 40 && ef == 7 && most == n {
+					walks = 20000 // more than a GPU's warps at once
+				}
+				w := device.RowWalks{Of: make([]uint32, walks), Starts: make([]uint32, walks), Ef: ef, Cap: most,
+					IDs: make([]uint32, walks*most), Dists: make([]float32, walks*most), Counts: make([]int32, walks)}
 				for i := range walks {
 					w.Of[i], w.Starts[i] = uint32(rng.IntN(n)), uint32(rng.IntN(n))
 				}
 				want := w
-				want.IDs, want.Dists, want.Counts = make([]uint32, walks*cap), make([]float32, walks*cap), make([]int32, walks)
+				want.IDs, want.Dists, want.Counts = make([]uint32, walks*most), make([]float32, walks*most), make([]int32, walks)
 				if err := dr.Walk(w); err != nil {
 					t.Fatal(err)
 				}
@@ -405,16 +413,16 @@ func walkParity(t *testing.T, dr, ref device.DeviceRows, n int, seed uint64) {
 				}
 				for i := range walks {
 					if w.Counts[i] != want.Counts[i] {
-						t.Fatalf("Walk r %d ef %d cap %d: walk %d (row %d from %d) expanded %d, want %d", r, ef, cap, i, w.Of[i], w.Starts[i], w.Counts[i], want.Counts[i])
+						t.Fatalf("Walk r %d ef %d cap %d: walk %d (row %d from %d) expanded %d, want %d", r, ef, most, i, w.Of[i], w.Starts[i], w.Counts[i], want.Counts[i])
 					}
 					k := int(max(want.Counts[i], 0))
 					if want.Counts[i] < 0 {
-						k = cap
+						k = most
 					}
-					a, b := w.IDs[i*cap:i*cap+k], want.IDs[i*cap:i*cap+k]
-					ad, bd := w.Dists[i*cap:i*cap+k], want.Dists[i*cap:i*cap+k]
+					a, b := w.IDs[i*most:i*most+k], want.IDs[i*most:i*most+k]
+					ad, bd := w.Dists[i*most:i*most+k], want.Dists[i*most:i*most+k]
 					if !slices.Equal(a, b) || !slices.Equal(ad, bd) {
-						t.Fatalf("Walk r %d ef %d cap %d: walk %d (row %d from %d) expanded %v %v, want %v %v", r, ef, cap, i, w.Of[i], w.Starts[i], a, ad, b, bd)
+						t.Fatalf("Walk r %d ef %d cap %d: walk %d (row %d from %d) expanded %v %v, want %v %v", r, ef, most, i, w.Of[i], w.Starts[i], a, ad, b, bd)
 					}
 				}
 			}

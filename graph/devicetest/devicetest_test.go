@@ -2,6 +2,7 @@ package devicetest
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/vlc-embed/vlc/device"
@@ -38,6 +39,31 @@ func TestReference(t *testing.T) {
 	}
 	if kept[1] != 2 || kept[2] != 3 {
 		t.Errorf("alpha^2 5: kept %v, want 1, 2, 3", kept)
+	}
+	// A walk along a line of rows at 0 to 5, each linked to the next (row
+	// 1 back to row 0 too), for row 5 from row 0 with a pool of 2: every
+	// row expanded in turn, the pool's farther row dropping out.
+	line := make([]float32, 6*8)
+	for i := range 6 {
+		line[i*8] = float32(i)
+	}
+	lr, _ := Reference{}.LoadRows(device.HostRows{N: 6, Dim: 8, Float: line})
+	none := device.NoRow
+	if err := lr.LoadAdjacency([]uint32{1, none, 2, 0, 3, none, 4, none, 5, none, none, none}, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, most := range []int{8, 3} {
+		w := device.RowWalks{Of: []uint32{5}, Starts: []uint32{0}, Ef: 2, Cap: most, IDs: make([]uint32, most), Dists: make([]float32, most), Counts: make([]int32, 1)}
+		if err := lr.Walk(w); err != nil {
+			t.Fatal(err)
+		}
+		want, wantD, count := []uint32{0, 1, 2, 3, 4, 5}, []float32{25, 16, 9, 4, 1, 0}, int32(6)
+		if most == 3 {
+			want, wantD, count = want[:3], wantD[:3], -1
+		}
+		if w.Counts[0] != count || !slices.Equal(w.IDs[:len(want)], want) || !slices.Equal(w.Dists[:len(want)], wantD) {
+			t.Errorf("cap %d: walked %d: %v %v, want %d: %v %v", most, w.Counts[0], w.IDs, w.Dists, count, want, wantD)
+		}
 	}
 	l.Dists = make([]float32, 5)
 	if err := dr.Measure(l); err != nil {
