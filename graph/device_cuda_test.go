@@ -21,14 +21,7 @@ import (
 // fast one (no refinement pass, more candidates). Skips without a CUDA
 // driver or device.
 func TestDeviceCandidates(t *testing.T) {
-	dev, err := cuda.Open()
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "no CUDA") {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openCUDA(t)
 	t.Logf("device: %s", dev.Name())
 	sd, ok := dev.(device.Searcher)
 	if !ok {
@@ -78,14 +71,7 @@ func TestDeviceCandidates(t *testing.T) {
 // run again on the CPU (a cap of one beam width) or not.
 func TestDeviceRowsSameGraph(t *testing.T) {
 	defer func(c int) { walkCap = c }(walkCap)
-	dev, err := cuda.Open()
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "no CUDA") {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openCUDA(t)
 	m, ok := dev.(device.RowMeter)
 	if !ok {
 		t.Fatalf("%s measures no rows", dev.Name())
@@ -115,4 +101,19 @@ func TestDeviceRowsSameGraph(t *testing.T) {
 			}
 		}
 	}
+}
+
+// openCUDA opens device 0, closed when the test ends; it skips the test
+// without a CUDA driver or device.
+func openCUDA(t *testing.T) device.Device {
+	t.Helper()
+	dev, err := cuda.Open()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "no CUDA") {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
 }

@@ -120,17 +120,23 @@ func (g *graphRows) Prune(l device.RowLists, r int, alpha2 float32, kept []uint3
 	return g.each(l, r, alpha2, kept, keptDists)
 }
 
-// each runs Measure (r 0) or Prune over l, chunk by chunk.
-func (g *graphRows) each(l device.RowLists, r int, alpha2 float32, kept []uint32, keptDists []float32) error {
-	if err := l.Check(g.n); err != nil {
-		return err
-	}
+// do runs f on the device's worker, one call of the rows' at a time,
+// unless the rows are closed.
+func (g *graphRows) do(f func() error) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
 		return errors.New("cuda: rows closed")
 	}
-	return g.d.run(func() error {
+	return g.d.run(f)
+}
+
+// each runs Measure (r 0) or Prune over l, chunk by chunk.
+func (g *graphRows) each(l device.RowLists, r int, alpha2 float32, kept []uint32, keptDists []float32) error {
+	if err := l.Check(g.n); err != nil {
+		return err
+	}
+	return g.do(func() error {
 		for lo := 0; lo < len(l.Of); {
 			hi := lo + 1
 			for hi < len(l.Of) && int(l.Offsets[hi+1]-l.Offsets[lo]) <= graphChunk {
@@ -240,12 +246,7 @@ func (g *graphRows) LoadAdjacency(adj []uint32, r int) error {
 	if err := device.CheckAdjacency(adj, r, g.n); err != nil {
 		return err
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return errors.New("cuda: rows closed")
-	}
-	return g.d.run(func() error {
+	return g.do(func() error {
 		if g.adj == 0 || g.r != r {
 			g.d.free(g.adj)
 			g.adj, g.r = 0, 0
@@ -274,16 +275,11 @@ func (g *graphRows) Walk(w device.RowWalks) error {
 	if err := w.Check(g.n); err != nil {
 		return err
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return errors.New("cuda: rows closed")
-	}
-	if g.adj == 0 {
-		return fmt.Errorf("%w: walk: no adjacency loaded", errs.ErrArgument)
-	}
 	chunk := max(1, walkOut/w.Cap)
-	return g.d.run(func() error {
+	return g.do(func() error {
+		if g.adj == 0 {
+			return fmt.Errorf("%w: walk: no adjacency loaded", errs.ErrArgument)
+		}
 		for lo := 0; lo < len(w.Of); lo += chunk {
 			if err := g.walkChunk(w, lo, min(lo+chunk, len(w.Of))); err != nil {
 				return err
