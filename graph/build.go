@@ -1003,15 +1003,7 @@ func (b *builder) refine(ctx context.Context, ef int) {
 		m := b.meter()
 		for p := lo; p < hi; p++ {
 			bm.search(slots{b.adj, b.r}, b.reps[int(b.assign[p])*b.perList], ef, exactScorer{m, uint32(p)}, true)
-			merged = append(merged[:0], bm.expanded...)
-			for k, v := range b.adj[p*b.r : (p+1)*b.r] {
-				if v == noEdge {
-					break
-				}
-				merged = append(merged, pair{b.dist[p*b.r+k], v})
-			}
-			slices.SortFunc(merged, comparePairs)
-			merged = slices.CompactFunc(merged, func(a, c pair) bool { return a.id == c.id })
+			merged = b.withNeighbours(uint32(p), append(merged[:0], bm.expanded...))
 			kept = m.prune(uint32(p), merged, kept[:0])
 			nb, nd := next[p*b.r:(p+1)*b.r], nextDist[p*b.r:(p+1)*b.r]
 			for k := range nb {
@@ -1023,6 +1015,20 @@ func (b *builder) refine(ctx context.Context, ef int) {
 		}
 	})
 	b.adj, b.dist = next, nextDist
+}
+
+// withNeighbours appends row p's neighbours to merged (a search's
+// expanded rows), sorts them by distance then row and drops repeats: the
+// rows a pass chooses p's neighbours from.
+func (b *builder) withNeighbours(p uint32, merged []pair) []pair {
+	for k, v := range b.adj[int(p)*b.r : int(p+1)*b.r] {
+		if v == noEdge {
+			break
+		}
+		merged = append(merged, pair{b.dist[int(p)*b.r+k], v})
+	}
+	slices.SortFunc(merged, comparePairs)
+	return slices.CompactFunc(merged, func(a, c pair) bool { return a.id == c.id })
 }
 
 // connect makes every row reachable from the entry, and returns how many

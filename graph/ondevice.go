@@ -28,6 +28,31 @@ var pruneChunk = 1 << 16
 // pruning (unless one row's list alone is longer).
 const pruneEntries = 1 << 26
 
+// rowLists lays out one list for each row of of, list t of size(t)
+// entries, which fill writes (on all cores).
+func rowLists(of []uint32, size func(t int) int, fill func(t int, ids []uint32, dists []float32)) device.RowLists {
+	l := device.RowLists{Of: of, Offsets: make([]uint32, len(of)+1)}
+	for t := range of {
+		l.Offsets[t+1] = l.Offsets[t] + uint32(size(t))
+	}
+	total := l.Offsets[len(of)]
+	l.IDs, l.Dists = make([]uint32, total), make([]float32, total)
+	par.For(len(of), 64, func(from, to int) {
+		for t := from; t < to; t++ {
+			o, e := l.Offsets[t], l.Offsets[t+1]
+			fill(t, l.IDs[o:e], l.Dists[o:e])
+		}
+	})
+	return l
+}
+
+// fillPairs writes ps into ids and dists.
+func fillPairs(ps []pair, ids []uint32, dists []float32) {
+	for k, p := range ps {
+		ids[k], dists[k] = p.id, p.dist
+	}
+}
+
 // loadRows places the build's rows on the device, as they are held
 // (float16 or float32).
 func (b *builder) loadRows(m device.RowMeter) (device.DeviceRows, error) {
@@ -41,27 +66,24 @@ func (b *builder) loadRows(m device.RowMeter) (device.DeviceRows, error) {
 // measureOn returns the candidates of rows lo to lo+len(hits)-1 from
 // their hits as measure does, the distances measured on dev.
 func (b *builder) measureOn(dev device.DeviceRows, lo int, hits [][]index.Hit, cands [][]pair) error {
-	l := device.RowLists{Of: make([]uint32, len(hits)), Offsets: make([]uint32, len(hits)+1)}
-	for t, hs := range hits {
-		l.Of[t] = uint32(lo + t)
+	of := make([]uint32, len(hits))
+	for t := range of {
+		of[t] = uint32(lo + t)
+	}
+	l := rowLists(of, func(t int) int {
 		self := 0
-		for _, h := range hs {
-			if uint32(h.ID) == uint32(lo+t) {
+		for _, h := range hits[t] {
+			if uint32(h.ID) == of[t] {
 				self++
 			}
 		}
-		l.Offsets[t+1] = l.Offsets[t] + uint32(len(hs)-self)
-	}
-	total := l.Offsets[len(hits)]
-	l.IDs, l.Dists = make([]uint32, total), make([]float32, total)
-	par.For(len(hits), 256, func(from, to int) {
-		for t := from; t < to; t++ {
-			k := l.Offsets[t]
-			for _, h := range hits[t] {
-				if uint32(h.ID) != uint32(lo+t) {
-					l.IDs[k] = uint32(h.ID)
-					k++
-				}
+		return len(hits[t]) - self
+	}, func(t int, ids []uint32, _ []float32) {
+		k := 0
+		for _, h := range hits[t] {
+			if uint32(h.ID) != of[t] {
+				ids[k] = uint32(h.ID)
+				k++
 			}
 		}
 	})
@@ -87,35 +109,22 @@ func (b *builder) measureOn(dev device.DeviceRows, lo int, hits [][]index.Hit, c
 func (b *builder) pruneAllOn(dev device.DeviceRows, cands [][]pair) error {
 	for lo := 0; lo < b.n; lo += pruneChunk {
 		hi := min(lo+pruneChunk, b.n)
-		l := device.RowLists{Of: make([]uint32, hi-lo), Offsets: make([]uint32, hi-lo+1)}
-		for i := lo; i < hi; i++ {
-			l.Of[i-lo] = uint32(i)
-			l.Offsets[i-lo+1] = l.Offsets[i-lo] + uint32(len(cands[i]))
+		of := make([]uint32, hi-lo)
+		for t := range of {
+			of[t] = uint32(lo + t)
 		}
-		l.IDs, l.Dists = make([]uint32, l.Offsets[hi-lo]), make([]float32, l.Offsets[hi-lo])
-		par.For(hi-lo, 256, func(from, to int) {
-			for t := from; t < to; t++ {
-				o := l.Offsets[t]
-				for k, p := range cands[lo+t] {
-					l.IDs[int(o)+k], l.Dists[int(o)+k] = p.id, p.dist
-				}
-			}
-		})
-		if err := b.pruneListsOn(dev, l); err != nil {
+		l := rowLists(of, func(t int) int { return len(cands[lo+t]) },
+			func(t int, ids []uint32, dists []float32) { fillPairs(cands[lo+t], ids, dists) })
+		if err := b.pruneListsInto(dev, l, b.adj, b.dist); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// pruneListsOn prunes lists l (l.Of increasing) on dev, each list's kept
-// rows becoming its row's neighbours.
-func (b *builder) pruneListsOn(dev device.DeviceRows, l device.RowLists) error {
-	return b.pruneListsInto(dev, l, b.adj, b.dist)
-}
-
-// pruneListsInto is pruneListsOn writing the neighbours into adj and
-// dist (r slots a row).
+// pruneListsInto prunes lists l (l.Of increasing) on dev, each list's
+// kept rows becoming its row's neighbours in adj and dist (r slots a
+// row).
 func (b *builder) pruneListsInto(dev device.DeviceRows, l device.RowLists, adj []uint32, dist []float32) error {
 	if len(l.Of) == 0 {
 		return nil
@@ -179,23 +188,10 @@ func (b *builder) reverseOn(dev device.DeviceRows, in func(q int) []pair, merge 
 		}
 		of := long[lo:hi]
 		lo = hi
-		l := device.RowLists{Of: of, Offsets: make([]uint32, len(of)+1)}
-		for t, q := range of {
-			l.Offsets[t+1] = l.Offsets[t] + size[q]
-		}
-		total := l.Offsets[len(of)]
-		l.IDs, l.Dists = make([]uint32, total), make([]float32, total)
-		par.For(len(of), 64, func(from, to int) {
-			var merged []pair
-			for t := from; t < to; t++ {
-				merged = merge(int(of[t]), merged[:0])
-				o := int(l.Offsets[t])
-				for k, p := range merged {
-					l.IDs[o+k], l.Dists[o+k] = p.id, p.dist
-				}
-			}
+		l := rowLists(of, func(t int) int { return int(size[of[t]]) }, func(t int, ids []uint32, dists []float32) {
+			fillPairs(merge(int(of[t]), nil), ids, dists)
 		})
-		if err := b.pruneListsOn(dev, l); err != nil {
+		if err := b.pruneListsInto(dev, l, b.adj, b.dist); err != nil {
 			return err
 		}
 	}
@@ -263,29 +259,11 @@ func (b *builder) refineOn(ctx context.Context, dev device.DeviceRows, ef int) e
 					bm.search(slots{b.adj, b.r}, w.Starts[t], ef, exactScorer{m, uint32(p)}, true)
 					mp = append(make([]pair, 0, len(bm.expanded)+b.r), bm.expanded...)
 				}
-				for k, v := range b.adj[p*b.r : (p+1)*b.r] {
-					if v == noEdge {
-						break
-					}
-					mp = append(mp, pair{b.dist[p*b.r+k], v})
-				}
-				slices.SortFunc(mp, comparePairs)
-				merged[t] = slices.CompactFunc(mp, func(a, c pair) bool { return a.id == c.id })
+				merged[t] = b.withNeighbours(uint32(p), mp)
 			}
 		})
-		l := device.RowLists{Of: w.Of, Offsets: make([]uint32, rows+1)}
-		for t, mp := range merged {
-			l.Offsets[t+1] = l.Offsets[t] + uint32(len(mp))
-		}
-		l.IDs, l.Dists = make([]uint32, l.Offsets[rows]), make([]float32, l.Offsets[rows])
-		par.For(rows, 256, func(from, to int) {
-			for t := from; t < to; t++ {
-				o := int(l.Offsets[t])
-				for k, q := range merged[t] {
-					l.IDs[o+k], l.Dists[o+k] = q.id, q.dist
-				}
-			}
-		})
+		l := rowLists(w.Of, func(t int) int { return len(merged[t]) },
+			func(t int, ids []uint32, dists []float32) { fillPairs(merged[t], ids, dists) })
 		if err := b.pruneListsInto(dev, l, next, nextDist); err != nil {
 			return err
 		}
