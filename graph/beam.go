@@ -87,6 +87,22 @@ func (b *beam) search(adj adjacency, entry uint32, ef int, sc batchScorer, keepE
 	b.searchFrom(adj, []uint32{entry}, ef, sc, keepExpanded)
 }
 
+// unseen returns the rows of nbs not seen this search, in order, in
+// b.batch, and marks them seen. Whether a row was seen is a coin toss to
+// the branch predictor, so each row is written and the count moves by
+// the comparison's outcome instead.
+func (b *beam) unseen(nbs []uint32) []uint32 {
+	batch := slices.Grow(b.batch[:0], len(nbs))[:len(nbs)]
+	n, epoch, seen := 0, b.epoch, b.seen
+	for _, nb := range nbs {
+		diff := seen[nb] ^ epoch // 0 where seen
+		seen[nb] = epoch
+		batch[n] = nb
+		n += int((uint64(diff) + 0xffffffff) >> 32)
+	}
+	return batch[:n]
+}
+
 // searchFrom is search with the walk starting from every row of entries
 // (the nearest ef of them kept, ties by row).
 func (b *beam) searchFrom(adj adjacency, entries []uint32, ef int, sc batchScorer, keepExpanded bool) {
@@ -124,14 +140,8 @@ func (b *beam) searchFrom(adj adjacency, entries []uint32, ef int, sc batchScore
 			b.expanded = append(b.expanded, c)
 		}
 		b.nbs = adj.neighbours(b.nbs[:0], c.id)
-		batch := b.batch[:0]
-		for _, nb := range b.nbs {
-			if b.seen[nb] != b.epoch {
-				b.seen[nb] = b.epoch
-				batch = append(batch, nb)
-			}
-		}
-		b.batch = batch
+		b.batch = b.unseen(b.nbs)
+		batch := b.batch
 		b.scored += len(batch)
 		if cap(b.dists) < len(batch) {
 			b.dists = make([]float32, len(batch), 2*len(batch))

@@ -173,12 +173,25 @@ type scorer struct {
 	dots   []float32 // <q, anchor>
 	qq, qs float32   // |q|^2 and L/2 sum Pq
 	sum    float32   // sum Pq
+	// For 4-bit levels in whole 16-byte steps, scores takes <Pq, l> from
+	// integers (vec.DotsU4I8): Pq rounded to int8 steps of delta (the
+	// largest |Pq_j| is 127 steps), laid out by vec.U4Weights, and
+	// <Pq, l> - qs ~ delta (<w, l> - wqs), wqs = L/2 sum w. The rounding
+	// moves an estimate by at most 2B delta/2 sum |l_j - L/2|.
+	w, wRaw []int8
+	delta   float32
+	wqs     float32
+	rounded []int32 // Pq / delta, rounded
+	ints    []int32 // a batch's integer dot products
 }
 
 func (nc *nodeCodes) newScorer() *scorer {
 	sc := &scorer{nc: nc, pq: make([]float32, nc.coords), dots: make([]float32, nc.panels.Stride())}
 	if nc.bits < 4 {
 		sc.lut = make([]float32, 2*nc.packed*16)
+	}
+	if nc.bits == 4 && nc.packed%16 == 0 {
+		sc.w, sc.wRaw = make([]int8, 2*nc.packed), make([]int8, 2*nc.packed)
 	}
 	return sc
 }
@@ -198,11 +211,42 @@ func (sc *scorer) setQuery(q []float32) {
 	}
 	sc.sum = s
 	sc.qs = s * float32(int(1)<<nc.bits-1) / 2
+	if sc.w != nil {
+		sc.roundQuery()
+	}
 	if sc.lut == nil {
 		return
 	}
 	quant.NibbleTables(sc.lut, sc.pq, nc.bits, nc.packed)
 }
+
+// roundQuery sets the int8 weights that scores multiplies 4-bit levels by.
+func (sc *scorer) roundQuery() {
+	var top float32
+	for _, v := range sc.pq {
+		top = max(top, abs32(v))
+	}
+	var inv float32
+	if top > 0 {
+		inv = 127 / top
+	}
+	sc.delta = top / 127
+	if cap(sc.rounded) < len(sc.pq) {
+		sc.rounded = make([]int32, len(sc.pq))
+	}
+	k := sc.rounded[:len(sc.pq)]
+	vec.Quantize(sc.pq, inv, sc.delta, k) // len(pq) = 4 packed, a multiple of 64
+	var sum int32
+	for j, v := range k {
+		v = max(-127, min(127, v)) // 127/top rounds up at most
+		sc.wRaw[j] = int8(v)
+		sum += v
+	}
+	vec.U4Weights(sc.w, sc.wRaw)
+	sc.wqs = float32(sum) * 7.5
+}
+
+func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
 
 // nearestAnchors sets dst to the k anchors nearest the query, nearest
 // first (the lower anchor on ties), and returns it.
@@ -235,8 +279,20 @@ func (sc *scorer) scores(ids []uint32, out []float32) {
 	for _, i := range ids {
 		vec.Prefetch(nc.data[int(i)*nc.stride : int(i+1)*nc.stride])
 	}
+	if sc.w == nil {
+		for k, i := range ids {
+			out[k] = sc.score(i)
+		}
+		return
+	}
+	if cap(sc.ints) < len(ids) {
+		sc.ints = make([]int32, len(ids), 2*len(ids))
+	}
+	ints := sc.ints[:len(ids)]
+	vec.DotsU4I8(sc.w, nc.data, nc.stride, ids, ints)
 	for k, i := range ids {
-		out[k] = sc.score(i)
+		k4, beta, a := nc.scalars(nc.data[int(i)*nc.stride : int(i+1)*nc.stride])
+		out[k] = sc.qq - 2*sc.dots[a] + k4 - 2*beta*sc.delta*(float32(ints[k])-sc.wqs)
 	}
 }
 

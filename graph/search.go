@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"math"
 	"runtime/debug"
 	"slices"
 
@@ -99,7 +98,7 @@ func (g *Graph) Search(q []float32, opt SearchOptions) (_ []index.Hit, err error
 		}
 	}
 	for j, v := range q {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+		if v-v != 0 { // NaN or ±Inf
 			return nil, argErr("query value %d is %v", j, v)
 		}
 	}

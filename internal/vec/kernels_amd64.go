@@ -57,6 +57,14 @@ func dotU4(q []float32, c []byte) float32 {
 	return dotU4AVX2(&q[0], &c[0], len(c))
 }
 
+func dotsU4I8(w []int8, data []byte, stride int, ids []uint32, out []int32) {
+	if !hasAVX2 {
+		dotsU4I8Go(w, data, stride, ids, out)
+		return
+	}
+	dotsU4I8AVX2(&w[0], len(w)/2, &data[0], stride, &ids[0], len(ids), &out[0])
+}
+
 func sumSquares(x []float32) float32 {
 	if !hasAVX2 || len(x) == 0 {
 		return sumSquaresGo(x)

@@ -247,6 +247,83 @@ donedotU4AVX2:
 	MOVSS        X0, ret+24(FP)
 	RET
 
+// func dotsU4I8AVX2(w *int8, n int, data *byte, stride int, ids *uint32, count int, out *int32)
+// Requires: AVX, AVX2
+TEXT ·dotsU4I8AVX2(SB), NOSPLIT, $0-56
+	MOVQ         w+0(FP), AX
+	MOVQ         n+8(FP), CX
+	MOVQ         data+16(FP), DX
+	MOVQ         stride+24(FP), BX
+	MOVQ         ids+32(FP), SI
+	MOVQ         count+40(FP), DI
+	MOVQ         out+48(FP), R8
+	MOVL         $0x0f0f0f0f, R9
+	VMOVD        R9, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00010001, R9
+	VMOVD        R9, X1
+	VPBROADCASTD X1, Y1
+	TESTQ        DI, DI
+	JZ           doneDotsU4
+
+rowDotsU4:
+	MOVL   (SI), R9
+	IMULQ  BX, R9
+	LEAQ   (DX)(R9*1), R9
+	MOVQ   AX, R10
+	MOVQ   CX, R11
+	VXORPS Y2, Y2, Y2
+
+wideDotsU4:
+	CMPQ       R11, $0x20
+	JB         tailDotsU4
+	VMOVDQU    (R9), Y3
+	VPSRLW     $0x04, Y3, Y4
+	VPAND      Y0, Y3, Y3
+	VPAND      Y0, Y4, Y4
+	VPMADDUBSW (R10), Y3, Y3
+	VPMADDUBSW 32(R10), Y4, Y4
+	VPADDW     Y4, Y3, Y3
+	VPMADDWD   Y1, Y3, Y3
+	VPADDD     Y3, Y2, Y2
+	ADDQ       $0x20, R9
+	ADDQ       $0x40, R10
+	SUBQ       $0x20, R11
+	JMP        wideDotsU4
+
+tailDotsU4:
+	TESTQ      R11, R11
+	JZ         sumDotsU4
+	VMOVDQU    (R9), X5
+	VPSRLW     $0x04, X5, X3
+	VPAND      X0, X5, X5
+	VPAND      X0, X3, X3
+	VPMADDUBSW (R10), X5, X5
+	VPMADDUBSW 16(R10), X3, X3
+	VPADDW     X3, X5, X5
+	VPMADDWD   X1, X5, X5
+	VPADDD     Y5, Y2, Y2
+	ADDQ       $0x10, R9
+	ADDQ       $0x20, R10
+	SUBQ       $0x10, R11
+
+sumDotsU4:
+	VEXTRACTI128 $0x01, Y2, X3
+	VPADDD       X3, X2, X2
+	VPSHUFD      $0x4e, X2, X3
+	VPADDD       X3, X2, X2
+	VPSHUFD      $0xb1, X2, X3
+	VPADDD       X3, X2, X2
+	VMOVD        X2, (R8)
+	ADDQ         $0x04, SI
+	ADDQ         $0x04, R8
+	DECQ         DI
+	JNZ          rowDotsU4
+
+doneDotsU4:
+	VZEROUPPER
+	RET
+
 // func sumSquaresAVX2(x *float32, n int) float32
 // Requires: AVX, SSE
 TEXT ·sumSquaresAVX2(SB), NOSPLIT, $0-20

@@ -17,6 +17,10 @@ func dotU8(q []float32, c []byte) float32 { return dotU8Go(q, c) }
 func dotU4(q []float32, c []byte) float32 { return dotU4Go(q, c) }
 func sumSquares(x []float32) float32      { return sumSquaresGo(x) }
 
+func dotsU4I8(w []int8, data []byte, stride int, ids []uint32, out []int32) {
+	dotsU4I8Go(w, data, stride, ids, out)
+}
+
 func diffStats(dst, a, b []float32, out *[3]float32) { diffStatsGo(dst, a, b, out) }
 func l2Lanes(a, b []float32) float32                 { return l2LanesGo(a, b) }
 

@@ -187,6 +187,47 @@ func TestDotBytes(t *testing.T) {
 	}
 }
 
+// TestDotsU4I8 holds DotsU4I8 (and its Go reference) to a plain sum in
+// natural order over weights at the int8 extremes and random ones, for
+// widths that straddle its 32- and 16-byte steps, rows in any order,
+// repeated, and the last row of the data.
+func TestDotsU4I8(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{16, 32, 48, 64, 96, 384} {
+		for _, extreme := range []bool{false, true} {
+			q := make([]int8, 2*n)
+			for j := range q {
+				q[j] = int8(r.IntN(255) - 127)
+				if extreme {
+					q[j] = []int8{-128, 127}[r.IntN(2)]
+				}
+			}
+			stride, rows := n+7, 40
+			data := randBytes(r, stride*(rows-1)+n) // the last row ends the data
+			if extreme {
+				for i := range data {
+					data[i] = 0xff
+				}
+			}
+			ids := []uint32{uint32(rows - 1), 0, 3, 3, 17, uint32(rows - 2), 1, 2, 5}
+			w := make([]int8, len(q))
+			U4Weights(w, q)
+			got, ref := make([]int32, len(ids)), make([]int32, len(ids))
+			DotsU4I8(w, data, stride, ids, got)
+			dotsU4I8Go(w, data, stride, ids, ref)
+			for k, id := range ids {
+				var want int32
+				for i, b := range data[int(id)*stride : int(id)*stride+n] {
+					want += int32(q[2*i])*int32(b&15) + int32(q[2*i+1])*int32(b>>4)
+				}
+				if got[k] != want || ref[k] != want {
+					t.Errorf("n=%d extreme=%v row %d: kernel %d, Go %d, want %d", n, extreme, id, got[k], ref[k], want)
+				}
+			}
+		}
+	}
+}
+
 // inOrder sums q[j]*v[j] in the order foldLanes documents, from scratch.
 func inOrder(q, v []float32) float32 {
 	var a [32]float32
@@ -211,6 +252,11 @@ func BenchmarkKernels(b *testing.B) {
 		p := NewPanels(randFloats(r, m*d), m, d)
 		x := randFloats(r, 4*d)
 		out := make([]float32, 4*p.Stride())
+		w4, c4 := make([]int8, d), randBytes(r, 64*d/2)
+		ids, outI := make([]uint32, 32), make([]int32, 32)
+		for i := range ids {
+			ids[i] = uint32(r.IntN(64))
+		}
 		var sink float32
 		for _, k := range []struct {
 			name string
@@ -220,6 +266,8 @@ func BenchmarkKernels(b *testing.B) {
 			{"DotU8/go", func() { sink += dotU8Go(q, c) }},
 			{"DotU4", func() { sink += DotU4(q, c[:d/2]) }},
 			{"DotU4/go", func() { sink += dotU4Go(q, c[:d/2]) }},
+			{"DotsU4I8/32rows", func() { DotsU4I8(w4, c4, d/2, ids, outI) }},
+			{"DotsU4I8/32rows/go", func() { dotsU4I8Go(w4, c4, d/2, ids, outI) }},
 			{"SumSquares", func() { sink += SumSquares(q[:d]) }},
 			{"SumSquares/go", func() { sink += sumSquaresGo(q[:d]) }},
 			{"Dot", func() { sink += Dot(q[:d], q[:d]) }},
@@ -253,6 +301,10 @@ func TestKernelArgs(t *testing.T) {
 		"DotU8 short weights":   func() { DotU8(make([]float32, 3, 64), make([]byte, 4)) },
 		"DotU4 short weights":   func() { DotU4(make([]float32, 7, 64), make([]byte, 4)) },
 		"Panels of no anchors":  func() { NewPanels(nil, 0, 4) },
+		"DotsU4I8 odd width":    func() { DotsU4I8(make([]int8, 48), make([]byte, 64), 24, []uint32{0}, make([]int32, 1)) },
+		"DotsU4I8 row past end": func() { DotsU4I8(make([]int8, 32), make([]byte, 35), 20, []uint32{1}, make([]int32, 1)) },
+		"DotsU4I8 short out":    func() { DotsU4I8(make([]int8, 32), make([]byte, 40), 20, []uint32{0, 0}, make([]int32, 1)) },
+		"U4Weights odd length":  func() { U4Weights(make([]int8, 16), make([]int8, 16)) },
 		"Panels of dimension 0": func() { NewPanels(nil, 4, 0) },
 		"DotsBlock of 3 rows":   func() { NewPanels(make([]float32, 8), 2, 4).DotsBlock(make([]float32, 12), make([]float32, 256)) },
 		"DotsBlock of no rows":  func() { NewPanels(make([]float32, 8), 2, 4).DotsBlock(nil, make([]float32, 256)) },

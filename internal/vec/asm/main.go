@@ -23,6 +23,7 @@ func main() {
 	panel1()
 	dotBytes(8)
 	dotBytes(4)
+	dotsU4I8()
 	sumSquares()
 	fastScan()
 	for _, w := range []int{0, 1, 3, 7} {
@@ -217,6 +218,87 @@ func dotBytes(bits int) {
 	JNZ(LabelRef(loop))
 	Label(done)
 	foldReturn(acc)
+}
+
+// dotsU4I8 is the graph walk's kernel: for each row of a list, the
+// integer dot product of its packed 4-bit levels with a query rounded to
+// int8, the levels unpacked as bytes and multiplied by VPMADDUBSW (bytes
+// times bytes, pairs added in 16 bits), then VPMADDWD by ones (pairs added
+// in 32 bits). The weights come as U4Weights lays them out: for each 32
+// bytes of levels, the weights of their low nibbles, then of their high
+// ones (16 and 16 for a last 16 bytes). Every sum is exact: a 16-bit lane
+// holds at most 4 products of 15 and 128.
+func dotsU4I8() {
+	TEXT("dotsU4I8AVX2", NOSPLIT, "func(w *int8, n int, data *byte, stride int, ids *uint32, count int, out *int32)")
+	Pragma("noescape")
+	Doc("dotsU4I8AVX2 sets out[k], k < count, to the sum over j < 2n of w's weight of nibble j times nibble j of the n bytes at data[ids[k]*stride], n a multiple of 16, as dotsU4I8Go (kernels.go) does.")
+	w := Load(Param("w"), GP64())
+	n := Load(Param("n"), GP64())
+	data := Load(Param("data"), GP64())
+	stride := Load(Param("stride"), GP64())
+	ids := Load(Param("ids"), GP64())
+	count := Load(Param("count"), GP64())
+	out := Load(Param("out"), GP64())
+	mask := broadcast32(0x0f0f0f0f)
+	ones := broadcast32(0x00010001)
+	TESTQ(count, count)
+	JZ(LabelRef("doneDotsU4"))
+	Label("rowDotsU4")
+	id, rec, wp, m := GP64(), GP64(), GP64(), GP64()
+	MOVL(Mem{Base: ids}, id.As32())
+	IMULQ(stride, id)
+	LEAQ(Mem{Base: data, Index: id, Scale: 1}, rec)
+	MOVQ(w, wp)
+	MOVQ(n, m)
+	acc := zeroed(1)[0]
+	step := func(wide bool) {
+		raw, hi := YMM(), YMM()
+		var r, h, mk, on Register = raw, hi, mask, ones
+		if !wide { // VEX.128: the upper halves come out zero
+			r, h, mk, on = raw.AsX(), hi.AsX(), mask.AsX(), ones.AsX()
+		}
+		half := 32
+		if !wide {
+			half = 16
+		}
+		VMOVDQU(Mem{Base: rec}, r)
+		VPSRLW(Imm(4), r, h)
+		VPAND(mk, r, r)
+		VPAND(mk, h, h)
+		VPMADDUBSW(Mem{Base: wp}, r, r)
+		VPMADDUBSW(Mem{Base: wp, Disp: half}, h, h)
+		VPADDW(h, r, r)
+		VPMADDWD(on, r, r)
+		VPADDD(raw, acc, acc)
+		ADDQ(Imm(uint64(half)), rec)
+		ADDQ(Imm(uint64(2*half)), wp)
+		SUBQ(Imm(uint64(half)), m)
+	}
+	Label("wideDotsU4")
+	CMPQ(m, Imm(32))
+	JB(LabelRef("tailDotsU4"))
+	step(true)
+	JMP(LabelRef("wideDotsU4"))
+	Label("tailDotsU4")
+	TESTQ(m, m)
+	JZ(LabelRef("sumDotsU4"))
+	step(false)
+	Label("sumDotsU4")
+	h, u := XMM(), XMM()
+	VEXTRACTI128(Imm(1), acc, u)
+	VPADDD(u, acc.AsX(), h)
+	VPSHUFD(Imm(0x4e), h, u)
+	VPADDD(u, h, h)
+	VPSHUFD(Imm(0xb1), h, u)
+	VPADDD(u, h, h)
+	VMOVD(h, Mem{Base: out})
+	ADDQ(Imm(4), ids)
+	ADDQ(Imm(4), out)
+	DECQ(count)
+	JNZ(LabelRef("rowDotsU4"))
+	Label("doneDotsU4")
+	VZEROUPPER()
+	RET()
 }
 
 // sumSquares is the finiteness check's kernel: sum x[j]^2, values in
