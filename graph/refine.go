@@ -209,26 +209,21 @@ func (rc *refineCodes) check(n, d int) string {
 	return ""
 }
 
-// tables sets lut to the nibble tables of the query (sc set), for the
-// planes, and returns it.
-func (rc *refineCodes) tables(sc *scorer, lut, pq []float32) ([]float32, []float32) {
+// query returns sc's rotated query padded with zeros to the planes' bits
+// (8 a byte), in pq's room.
+func (rc *refineCodes) query(sc *scorer, pq []float32) []float32 {
 	plane := rc.packed / rc.s
 	pq = append(pq[:0], sc.pq...)
 	for len(pq) < 8*plane {
 		pq = append(pq, 0)
 	}
-	if cap(lut) < 32*plane {
-		lut = make([]float32, 32*plane)
-	}
-	lut = lut[:32*plane]
-	quant.NibbleTables(lut, pq, 1, plane)
-	return lut, pq
+	return pq
 }
 
 // score is the b-bit estimate of |q - x|^2 for row i, sc set for the
-// query (its 4-bit node records are rc's high levels) and lut its
-// tables.
-func (rc *refineCodes) score(sc *scorer, lut []float32, i uint32) float32 {
+// query (its 4-bit node records are rc's high levels) and pq its query
+// padded to the planes.
+func (rc *refineCodes) score(sc *scorer, pq []float32, i uint32) float32 {
 	nc := sc.nc
 	hi := nc.data[int(i)*nc.stride : int(i+1)*nc.stride]
 	lo := rc.data[int(i)*rc.stride : int(i+1)*rc.stride]
@@ -236,12 +231,7 @@ func (rc *refineCodes) score(sc *scorer, lut []float32, i uint32) float32 {
 	plane := rc.packed / rc.s
 	var ql float32
 	for k := range rc.s {
-		var t0, t1 float32
-		for x, v := range lo[k*plane : (k+1)*plane] {
-			t0 += lut[32*x+int(v&15)]
-			t1 += lut[32*x+16+int(v>>4)]
-		}
-		ql += float32(int(1)<<k) * (t0 + t1)
+		ql += float32(int(1)<<k) * vec.DotBits(pq, lo[k*plane:(k+1)*plane])
 	}
 	p := rc.packed
 	k4, b4, a := nc.scalars(hi)

@@ -65,7 +65,7 @@ type searcher struct {
 	entries []uint32
 	allowed allowedScorer // a filtered walk's scorer
 	dists   []float32     // a scan's scores
-	lut, pq []float32     // a split code's tables and padded query
+	pq      []float32     // a split code's padded query
 }
 
 // DefaultStarts is SearchOptions.Starts when it is 0.
@@ -145,9 +145,9 @@ func (g *Graph) Search(q []float32, opt SearchOptions) (_ []index.Hit, err error
 			count = opt.Ef
 		}
 		top = top[:min(len(top), max(count, opt.K))]
-		s.lut, s.pq = g.refine.tables(s.sc, s.lut, s.pq)
+		s.pq = g.refine.query(s.sc, s.pq)
 		for i := range top {
-			top[i].dist = g.refine.score(s.sc, s.lut, top[i].id)
+			top[i].dist = g.refine.score(s.sc, s.pq, top[i].id)
 		}
 		slices.SortFunc(top, comparePairs)
 		refined = len(top)

@@ -88,7 +88,7 @@ func TestSplitCode(t *testing.T) {
 		sc := g.nodes.newScorer()
 		q := queries.x[:d]
 		sc.setQuery(q)
-		lut, _ := g.refine.tables(sc, nil, nil)
+		pq := g.refine.query(sc, nil)
 		levels := make([]uint8, d)
 		for i := range base.n {
 			a := list[i]
@@ -116,7 +116,7 @@ func TestSplitCode(t *testing.T) {
 			// the distance covers their rounding at 5 bits, where
 			// K - K4 is largest.
 			tol := 2e-3 * math.Max(1, want)
-			if got := float64(g.refine.score(sc, lut, uint32(i))); math.Abs(got-want) > tol {
+			if got := float64(g.refine.score(sc, pq, uint32(i))); math.Abs(got-want) > tol {
 				t.Fatalf("%d bits, row %d: score %v, estimate %v", b, i, got, want)
 			}
 			if got := float64(sc.score(uint32(i))); math.Abs(got-want4) > tol {

@@ -4,6 +4,7 @@ package vec
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -181,6 +182,34 @@ func DotU4(q []float32, c []byte) float32 {
 		s += float32(q[2*k+1] * float32(c[k]>>4))
 	}
 	return s
+}
+
+// DotBits returns the sum of q[j] over the set bits j of bits (bit j%8 of
+// byte j/8; q at least 8*len(bits) long), adding as foldLanes documents.
+// A clear bit adds +0, as a masked weight does.
+func DotBits(q []float32, bits []byte) float32 {
+	if len(q) < 8*len(bits) {
+		panic("vec: DotBits needs a weight for every bit")
+	}
+	n := len(bits) &^ 3
+	s := dotBits(q[:8*len(bits)], bits[:n])
+	for j := 8 * n; j < 8*len(bits); j++ {
+		s += maskedWeight(q[j], bits[j/8], j%8)
+	}
+	return s
+}
+
+// maskedWeight is w where bit i of b is set, else +0.
+func maskedWeight(w float32, b byte, i int) float32 {
+	return math.Float32frombits(math.Float32bits(w) & -(uint32(b) >> i & 1))
+}
+
+func dotBitsGo(q []float32, bits []byte) float32 {
+	var a [32]float32
+	for j := range 8 * len(bits) {
+		a[j%32] += maskedWeight(q[j], bits[j/8], j%8)
+	}
+	return foldLanes(&a)
 }
 
 // U4Weights lays out weights q (one a four-bit value, 2n of them for n

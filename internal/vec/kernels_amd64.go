@@ -65,6 +65,14 @@ func dotsU4I8(w []int8, data []byte, stride int, ids []uint32, out []int32) {
 	dotsU4I8AVX2(&w[0], len(w)/2, &data[0], stride, &ids[0], len(ids), &out[0])
 }
 
+func dotBits(q []float32, bits []byte) float32 {
+	if !hasAVX2 || len(bits) == 0 {
+		return dotBitsGo(q, bits)
+	}
+	_ = q[8*len(bits)-1]
+	return dotBitsAVX2(&q[0], &bits[0], len(bits))
+}
+
 func sumSquares(x []float32) float32 {
 	if !hasAVX2 || len(x) == 0 {
 		return sumSquaresGo(x)

@@ -324,6 +324,71 @@ doneDotsU4:
 	VZEROUPPER
 	RET
 
+// func dotBitsAVX2(q *float32, bits *byte, n int) float32
+// Requires: AVX, AVX2, SSE
+TEXT ·dotBitsAVX2(SB), NOSPLIT, $0-28
+	MOVQ    q+0(FP), AX
+	MOVQ    bits+8(FP), CX
+	MOVQ    n+16(FP), DX
+	VMOVDQU bitLanes<>+0(SB), Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	TESTQ   DX, DX
+	JZ      doneDotBits
+
+loopDotBits:
+	VPBROADCASTB (CX), Y5
+	VPAND        Y0, Y5, Y5
+	VPCMPEQD     Y0, Y5, Y5
+	VANDPS       (AX), Y5, Y5
+	VADDPS       Y5, Y1, Y1
+	VPBROADCASTB 1(CX), Y5
+	VPAND        Y0, Y5, Y5
+	VPCMPEQD     Y0, Y5, Y5
+	VANDPS       32(AX), Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VPBROADCASTB 2(CX), Y5
+	VPAND        Y0, Y5, Y5
+	VPCMPEQD     Y0, Y5, Y5
+	VANDPS       64(AX), Y5, Y5
+	VADDPS       Y5, Y3, Y3
+	VPBROADCASTB 3(CX), Y5
+	VPAND        Y0, Y5, Y5
+	VPCMPEQD     Y0, Y5, Y5
+	VANDPS       96(AX), Y5, Y5
+	VADDPS       Y5, Y4, Y4
+	ADDQ         $0x04, CX
+	ADDQ         $0x80, AX
+	SUBQ         $0x04, DX
+	JNZ          loopDotBits
+
+doneDotBits:
+	VADDPS       Y2, Y1, Y1
+	VADDPS       Y4, Y3, Y3
+	VADDPS       Y3, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VMOVAPS      X1, X1
+	VADDPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	VZEROUPPER
+	MOVSS        X1, ret+24(FP)
+	RET
+
+DATA bitLanes<>+0(SB)/4, $0x00000001
+DATA bitLanes<>+4(SB)/4, $0x00000002
+DATA bitLanes<>+8(SB)/4, $0x00000004
+DATA bitLanes<>+12(SB)/4, $0x00000008
+DATA bitLanes<>+16(SB)/4, $0x00000010
+DATA bitLanes<>+20(SB)/4, $0x00000020
+DATA bitLanes<>+24(SB)/4, $0x00000040
+DATA bitLanes<>+28(SB)/4, $0x00000080
+GLOBL bitLanes<>(SB), RODATA|NOPTR, $32
+
 // func sumSquaresAVX2(x *float32, n int) float32
 // Requires: AVX, SSE
 TEXT ·sumSquaresAVX2(SB), NOSPLIT, $0-20

@@ -21,6 +21,11 @@ func dotU4AVX2(q *float32, c *byte, n int) float32
 //go:noescape
 func dotsU4I8AVX2(w *int8, n int, data *byte, stride int, ids *uint32, count int, out *int32)
 
+// dotBitsAVX2 returns the sum of q[j] over the set bits j of bits[0..n-1] (bit j%8 of byte j/8), n a multiple of 4, in the order foldLanes (kernels.go) documents.
+//
+//go:noescape
+func dotBitsAVX2(q *float32, bits *byte, n int) float32
+
 // sumSquaresAVX2 returns sum x[j]^2 over j < n, n a multiple of 32, in the order foldLanes (kernels.go) documents.
 //
 //go:noescape

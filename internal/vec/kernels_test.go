@@ -187,6 +187,31 @@ func TestDotBytes(t *testing.T) {
 	}
 }
 
+// TestDotBits holds DotBits to a float64 sum and, bit for bit, to the
+// documented order, at every length of lengths (in bytes).
+func TestDotBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range lengths {
+		q := randFloats(r, 8*n)
+		c := randBytes(r, n)
+		v := make([]float32, 8*n)
+		var want float64
+		for j := range v {
+			if c[j/8]>>(j%8)&1 == 1 {
+				v[j] = 1
+				want += float64(q[j])
+			}
+		}
+		got := DotBits(q, c)
+		if math.Abs(float64(got)-want) > 1e-5*float64(len(v)) {
+			t.Errorf("n=%d: DotBits = %v, float64 sum %v", n, got, want)
+		}
+		if order := inOrder(q, v); math.Float32bits(order) != math.Float32bits(got) {
+			t.Errorf("n=%d: DotBits = %v, the documented order gives %v", n, got, order)
+		}
+	}
+}
+
 // TestDotsU4I8 holds DotsU4I8 (and its Go reference) to a plain sum in
 // natural order over weights at the int8 extremes and random ones, for
 // widths that straddle its 32- and 16-byte steps, rows in any order,
@@ -266,6 +291,8 @@ func BenchmarkKernels(b *testing.B) {
 			{"DotU8/go", func() { sink += dotU8Go(q, c) }},
 			{"DotU4", func() { sink += DotU4(q, c[:d/2]) }},
 			{"DotU4/go", func() { sink += dotU4Go(q, c[:d/2]) }},
+			{"DotBits", func() { sink += DotBits(q, c[:d/8]) }},
+			{"DotBits/go", func() { sink += dotBitsGo(q, c[:d/8]) }},
 			{"DotsU4I8/32rows", func() { DotsU4I8(w4, c4, d/2, ids, outI) }},
 			{"DotsU4I8/32rows/go", func() { dotsU4I8Go(w4, c4, d/2, ids, outI) }},
 			{"SumSquares", func() { sink += SumSquares(q[:d]) }},
@@ -301,6 +328,7 @@ func TestKernelArgs(t *testing.T) {
 		"DotU8 short weights":   func() { DotU8(make([]float32, 3, 64), make([]byte, 4)) },
 		"DotU4 short weights":   func() { DotU4(make([]float32, 7, 64), make([]byte, 4)) },
 		"Panels of no anchors":  func() { NewPanels(nil, 0, 4) },
+		"DotBits short weights": func() { DotBits(make([]float32, 15, 64), make([]byte, 2)) },
 		"DotsU4I8 odd width":    func() { DotsU4I8(make([]int8, 48), make([]byte, 64), 24, []uint32{0}, make([]int32, 1)) },
 		"DotsU4I8 row past end": func() { DotsU4I8(make([]int8, 32), make([]byte, 35), 20, []uint32{1}, make([]int32, 1)) },
 		"DotsU4I8 short out":    func() { DotsU4I8(make([]int8, 32), make([]byte, 40), 20, []uint32{0, 0}, make([]int32, 1)) },

@@ -24,6 +24,7 @@ func main() {
 	dotBytes(8)
 	dotBytes(4)
 	dotsU4I8()
+	dotBits()
 	sumSquares()
 	fastScan()
 	for _, w := range []int{0, 1, 3, 7} {
@@ -299,6 +300,39 @@ func dotsU4I8() {
 	Label("doneDotsU4")
 	VZEROUPPER()
 	RET()
+}
+
+// dotBits is the split code's re-rank kernel: the sum of the weights
+// whose bit is set in a plane of bits, eight weights a byte. A byte is
+// broadcast to eight lanes, each lane keeps its own bit (VPAND, VPCMPEQD
+// against 1, 2, 4, .. 128) as a mask of the weight (VANDPS), and the
+// masked weights add in four accumulators as dotBytes keeps them.
+func dotBits() {
+	TEXT("dotBitsAVX2", NOSPLIT, "func(q *float32, bits *byte, n int) float32")
+	Pragma("noescape")
+	Doc("dotBitsAVX2 returns the sum of q[j] over the set bits j of bits[0..n-1] (bit j%8 of byte j/8), n a multiple of 4, in the order foldLanes (kernels.go) documents.")
+	q := Load(Param("q"), GP64())
+	bits := Load(Param("bits"), GP64())
+	n := Load(Param("n"), GP64())
+	sel := lanes32("bitLanes", [8]uint32{1, 2, 4, 8, 16, 32, 64, 128})
+	acc := zeroed(4)
+	TESTQ(n, n)
+	JZ(LabelRef("doneDotBits"))
+	Label("loopDotBits")
+	for i := range acc {
+		b := YMM()
+		VPBROADCASTB(Mem{Base: bits, Disp: i}, b)
+		VPAND(sel, b, b)
+		VPCMPEQD(sel, b, b)
+		VANDPS(Mem{Base: q, Disp: 32 * i}, b, b)
+		VADDPS(b, acc[i], acc[i])
+	}
+	ADDQ(Imm(4), bits)
+	ADDQ(Imm(128), q)
+	SUBQ(Imm(4), n)
+	JNZ(LabelRef("loopDotBits"))
+	Label("doneDotBits")
+	foldReturn(acc)
 }
 
 // sumSquares is the finiteness check's kernel: sum x[j]^2, values in
