@@ -276,10 +276,10 @@ func (sc *scorer) nearestAnchors(dst []int, k int) []int {
 // prefetched first.
 func (sc *scorer) scores(ids []uint32, out []float32) {
 	nc := sc.nc
-	for _, i := range ids {
-		vec.Prefetch(nc.data[int(i)*nc.stride : int(i+1)*nc.stride])
-	}
 	if sc.w == nil {
+		for _, i := range ids {
+			vec.Prefetch(nc.data[int(i)*nc.stride : int(i+1)*nc.stride])
+		}
 		for k, i := range ids {
 			out[k] = sc.score(i)
 		}
@@ -289,7 +289,7 @@ func (sc *scorer) scores(ids []uint32, out []float32) {
 		sc.ints = make([]int32, len(ids), 2*len(ids))
 	}
 	ints := sc.ints[:len(ids)]
-	vec.DotsU4I8(sc.w, nc.data, nc.stride, ids, ints)
+	vec.DotsU4I8(sc.w, nc.data, nc.stride, ids, ints) // the records prefetched first
 	for k, i := range ids {
 		k4, beta, a := nc.scalars(nc.data[int(i)*nc.stride : int(i+1)*nc.stride])
 		out[k] = sc.qq - 2*sc.dots[a] + k4 - 2*beta*sc.delta*(float32(ints[k])-sc.wqs)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+
+	"github.com/vlc-embed/vlc/internal/vec"
 )
 
 // Rotation is a seeded random orthogonal transform of R^d that costs
@@ -62,19 +64,8 @@ func (r *Rotation) Invert(x []float32) {
 }
 
 // fwht is the orthonormal Walsh-Hadamard transform of x (length a power of
-// two), in place; it is its own inverse.
+// two), in place; it is its own inverse. vec.FWHT's result is the same to
+// the bit on every machine, so codes do not depend on the kernel.
 func fwht(x []float32) {
-	n := len(x)
-	for h := 1; h < n; h *= 2 {
-		for i := 0; i < n; i += 2 * h {
-			for j := i; j < i+h; j++ {
-				a, b := x[j], x[j+h]
-				x[j], x[j+h] = a+b, a-b
-			}
-		}
-	}
-	s := float32(1 / math.Sqrt(float64(n)))
-	for j := range x {
-		x[j] *= s
-	}
+	vec.FWHT(x, float32(1/math.Sqrt(float64(len(x)))))
 }

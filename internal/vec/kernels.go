@@ -212,6 +212,33 @@ func dotBitsGo(q []float32, bits []byte) float32 {
 	return foldLanes(&a)
 }
 
+// FWHT applies the butterflies of the Walsh-Hadamard transform to x (a
+// power of two long) in place, stage h = 1, 2, 4, .. in turn, x[j] and
+// x[j+h] becoming their sum and difference, then multiplies every value
+// by scale. Each value goes through the same operations in every
+// implementation, so the result is the same to the bit.
+func FWHT(x []float32, scale float32) {
+	if len(x)&(len(x)-1) != 0 {
+		panic(fmt.Sprintf("vec: FWHT of %d values, not a power of two", len(x)))
+	}
+	fwht(x, scale)
+}
+
+func fwhtGo(x []float32, scale float32) {
+	n := len(x)
+	for h := 1; h < n; h *= 2 {
+		for i := 0; i < n; i += 2 * h {
+			for j := i; j < i+h; j++ {
+				a, b := x[j], x[j+h]
+				x[j], x[j+h] = a+b, a-b
+			}
+		}
+	}
+	for j := range x {
+		x[j] *= scale
+	}
+}
+
 // U4Weights lays out weights q (one a four-bit value, 2n of them for n
 // bytes of levels, n a multiple of 16) for DotsU4I8: for each 32 bytes of
 // levels, the weights of their low nibbles (values 0, 2, 4, ...), then of
@@ -232,7 +259,9 @@ func U4Weights(dst, q []int8) {
 // DotsU4I8 sets out[k] to sum over j of q[j] * v[j], the v the 2n four-bit
 // values of the n bytes at data[ids[k]*stride:] (v[2i] the low half of
 // byte i) and q the weights w holds as U4Weights laid them out (2n of
-// them, n a multiple of 16). The sums are exact.
+// them, n a multiple of 16). The sums are exact. It asks for every
+// row's stride bytes before it reads the first, so that the reads of rows
+// out of cache overlap.
 func DotsU4I8(w []int8, data []byte, stride int, ids []uint32, out []int32) {
 	n := len(w) / 2
 	if n%16 != 0 || len(out) < len(ids) {

@@ -73,6 +73,14 @@ func dotBits(q []float32, bits []byte) float32 {
 	return dotBitsAVX2(&q[0], &bits[0], len(bits))
 }
 
+func fwht(x []float32, scale float32) {
+	if !hasAVX2 || len(x) < 8 {
+		fwhtGo(x, scale)
+		return
+	}
+	fwhtAVX2(&x[0], len(x), scale)
+}
+
 func sumSquares(x []float32) float32 {
 	if !hasAVX2 || len(x) == 0 {
 		return sumSquaresGo(x)

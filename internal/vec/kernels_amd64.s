@@ -248,7 +248,7 @@ donedotU4AVX2:
 	RET
 
 // func dotsU4I8AVX2(w *int8, n int, data *byte, stride int, ids *uint32, count int, out *int32)
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, MMX+
 TEXT ·dotsU4I8AVX2(SB), NOSPLIT, $0-56
 	MOVQ         w+0(FP), AX
 	MOVQ         n+8(FP), CX
@@ -265,6 +265,17 @@ TEXT ·dotsU4I8AVX2(SB), NOSPLIT, $0-56
 	VPBROADCASTD X1, Y1
 	TESTQ        DI, DI
 	JZ           doneDotsU4
+	XORQ         R9, R9
+
+prefetchDotsU4:
+	MOVL       (SI)(R9*4), R10
+	IMULQ      BX, R10
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 -1(R10)(BX*1)
+	INCQ       R9
+	CMPQ       R9, DI
+	JB         prefetchDotsU4
 
 rowDotsU4:
 	MOVL   (SI), R9
@@ -388,6 +399,74 @@ DATA bitLanes<>+20(SB)/4, $0x00000020
 DATA bitLanes<>+24(SB)/4, $0x00000040
 DATA bitLanes<>+28(SB)/4, $0x00000080
 GLOBL bitLanes<>(SB), RODATA|NOPTR, $32
+
+// func fwhtAVX2(x *float32, n int, scale float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·fwhtAVX2(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), AX
+	MOVQ n+8(FP), CX
+	LEAQ (AX)(CX*4), DX
+	MOVQ AX, BX
+
+smallFwht:
+	VMOVUPS    (BX), Y0
+	VPERMILPS  $0xb1, Y0, Y1
+	VADDPS     Y1, Y0, Y2
+	VSUBPS     Y0, Y1, Y0
+	VBLENDPS   $0xaa, Y0, Y2, Y0
+	VPERMILPS  $0x4e, Y0, Y1
+	VADDPS     Y1, Y0, Y2
+	VSUBPS     Y0, Y1, Y0
+	VBLENDPS   $0xcc, Y0, Y2, Y0
+	VPERM2F128 $0x01, Y0, Y0, Y1
+	VADDPS     Y1, Y0, Y2
+	VSUBPS     Y0, Y1, Y0
+	VBLENDPS   $0xf0, Y0, Y2, Y0
+	VMOVUPS    Y0, (BX)
+	ADDQ       $0x20, BX
+	CMPQ       BX, DX
+	JB         smallFwht
+	MOVQ       $0x00000020, BX
+	SHLQ       $0x02, CX
+
+stageLoopFwht:
+	CMPQ BX, CX
+	JAE  scaleFwht
+	MOVQ AX, SI
+
+blockFwht:
+	MOVQ SI, DI
+	LEAQ (SI)(BX*1), SI
+
+pairFwht:
+	VMOVUPS (DI), Y0
+	VMOVUPS (DI)(BX*1), Y1
+	VADDPS  Y1, Y0, Y2
+	VSUBPS  Y1, Y0, Y0
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y0, (DI)(BX*1)
+	ADDQ    $0x20, DI
+	CMPQ    DI, SI
+	JB      pairFwht
+	LEAQ    (SI)(BX*1), SI
+	CMPQ    SI, DX
+	JB      blockFwht
+	SHLQ    $0x01, BX
+	JMP     stageLoopFwht
+
+scaleFwht:
+	MOVSS        scale+16(FP), X0
+	VBROADCASTSS X0, Y0
+	MOVQ         AX, BX
+
+mulFwht:
+	VMULPS  (BX), Y0, Y1
+	VMOVUPS Y1, (BX)
+	ADDQ    $0x20, BX
+	CMPQ    BX, DX
+	JB      mulFwht
+	VZEROUPPER
+	RET
 
 // func sumSquaresAVX2(x *float32, n int) float32
 // Requires: AVX, SSE

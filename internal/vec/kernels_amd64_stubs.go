@@ -16,7 +16,7 @@ func dotU8AVX2(q *float32, c *byte, n int) float32
 // dotU4AVX2 returns sum q[j] * nibble j of c over j < 2n (nibble 2k is the low half of c[k]), n a multiple of 16, in the order foldLanes (kernels.go) documents.
 func dotU4AVX2(q *float32, c *byte, n int) float32
 
-// dotsU4I8AVX2 sets out[k], k < count, to the sum over j < 2n of w's weight of nibble j times nibble j of the n bytes at data[ids[k]*stride], n a multiple of 16, as dotsU4I8Go (kernels.go) does.
+// dotsU4I8AVX2 prefetches each row's stride bytes, then sets out[k], k < count, to the sum over j < 2n of w's weight of nibble j times nibble j of the n bytes at data[ids[k]*stride], n a multiple of 16, as dotsU4I8Go (kernels.go) does.
 //
 //go:noescape
 func dotsU4I8AVX2(w *int8, n int, data *byte, stride int, ids *uint32, count int, out *int32)
@@ -25,6 +25,11 @@ func dotsU4I8AVX2(w *int8, n int, data *byte, stride int, ids *uint32, count int
 //
 //go:noescape
 func dotBitsAVX2(q *float32, bits *byte, n int) float32
+
+// fwhtAVX2 applies the butterflies of quant's fwht to x[0..n-1], n a power of two of at least 8, and multiplies every value by scale.
+//
+//go:noescape
+func fwhtAVX2(x *float32, n int, scale float32)
 
 // sumSquaresAVX2 returns sum x[j]^2 over j < n, n a multiple of 32, in the order foldLanes (kernels.go) documents.
 //

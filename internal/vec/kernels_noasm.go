@@ -17,6 +17,7 @@ func dotU8(q []float32, c []byte) float32      { return dotU8Go(q, c) }
 func dotU4(q []float32, c []byte) float32      { return dotU4Go(q, c) }
 func sumSquares(x []float32) float32           { return sumSquaresGo(x) }
 func dotBits(q []float32, bits []byte) float32 { return dotBitsGo(q, bits) }
+func fwht(x []float32, scale float32)          { fwhtGo(x, scale) }
 
 func dotsU4I8(w []int8, data []byte, stride int, ids []uint32, out []int32) {
 	dotsU4I8Go(w, data, stride, ids, out)

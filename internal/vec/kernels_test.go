@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -212,6 +213,30 @@ func TestDotBits(t *testing.T) {
 	}
 }
 
+// TestFWHT holds FWHT to its Go loop bit for bit, and to an orthonormal
+// transform (applied twice with scale 1/sqrt(n), x comes back).
+func TestFWHT(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for n := 1; n <= 2048; n *= 2 {
+		x := randFloats(r, n)
+		got, want := slices.Clone(x), slices.Clone(x)
+		scale := float32(1 / math.Sqrt(float64(n)))
+		FWHT(got, scale)
+		fwhtGo(want, scale)
+		for j := range got {
+			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+				t.Fatalf("n=%d: value %d is %v, the Go loop gives %v", n, j, got[j], want[j])
+			}
+		}
+		FWHT(got, scale)
+		for j := range got {
+			if math.Abs(float64(got[j]-x[j])) > 1e-5*math.Sqrt(float64(n)) {
+				t.Fatalf("n=%d: twice, value %d is %v, was %v", n, j, got[j], x[j])
+			}
+		}
+	}
+}
+
 // TestDotsU4I8 holds DotsU4I8 (and its Go reference) to a plain sum in
 // natural order over weights at the int8 extremes and random ones, for
 // widths that straddle its 32- and 16-byte steps, rows in any order,
@@ -291,6 +316,8 @@ func BenchmarkKernels(b *testing.B) {
 			{"DotU8/go", func() { sink += dotU8Go(q, c) }},
 			{"DotU4", func() { sink += DotU4(q, c[:d/2]) }},
 			{"DotU4/go", func() { sink += dotU4Go(q, c[:d/2]) }},
+			{"FWHT/128", func() { FWHT(q[:128], 0.08838835) }},
+			{"FWHT/128/go", func() { fwhtGo(q[:128], 0.08838835) }},
 			{"DotBits", func() { sink += DotBits(q, c[:d/8]) }},
 			{"DotBits/go", func() { sink += dotBitsGo(q, c[:d/8]) }},
 			{"DotsU4I8/32rows", func() { DotsU4I8(w4, c4, d/2, ids, outI) }},
@@ -328,6 +355,7 @@ func TestKernelArgs(t *testing.T) {
 		"DotU8 short weights":   func() { DotU8(make([]float32, 3, 64), make([]byte, 4)) },
 		"DotU4 short weights":   func() { DotU4(make([]float32, 7, 64), make([]byte, 4)) },
 		"Panels of no anchors":  func() { NewPanels(nil, 0, 4) },
+		"FWHT of 12 values":     func() { FWHT(make([]float32, 12), 1) },
 		"DotBits short weights": func() { DotBits(make([]float32, 15, 64), make([]byte, 2)) },
 		"DotsU4I8 odd width":    func() { DotsU4I8(make([]int8, 48), make([]byte, 64), 24, []uint32{0}, make([]int32, 1)) },
 		"DotsU4I8 row past end": func() { DotsU4I8(make([]int8, 32), make([]byte, 35), 20, []uint32{1}, make([]int32, 1)) },

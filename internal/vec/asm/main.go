@@ -25,6 +25,7 @@ func main() {
 	dotBytes(4)
 	dotsU4I8()
 	dotBits()
+	fwht()
 	sumSquares()
 	fastScan()
 	for _, w := range []int{0, 1, 3, 7} {
@@ -232,7 +233,7 @@ func dotBytes(bits int) {
 func dotsU4I8() {
 	TEXT("dotsU4I8AVX2", NOSPLIT, "func(w *int8, n int, data *byte, stride int, ids *uint32, count int, out *int32)")
 	Pragma("noescape")
-	Doc("dotsU4I8AVX2 sets out[k], k < count, to the sum over j < 2n of w's weight of nibble j times nibble j of the n bytes at data[ids[k]*stride], n a multiple of 16, as dotsU4I8Go (kernels.go) does.")
+	Doc("dotsU4I8AVX2 prefetches each row's stride bytes, then sets out[k], k < count, to the sum over j < 2n of w's weight of nibble j times nibble j of the n bytes at data[ids[k]*stride], n a multiple of 16, as dotsU4I8Go (kernels.go) does.")
 	w := Load(Param("w"), GP64())
 	n := Load(Param("n"), GP64())
 	data := Load(Param("data"), GP64())
@@ -244,6 +245,21 @@ func dotsU4I8() {
 	ones := broadcast32(0x00010001)
 	TESTQ(count, count)
 	JZ(LabelRef("doneDotsU4"))
+	// Every record's first and last byte asked for first, so that the
+	// reads of rows not in cache overlap.
+	{
+		i, at := GP64(), GP64()
+		XORQ(i, i)
+		Label("prefetchDotsU4")
+		MOVL(Mem{Base: ids, Index: i, Scale: 4}, at.As32())
+		IMULQ(stride, at)
+		ADDQ(data, at)
+		PREFETCHT0(Mem{Base: at})
+		PREFETCHT0(Mem{Base: at, Index: stride, Scale: 1, Disp: -1})
+		INCQ(i)
+		CMPQ(i, count)
+		JB(LabelRef("prefetchDotsU4"))
+	}
 	Label("rowDotsU4")
 	id, rec, wp, m := GP64(), GP64(), GP64(), GP64()
 	MOVL(Mem{Base: ids}, id.As32())
@@ -333,6 +349,91 @@ func dotBits() {
 	JNZ(LabelRef("loopDotBits"))
 	Label("doneDotBits")
 	foldReturn(acc)
+}
+
+// fwht is the Walsh-Hadamard transform of quant's rotation, n values in
+// place, then scaled. Each butterfly x[j], x[j+h] = a+b, a-b is one add
+// and one subtract of the same two values as the Go loop's, so the result
+// is the same to the bit: h = 1, 2 and 4 within each eight values (a
+// lane shuffle gives each lane its partner, and a blend keeps the sum in
+// the lower lane of a pair, the difference in the upper), then every
+// h >= 8 over whole registers.
+func fwht() {
+	TEXT("fwhtAVX2", NOSPLIT, "func(x *float32, n int, scale float32)")
+	Pragma("noescape")
+	Doc("fwhtAVX2 applies the butterflies of quant's fwht to x[0..n-1], n a power of two of at least 8, and multiplies every value by scale.")
+	x := Load(Param("x"), GP64())
+	n := Load(Param("n"), GP64())
+	end := GP64()
+	LEAQ(Mem{Base: x, Index: n, Scale: 4}, end)
+	p := GP64()
+	MOVQ(x, p)
+	Label("smallFwht")
+	v := YMM()
+	VMOVUPS(Mem{Base: p}, v)
+	for _, st := range []struct {
+		h     int
+		blend uint8
+	}{{1, 0xaa}, {2, 0xcc}, {4, 0xf0}} {
+		sw, sum, diff := YMM(), YMM(), YMM()
+		switch st.h {
+		case 1:
+			VPERMILPS(Imm(0xb1), v, sw)
+		case 2:
+			VPERMILPS(Imm(0x4e), v, sw)
+		case 4:
+			VPERM2F128(Imm(0x01), v, v, sw)
+		}
+		VADDPS(sw, v, sum)
+		VSUBPS(v, sw, diff) // sw - v: the lower lane's value less the upper's
+		VBLENDPS(Imm(uint64(st.blend)), diff, sum, v)
+	}
+	VMOVUPS(v, Mem{Base: p})
+	ADDQ(Imm(32), p)
+	CMPQ(p, end)
+	JB(LabelRef("smallFwht"))
+	// h >= 8: for each block of 2h values, its halves' registers pairwise.
+	h := GP64() // in bytes
+	MOVQ(U32(32), h)
+	SHLQ(Imm(2), n) // n in bytes from here
+	Label("stageLoopFwht")
+	CMPQ(h, n)
+	JAE(LabelRef("scaleFwht"))
+	blk := GP64()
+	MOVQ(x, blk)
+	Label("blockFwht")
+	j, stop := GP64(), GP64()
+	MOVQ(blk, j)
+	LEAQ(Mem{Base: blk, Index: h, Scale: 1}, stop)
+	Label("pairFwht")
+	a, b, t := YMM(), YMM(), YMM()
+	VMOVUPS(Mem{Base: j}, a)
+	VMOVUPS(Mem{Base: j, Index: h, Scale: 1}, b)
+	VADDPS(b, a, t)
+	VSUBPS(b, a, a)
+	VMOVUPS(t, Mem{Base: j})
+	VMOVUPS(a, Mem{Base: j, Index: h, Scale: 1})
+	ADDQ(Imm(32), j)
+	CMPQ(j, stop)
+	JB(LabelRef("pairFwht"))
+	LEAQ(Mem{Base: stop, Index: h, Scale: 1}, blk)
+	CMPQ(blk, end)
+	JB(LabelRef("blockFwht"))
+	SHLQ(Imm(1), h)
+	JMP(LabelRef("stageLoopFwht"))
+	Label("scaleFwht")
+	sc := YMM()
+	VBROADCASTSS(Load(Param("scale"), XMM()), sc)
+	MOVQ(x, p)
+	Label("mulFwht")
+	m := YMM()
+	VMULPS(Mem{Base: p}, sc, m)
+	VMOVUPS(m, Mem{Base: p})
+	ADDQ(Imm(32), p)
+	CMPQ(p, end)
+	JB(LabelRef("mulFwht"))
+	VZEROUPPER()
+	RET()
 }
 
 // sumSquares is the finiteness check's kernel: sum x[j]^2, values in
