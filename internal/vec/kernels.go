@@ -5,7 +5,6 @@ package vec
 import (
 	"fmt"
 	"math"
-	"slices"
 )
 
 // The kernels below have two implementations: assembly for amd64 with AVX2
@@ -270,18 +269,23 @@ func DotsU4I8(w []int8, data []byte, stride int, ids []uint32, out []int32) {
 	if len(ids) == 0 {
 		return
 	}
-	top := slices.Max(ids)
-	if stride < n || int(top)*stride+n > len(data) {
+	if stride < n || len(data) < n {
+		panic("vec: DotsU4I8 rows shorter than their levels")
+	}
+	rows := (len(data)-n)/stride + 1 // rows whose levels lie within data
+	if dotsU4I8(w, data, stride, rows, ids, out[:len(ids)]) < len(ids) {
 		panic("vec: DotsU4I8 row beyond the data")
 	}
-	dotsU4I8(w, data, stride, ids, out[:len(ids)])
 }
 
 // dotsU4I8Go is DotsU4I8's reference: integer sums, the same on every
 // machine.
-func dotsU4I8Go(w []int8, data []byte, stride int, ids []uint32, out []int32) {
+func dotsU4I8Go(w []int8, data []byte, stride, rows int, ids []uint32, out []int32) int {
 	n := len(w) / 2
 	for k, id := range ids {
+		if int(id) >= rows {
+			return k
+		}
 		rec := data[int(id)*stride : int(id)*stride+n]
 		var s int32
 		for g := 0; g < n; g += 32 {
@@ -293,6 +297,7 @@ func dotsU4I8Go(w []int8, data []byte, stride int, ids []uint32, out []int32) {
 		}
 		out[k] = s
 	}
+	return len(ids)
 }
 
 // SumSquares returns sum x[j]^2, adding as foldLanes documents: eight

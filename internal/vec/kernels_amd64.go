@@ -57,12 +57,11 @@ func dotU4(q []float32, c []byte) float32 {
 	return dotU4AVX2(&q[0], &c[0], len(c))
 }
 
-func dotsU4I8(w []int8, data []byte, stride int, ids []uint32, out []int32) {
+func dotsU4I8(w []int8, data []byte, stride, rows int, ids []uint32, out []int32) int {
 	if !hasAVX2 {
-		dotsU4I8Go(w, data, stride, ids, out)
-		return
+		return dotsU4I8Go(w, data, stride, rows, ids, out)
 	}
-	dotsU4I8AVX2(&w[0], len(w)/2, &data[0], stride, &ids[0], len(ids), &out[0])
+	return dotsU4I8AVX2(&w[0], len(w)/2, &data[0], stride, rows, &ids[0], len(ids), &out[0])
 }
 
 func dotBits(q []float32, bits []byte) float32 {

@@ -247,76 +247,80 @@ donedotU4AVX2:
 	MOVSS        X0, ret+24(FP)
 	RET
 
-// func dotsU4I8AVX2(w *int8, n int, data *byte, stride int, ids *uint32, count int, out *int32)
+// func dotsU4I8AVX2(w *int8, n int, data *byte, stride int, rows int, ids *uint32, count int, out *int32) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·dotsU4I8AVX2(SB), NOSPLIT, $0-56
+TEXT ·dotsU4I8AVX2(SB), NOSPLIT, $0-72
 	MOVQ         w+0(FP), AX
 	MOVQ         n+8(FP), CX
 	MOVQ         data+16(FP), DX
 	MOVQ         stride+24(FP), BX
-	MOVQ         ids+32(FP), SI
-	MOVQ         count+40(FP), DI
-	MOVQ         out+48(FP), R8
-	MOVL         $0x0f0f0f0f, R9
-	VMOVD        R9, X0
+	MOVQ         ids+40(FP), SI
+	MOVQ         count+48(FP), DI
+	MOVQ         out+56(FP), R8
+	MOVQ         rows+32(FP), R9
+	XORQ         R10, R10
+	MOVL         $0x0f0f0f0f, R11
+	VMOVD        R11, X0
 	VPBROADCASTD X0, Y0
-	MOVL         $0x00010001, R9
-	VMOVD        R9, X1
+	MOVL         $0x00010001, R11
+	VMOVD        R11, X1
 	VPBROADCASTD X1, Y1
 	TESTQ        DI, DI
 	JZ           doneDotsU4
-	XORQ         R9, R9
+	XORQ         R11, R11
 
 prefetchDotsU4:
-	MOVL       (SI)(R9*4), R10
-	IMULQ      BX, R10
-	ADDQ       DX, R10
-	PREFETCHT0 (R10)
-	PREFETCHT0 -1(R10)(BX*1)
-	INCQ       R9
-	CMPQ       R9, DI
+	MOVL       (SI)(R11*4), R12
+	IMULQ      BX, R12
+	ADDQ       DX, R12
+	PREFETCHT0 (R12)
+	PREFETCHT0 -1(R12)(BX*1)
+	INCQ       R11
+	CMPQ       R11, DI
 	JB         prefetchDotsU4
 
 rowDotsU4:
-	MOVL   (SI), R9
-	IMULQ  BX, R9
-	LEAQ   (DX)(R9*1), R9
-	MOVQ   AX, R10
-	MOVQ   CX, R11
+	MOVL   (SI), R11
+	CMPQ   R11, R9
+	JAE    doneDotsU4
+	IMULQ  BX, R11
+	LEAQ   (DX)(R11*1), R11
+	MOVQ   AX, R12
+	MOVQ   CX, R13
 	VXORPS Y2, Y2, Y2
 
 wideDotsU4:
-	CMPQ       R11, $0x20
+	CMPQ       R13, $0x20
 	JB         tailDotsU4
-	VMOVDQU    (R9), Y3
+	VMOVDQU    (R11), Y3
 	VPSRLW     $0x04, Y3, Y4
 	VPAND      Y0, Y3, Y3
 	VPAND      Y0, Y4, Y4
-	VPMADDUBSW (R10), Y3, Y3
-	VPMADDUBSW 32(R10), Y4, Y4
+	VPMADDUBSW (R12), Y3, Y3
+	VPMADDUBSW 32(R12), Y4, Y4
 	VPADDW     Y4, Y3, Y3
 	VPMADDWD   Y1, Y3, Y3
 	VPADDD     Y3, Y2, Y2
-	ADDQ       $0x20, R9
-	ADDQ       $0x40, R10
-	SUBQ       $0x20, R11
+	ADDQ       $0x20, R11
+	ADDQ       $0x40, R12
+	SUBQ       $0x20, R13
 	JMP        wideDotsU4
 
 tailDotsU4:
-	TESTQ      R11, R11
+	TESTQ      R13, R13
 	JZ         sumDotsU4
-	VMOVDQU    (R9), X5
+	VMOVDQU    (R11), X5
 	VPSRLW     $0x04, X5, X3
 	VPAND      X0, X5, X5
 	VPAND      X0, X3, X3
-	VPMADDUBSW (R10), X5, X5
-	VPMADDUBSW 16(R10), X3, X3
+	VPMADDUBSW (R12), X5, X5
+	VPMADDUBSW 16(R12), X3, X3
 	VPADDW     X3, X5, X5
 	VPMADDWD   X1, X5, X5
 	VPADDD     Y5, Y2, Y2
-	ADDQ       $0x10, R9
-	ADDQ       $0x20, R10
-	SUBQ       $0x10, R11
+	ADDQ       $0x10, R11
+	ADDQ       $0x20, R12
+	SUBQ       $0x10, R13
 
 sumDotsU4:
 	VEXTRACTI128 $0x01, Y2, X3
@@ -328,11 +332,13 @@ sumDotsU4:
 	VMOVD        X2, (R8)
 	ADDQ         $0x04, SI
 	ADDQ         $0x04, R8
-	DECQ         DI
-	JNZ          rowDotsU4
+	INCQ         R10
+	CMPQ         R10, DI
+	JB           rowDotsU4
 
 doneDotsU4:
 	VZEROUPPER
+	MOVQ R10, ret+64(FP)
 	RET
 
 // func dotBitsAVX2(q *float32, bits *byte, n int) float32

@@ -19,8 +19,8 @@ func sumSquares(x []float32) float32           { return sumSquaresGo(x) }
 func dotBits(q []float32, bits []byte) float32 { return dotBitsGo(q, bits) }
 func fwht(x []float32, scale float32)          { fwhtGo(x, scale) }
 
-func dotsU4I8(w []int8, data []byte, stride int, ids []uint32, out []int32) {
-	dotsU4I8Go(w, data, stride, ids, out)
+func dotsU4I8(w []int8, data []byte, stride, rows int, ids []uint32, out []int32) int {
+	return dotsU4I8Go(w, data, stride, rows, ids, out)
 }
 
 func diffStats(dst, a, b []float32, out *[3]float32) { diffStatsGo(dst, a, b, out) }

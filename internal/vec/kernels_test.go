@@ -264,7 +264,7 @@ func TestDotsU4I8(t *testing.T) {
 			U4Weights(w, q)
 			got, ref := make([]int32, len(ids)), make([]int32, len(ids))
 			DotsU4I8(w, data, stride, ids, got)
-			dotsU4I8Go(w, data, stride, ids, ref)
+			dotsU4I8Go(w, data, stride, rows, ids, ref)
 			for k, id := range ids {
 				var want int32
 				for i, b := range data[int(id)*stride : int(id)*stride+n] {
@@ -321,7 +321,7 @@ func BenchmarkKernels(b *testing.B) {
 			{"DotBits", func() { sink += DotBits(q, c[:d/8]) }},
 			{"DotBits/go", func() { sink += dotBitsGo(q, c[:d/8]) }},
 			{"DotsU4I8/32rows", func() { DotsU4I8(w4, c4, d/2, ids, outI) }},
-			{"DotsU4I8/32rows/go", func() { dotsU4I8Go(w4, c4, d/2, ids, outI) }},
+			{"DotsU4I8/32rows/go", func() { dotsU4I8Go(w4, c4, d/2, 64, ids, outI) }},
 			{"SumSquares", func() { sink += SumSquares(q[:d]) }},
 			{"SumSquares/go", func() { sink += sumSquaresGo(q[:d]) }},
 			{"Dot", func() { sink += Dot(q[:d], q[:d]) }},
@@ -359,6 +359,9 @@ func TestKernelArgs(t *testing.T) {
 		"DotBits short weights": func() { DotBits(make([]float32, 15, 64), make([]byte, 2)) },
 		"DotsU4I8 odd width":    func() { DotsU4I8(make([]int8, 48), make([]byte, 64), 24, []uint32{0}, make([]int32, 1)) },
 		"DotsU4I8 row past end": func() { DotsU4I8(make([]int8, 32), make([]byte, 35), 20, []uint32{1}, make([]int32, 1)) },
+		"DotsU4I8 late row past end": func() {
+			DotsU4I8(make([]int8, 32), make([]byte, 200), 20, []uint32{0, 9, 3, 10, 1}, make([]int32, 5))
+		},
 		"DotsU4I8 short out":    func() { DotsU4I8(make([]int8, 32), make([]byte, 40), 20, []uint32{0, 0}, make([]int32, 1)) },
 		"U4Weights odd length":  func() { U4Weights(make([]int8, 16), make([]int8, 16)) },
 		"Panels of dimension 0": func() { NewPanels(nil, 4, 0) },

@@ -231,9 +231,9 @@ func dotBytes(bits int) {
 // ones (16 and 16 for a last 16 bytes). Every sum is exact: a 16-bit lane
 // holds at most 4 products of 15 and 128.
 func dotsU4I8() {
-	TEXT("dotsU4I8AVX2", NOSPLIT, "func(w *int8, n int, data *byte, stride int, ids *uint32, count int, out *int32)")
+	TEXT("dotsU4I8AVX2", NOSPLIT, "func(w *int8, n int, data *byte, stride int, rows int, ids *uint32, count int, out *int32) int")
 	Pragma("noescape")
-	Doc("dotsU4I8AVX2 prefetches each row's stride bytes, then sets out[k], k < count, to the sum over j < 2n of w's weight of nibble j times nibble j of the n bytes at data[ids[k]*stride], n a multiple of 16, as dotsU4I8Go (kernels.go) does.")
+	Doc("dotsU4I8AVX2 prefetches each row's stride bytes, then sets out[k], k < count, to the sum over j < 2n of w's weight of nibble j times nibble j of the n bytes at data[ids[k]*stride], n a multiple of 16, as dotsU4I8Go (kernels.go) does. It stops at the first id not below rows and returns how many it set.")
 	w := Load(Param("w"), GP64())
 	n := Load(Param("n"), GP64())
 	data := Load(Param("data"), GP64())
@@ -241,6 +241,9 @@ func dotsU4I8() {
 	ids := Load(Param("ids"), GP64())
 	count := Load(Param("count"), GP64())
 	out := Load(Param("out"), GP64())
+	rows := Load(Param("rows"), GP64())
+	done := GP64()
+	XORQ(done, done)
 	mask := broadcast32(0x0f0f0f0f)
 	ones := broadcast32(0x00010001)
 	TESTQ(count, count)
@@ -263,6 +266,8 @@ func dotsU4I8() {
 	Label("rowDotsU4")
 	id, rec, wp, m := GP64(), GP64(), GP64(), GP64()
 	MOVL(Mem{Base: ids}, id.As32())
+	CMPQ(id, rows)
+	JAE(LabelRef("doneDotsU4"))
 	IMULQ(stride, id)
 	LEAQ(Mem{Base: data, Index: id, Scale: 1}, rec)
 	MOVQ(w, wp)
@@ -311,10 +316,12 @@ func dotsU4I8() {
 	VMOVD(h, Mem{Base: out})
 	ADDQ(Imm(4), ids)
 	ADDQ(Imm(4), out)
-	DECQ(count)
-	JNZ(LabelRef("rowDotsU4"))
+	INCQ(done)
+	CMPQ(done, count)
+	JB(LabelRef("rowDotsU4"))
 	Label("doneDotsU4")
 	VZEROUPPER()
+	Store(done, ReturnIndex(0))
 	RET()
 }
 
