@@ -426,3 +426,58 @@ func TestConcurrentSearch(t *testing.T) {
 		}
 	}
 }
+
+// The walk's scores of 4-bit records (levels in whole 16-byte steps) come
+// from the query rounded to int8 (vec.DotsU4I8); each stays within the
+// rounding's bound of the float estimate, 2B delta/2 sum |l_j - 7.5|, for
+// the index's own records and a split code's, whose scalars the walk
+// reads in a loop of its own.
+func TestScoresRounded(t *testing.T) {
+	const d = 96 // 48 bytes of levels: a 32-byte step and a 16-byte one
+	base, queries := clustered(600, 4, d)
+	ix := writeIndex(t, base, 6, quant.KindRotated, 4, index.L2)
+	own, err := newNodeCodes(ix, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split, err := Build(context.Background(), ix, base, BuildOptions{NProbe: 2, Bits: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, nc := range map[string]*nodeCodes{"own": &own, "split": &split.nodes} {
+		sc := nc.newScorer()
+		if sc.w == nil {
+			t.Fatalf("%s: %d bytes of levels, want the rounded path", name, nc.packed)
+		}
+		ids := make([]uint32, base.n)
+		for i := range ids {
+			ids[i] = uint32(len(ids) - 1 - i) // any order
+		}
+		got := make([]float32, len(ids))
+		for qi := range queries.n {
+			sc.setQuery(queries.x[qi*d : (qi+1)*d])
+			sc.scores(ids, got)
+			moved := 0
+			for k, i := range ids {
+				want := sc.score(i)
+				rec := nc.data[int(i)*nc.stride : int(i+1)*nc.stride]
+				kk, beta, a := nc.scalars(rec)
+				var spread float64 // sum |l_j - 7.5|
+				for j := range d {
+					spread += math.Abs(float64(level(rec, j, 4)) - 7.5)
+				}
+				slop := 1e-4 * (float64(sc.qq) + math.Abs(float64(kk)) + 2*math.Abs(float64(sc.dots[a])))
+				bound := float64(beta)*float64(sc.delta)*spread + slop
+				if diff := math.Abs(float64(got[k] - want)); diff > bound {
+					t.Fatalf("%s: query %d, row %d: rounded score %v, float %v: %g apart, bound %g", name, qi, i, got[k], want, diff, bound)
+				}
+				if got[k] != want {
+					moved++
+				}
+			}
+			if moved == 0 {
+				t.Fatalf("%s: query %d: every rounded score equals the float one; the rounding is not in use", name, qi)
+			}
+		}
+	}
+}
