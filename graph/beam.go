@@ -103,6 +103,30 @@ func (b *beam) unseen(nbs []uint32) []uint32 {
 	return batch[:n]
 }
 
+// keep puts p in the pool, sorted by distance then row, where it is among
+// the ef nearest: for distinct rows of finite distances, the pool that
+// sorting them all and keeping the first ef gives.
+func (b *beam) keep(p pair, ef int) {
+	n := len(b.pool)
+	if n == ef && !less(p, b.pool[n-1].pair) {
+		return
+	}
+	lo, hi := 0, n
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if less(b.pool[mid].pair, p) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if n < ef {
+		b.pool = append(b.pool, pooled{})
+	}
+	copy(b.pool[lo+1:], b.pool[lo:])
+	b.pool[lo] = pooled{pair: p}
+}
+
 // searchFrom is search with the walk starting from every row of entries
 // (the nearest ef of them kept, ties by row).
 func (b *beam) searchFrom(adj adjacency, entries []uint32, ef int, sc batchScorer, keepExpanded bool) {
@@ -126,11 +150,17 @@ func (b *beam) searchFrom(adj adjacency, entries []uint32, ef int, sc batchScore
 	b.dists = b.dists[:len(batch)]
 	sc.scores(batch, b.dists)
 	b.pool = b.pool[:0]
-	for k, e := range batch {
-		b.pool = append(b.pool, pooled{pair: pair{b.dists[k], e}})
+	if len(batch) <= 2*ef {
+		for k, e := range batch {
+			b.pool = append(b.pool, pooled{pair: pair{b.dists[k], e}})
+		}
+		slices.SortFunc(b.pool, func(x, y pooled) int { return comparePairs(x.pair, y.pair) })
+		b.pool = b.pool[:min(len(b.pool), ef)]
+	} else { // many entries (a list scan): the nearest ef kept as they come
+		for k, e := range batch {
+			b.keep(pair{b.dists[k], e}, ef)
+		}
 	}
-	slices.SortFunc(b.pool, func(x, y pooled) int { return comparePairs(x.pair, y.pair) })
-	b.pool = b.pool[:min(len(b.pool), ef)]
 	b.scored, b.expandedCount = len(batch), 0
 	for next := 0; next < len(b.pool); {
 		c := b.pool[next].pair

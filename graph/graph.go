@@ -11,6 +11,7 @@ package graph
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vlc-embed/vlc/internal/errs"
 )
@@ -49,8 +50,12 @@ type Graph struct {
 	// refine, when set, holds the low levels of a split code
 	// (BuildOptions.Bits): nodes then holds its top 4 bits.
 	refine *refineCodes
-	pool   sync.Pool    // *searcher
-	opt    BuildOptions // as built, defaults filled in
+	pool   sync.Pool // *searcher
+	// lists indexes the rows by list for SearchOptions.ScanLists, made
+	// at the first search that asks (under listsMu).
+	lists   atomic.Pointer[listIndex]
+	listsMu sync.Mutex
+	opt     BuildOptions // as built, defaults filled in
 	// path names the index file whose mapping holds adj, reps and
 	// nodes.data when the graph was read from one (Open); empty for a
 	// graph built in memory.

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -177,10 +178,108 @@ func TestSeparatedClusters(t *testing.T) {
 		}
 	}
 	seeded := float64(found) / (10 * nq)
-	t.Logf("re-ranked recall@10 at ef %d from the nearest anchor: %.3f from its nearest row, %.3f from 8 rows spread over its list, %.3f seeded by its list's search",
-		ef, one, spread, seeded)
-	if spread < 0.95 || seeded < 0.95 {
-		t.Errorf("recall@10 %.3f from rows spread over the list, %.3f seeded by the list's search; want both >= 0.95", spread, seeded)
+	scanned := recallAt10(t, single, queries, truth, SearchOptions{K: 10, Ef: ef, Starts: 1, ScanLists: 1, Rerank: base})
+	t.Logf("re-ranked recall@10 at ef %d from the nearest anchor: %.3f from its nearest row, %.3f from 8 rows spread over its list, %.3f seeded by its list's search, %.3f from its list scanned",
+		ef, one, spread, seeded, scanned)
+	if spread < 0.95 || seeded < 0.95 || scanned < 0.95 {
+		t.Errorf("recall@10 %.3f from rows spread over the list, %.3f seeded by the list's search, %.3f from its list scanned; want all >= 0.95", spread, seeded, scanned)
+	}
+}
+
+// ScanLists starts the walk from every row of the query's nearest lists:
+// the same hits as those rows given as Seeds, the lists found by exact
+// distance to the anchors; the index of rows by list holds every row
+// once, in its record's list, in order.
+func TestScanLists(t *testing.T) {
+	const d = 64
+	base, queries := clustered(2000, 20, d)
+	ix := writeIndex(t, base, 12, quant.KindRotated, 4, index.L2)
+	for _, opt := range []BuildOptions{{NProbe: 2}, {NProbe: 2, Bits: 6, Compact: true}} {
+		g, err := Build(context.Background(), ix, base, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lists := g.listRows()
+		seen := 0
+		for a := range ix.Lists() {
+			rows := lists.rows[lists.start[a]:lists.start[a+1]]
+			if !slices.IsSorted(rows) {
+				t.Fatalf("list %d's rows out of order", a)
+			}
+			for _, r := range rows {
+				if _, _, got := g.nodes.scalars(g.nodes.data[int(r)*g.nodes.stride:]); got != uint32(a) {
+					t.Fatalf("row %d indexed under list %d, its record says %d", r, a, got)
+				}
+			}
+			seen += len(rows)
+		}
+		if seen != base.n || len(lists.rows) != base.n {
+			t.Fatalf("%d rows indexed, want %d", seen, base.n)
+		}
+		anchors := ix.Anchors()
+		for i := range queries.n {
+			q := queries.x[i*d : (i+1)*d]
+			type near struct {
+				a    int
+				dist float64
+			}
+			var order []near
+			for a := range ix.Lists() {
+				var s float64
+				for j := range d {
+					e := float64(q[j] - anchors[a*d+j])
+					s += e * e
+				}
+				order = append(order, near{a, s})
+			}
+			slices.SortFunc(order, func(x, y near) int { return cmp.Compare(x.dist, y.dist) })
+			var seeds []uint32
+			for _, o := range order[:2] {
+				seeds = append(seeds, lists.rows[lists.start[o.a]:lists.start[o.a+1]]...)
+			}
+			for _, ef := range []int{10, 40} {
+				got, err := g.Search(q, SearchOptions{K: 10, Ef: ef, Starts: 1, ScanLists: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := g.Search(q, SearchOptions{K: 10, Ef: ef, Starts: 1, Seeds: seeds})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("bits %d, query %d, ef %d: scanned %v, seeded with the lists' rows %v", opt.Bits, i, ef, got, want)
+				}
+			}
+		}
+	}
+}
+
+// keep leaves the pool that sorting every pair and keeping the first ef
+// gives, ties in distance by row.
+func TestBeamKeep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, ef := range []int{1, 3, 16, 64} {
+		for range 20 {
+			n := rng.IntN(300) + 1
+			ps := make([]pair, n)
+			for i, id := range rng.Perm(n) {
+				ps[i] = pair{float32(rng.IntN(40)), uint32(id)} // many ties
+			}
+			b := &beam{}
+			for _, p := range ps {
+				b.keep(p, ef)
+			}
+			want := slices.Clone(ps)
+			slices.SortFunc(want, comparePairs)
+			want = want[:min(n, ef)]
+			got := make([]pair, len(b.pool))
+			for i, p := range b.pool {
+				got[i] = p.pair
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("ef %d, %d pairs: kept %v, want %v", ef, n, got, want)
+			}
+		}
 	}
 }
 

@@ -20,6 +20,14 @@ type SearchOptions struct {
 	// pruning leaves few edges between them, and a walk that starts in
 	// a cluster the query is not in stays there.
 	Starts int
+	// ScanLists, when above 0, has the walk start from every row of the
+	// query's ScanLists nearest lists as well, each scored by its code,
+	// the nearest Ef kept. Where a query's cluster holds rows nearly
+	// equidistant from it (clusters far apart, high dimensions), a walk
+	// finds its nearest only by scoring most of the cluster, and a scan
+	// does so in batches. The rows' lists are indexed at the first such
+	// search: 4 bytes a row, held for the graph's life.
+	ScanLists int
 	// Seeds are more rows the walk starts from (a caller's cheap first
 	// guesses: an IVF search of the nearest list, say); rows beyond the
 	// graph are an error.
@@ -87,6 +95,8 @@ func (g *Graph) Search(q []float32, opt SearchOptions) (_ []index.Hit, err error
 		return nil, argErr("k must be at least 1, got %d", opt.K)
 	case opt.Starts < 0:
 		return nil, argErr("starts must be 0 (the default) or more, got %d", opt.Starts)
+	case opt.ScanLists < 0:
+		return nil, argErr("scan lists must be 0 (none) or more, got %d", opt.ScanLists)
 	case opt.Ef < opt.K:
 		return nil, argErr("ef %d is below k %d: the beam holds the hits", opt.Ef, opt.K)
 	case opt.Rerank != nil && (opt.Rerank.Len() != g.n || opt.Rerank.Dim() != g.d):
@@ -193,13 +203,61 @@ func (g *Graph) entries(s *searcher, opt SearchOptions) {
 	if starts == 0 {
 		starts = DefaultStarts
 	}
-	s.anchors = s.sc.nearestAnchors(s.anchors, min(starts, len(g.reps)/g.perList))
+	m := len(g.reps) / g.perList
+	s.anchors = s.sc.nearestAnchors(s.anchors, min(max(starts, opt.ScanLists), m))
 	s.entries = append(s.entries[:0], opt.Seeds...)
-	for _, a := range s.anchors {
+	for _, a := range s.anchors[:min(starts, m)] {
 		for _, r := range g.reps[a*g.perList : (a+1)*g.perList] {
 			if r != noEdge {
 				s.entries = append(s.entries, r)
 			}
 		}
 	}
+	if opt.ScanLists > 0 {
+		lists := g.listRows()
+		for _, a := range s.anchors[:min(opt.ScanLists, m)] {
+			s.entries = append(s.entries, lists.rows[lists.start[a]:lists.start[a+1]]...)
+		}
+	}
+}
+
+// listIndex holds the rows of each list, by row: list a's are
+// rows[start[a]:start[a+1]].
+type listIndex struct {
+	start, rows []uint32
+}
+
+// listRows returns the rows' lists, indexed at the first call from the
+// node records (a counting sort by list). A fault reading a mapped file
+// leaves nothing behind: the next call reads again.
+func (g *Graph) listRows() *listIndex {
+	if l := g.lists.Load(); l != nil {
+		return l
+	}
+	g.listsMu.Lock()
+	defer g.listsMu.Unlock()
+	if l := g.lists.Load(); l != nil {
+		return l
+	}
+	nc := &g.nodes
+	m := len(nc.norms)
+	list := make([]uint32, g.n)
+	start := make([]uint32, m+1)
+	for i := range g.n {
+		_, _, a := nc.scalars(nc.data[i*nc.stride : (i+1)*nc.stride])
+		list[i] = a
+		start[a+1]++ // Open checked every record's list
+	}
+	for a := range m {
+		start[a+1] += start[a]
+	}
+	rows := make([]uint32, g.n)
+	next := slices.Clone(start[:m])
+	for i, a := range list {
+		rows[next[a]] = uint32(i)
+		next[a]++
+	}
+	l := &listIndex{start: start, rows: rows}
+	g.lists.Store(l)
+	return l
 }

@@ -27,6 +27,11 @@ type Searcher struct {
 	// the walk in the query's cluster where clusters lie far apart
 	// (graph/README.md, 200,000 x 768), at the cost of that search.
 	SeedProbe int
+	// ScanLists, when above 0, also starts each walk from every row of
+	// the query's this many nearest lists, scored by the graph's own
+	// codes (SearchOptions.ScanLists): SeedProbe's effect without the
+	// index's codes.
+	ScanLists int
 }
 
 // Search returns the K nearest rows a walk of width Ef finds (the
@@ -40,7 +45,7 @@ func (s *Searcher) Search(q []float32, opt index.SearchOptions) ([]index.Hit, er
 		return nil, argErr("k must be at least 1, got %d", opt.K)
 	}
 	ef := s.Width(opt.K)
-	o := SearchOptions{K: opt.K, Ef: ef, Filter: opt.Filter}
+	o := SearchOptions{K: opt.K, Ef: ef, Filter: opt.Filter, ScanLists: s.ScanLists}
 	if opt.Rerank != nil {
 		o.Rerank = opt.Rerank
 		o.RerankCount = opt.K * max(opt.RerankFactor, 0)

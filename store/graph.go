@@ -100,6 +100,12 @@ func checkWalk(opt SearchOptions) error {
 	if opt.SeedProbe > 0 && opt.Ef < 0 {
 		return fmt.Errorf("%w: SeedProbe %d seeds a graph's walk, and Ef %d scans the lists instead", index.ErrArgument, opt.SeedProbe, opt.Ef)
 	}
+	if opt.ScanLists < 0 {
+		return fmt.Errorf("%w: ScanLists %d: want 0 (none) or more", index.ErrArgument, opt.ScanLists)
+	}
+	if opt.ScanLists > 0 && opt.Ef < 0 {
+		return fmt.Errorf("%w: ScanLists %d starts a graph's walk, and Ef %d scans the lists instead", index.ErrArgument, opt.ScanLists, opt.Ef)
+	}
 	return nil
 }
 
@@ -127,7 +133,7 @@ func (snap *snapshot) searchWalk(ctx context.Context, q []float32, io index.Sear
 			return nil, err
 		}
 		s, base := snap.segs[i], snap.group.Base(i)
-		gopt := graph.SearchOptions{K: io.K, Ef: ef, Filter: snap.within(io.Filter, rowSpans{{base, s.ix.Len()}})}
+		gopt := graph.SearchOptions{K: io.K, Ef: ef, ScanLists: opt.ScanLists, Filter: snap.within(io.Filter, rowSpans{{base, s.ix.Len()}})}
 		if opt.SeedProbe > 0 {
 			seeds, err := s.ix.Search(q, index.SearchOptions{K: ef, NProbe: opt.SeedProbe})
 			if err != nil {

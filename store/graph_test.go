@@ -218,6 +218,7 @@ func TestStoreGraph(t *testing.T) {
 		{"graph", vlc.SearchOptions{}, live},
 		{"graph ef 16", vlc.SearchOptions{Ef: 16}, live},
 		{"graph seeded", vlc.SearchOptions{Ef: 16, SeedProbe: 1}, live},
+		{"graph, a list scanned", vlc.SearchOptions{Ef: 16, ScanLists: 1}, live},
 		{"graph, allow-list", vlc.SearchOptions{Filter: vlc.AllowIDs(allowed...)}, third},
 		{"graph, JSON filter", vlc.SearchOptions{Filter: match}, below},
 		{"graph, Where", vlc.SearchOptions{Filter: store.Where(func(id string, _ []byte) bool { return third(byID[id]) })}, third},
@@ -269,6 +270,8 @@ func TestStoreGraphBadOptions(t *testing.T) {
 	}{
 		{vlc.SearchOptions{SeedProbe: -1}, q, index.ErrArgument, "SeedProbe -1"},
 		{vlc.SearchOptions{SeedProbe: 2, Ef: -1}, q, index.ErrArgument, "Ef -1 scans the lists"},
+		{vlc.SearchOptions{ScanLists: -1}, q, index.ErrArgument, "ScanLists -1"},
+		{vlc.SearchOptions{ScanLists: 1, Ef: -1}, q, index.ErrArgument, "Ef -1 scans the lists"},
 		{vlc.SearchOptions{}, q[:5], index.ErrDim, "query has 5 values"},
 	} {
 		_, err := st.Search(ctx, c.q, c.opt)

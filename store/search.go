@@ -76,6 +76,12 @@ type SearchOptions struct {
 	// cluster where clusters lie far apart (graph/README.md), at the
 	// cost of that search. An error with a negative Ef.
 	SeedProbe int
+	// ScanLists, when above 0, also starts each graph's walk from every
+	// row of the query's this many nearest lists, scored by the graph's
+	// own codes (graph.SearchOptions.ScanLists): SeedProbe's effect
+	// without reading the segment's list codes. An error with a
+	// negative Ef.
+	ScanLists int
 }
 
 // Originals looks up the original vector of an id, for re-ranking.

@@ -92,7 +92,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			if walked, err = sf.storeWalk(fs, pos[0], se.s.info, &opt); err != nil {
 				return err
 			}
-			se.s.ef, se.s.seedProbe = opt.Ef, opt.SeedProbe
+			se.s.ef, se.s.seedProbe, se.s.scanLists = opt.Ef, opt.SeedProbe, opt.ScanLists
 		}
 	}
 	if searcher == nil {

@@ -38,13 +38,13 @@ type storeSearcher struct {
 	sparse   map[int]int32
 	info     vlc.Info
 	rerank   vlc.Originals
-	// ef and seedProbe are the store's SearchOptions.Ef and SeedProbe
-	// (searchFlags.storeWalk).
-	ef, seedProbe int
+	// ef, seedProbe and scanLists are the store's SearchOptions.Ef,
+	// SeedProbe and ScanLists (searchFlags.storeWalk).
+	ef, seedProbe, scanLists int
 }
 
 func (s *storeSearcher) options(opt index.SearchOptions) vlc.SearchOptions {
-	return vlc.SearchOptions{K: opt.K, NProbe: opt.NProbe, RerankFactor: opt.RerankFactor, Rerank: s.rerank, Ef: s.ef, SeedProbe: s.seedProbe}
+	return vlc.SearchOptions{K: opt.K, NProbe: opt.NProbe, RerankFactor: opt.RerankFactor, Rerank: s.rerank, Ef: s.ef, SeedProbe: s.seedProbe, ScanLists: s.scanLists}
 }
 
 // pos is the position of the live id whose text is id, false where

@@ -207,6 +207,8 @@ func TestGraphCommandErrors(t *testing.T) {
 		{[]string{"eval", "-query", goldenF16, "-base", goldenF16, "-sweep", "-ef", "16", path}, "-sweep-ef"},
 		{[]string{"eval", "-query", goldenF16, "-base", goldenF16, "-sweep-ef", "0", path}, "-sweep-ef"},
 		{[]string{"search", "-query", goldenF16, "-ef", "-1", path}, "-ef -1"},
+		{[]string{"search", "-query", goldenF16, "-scan-lists", "-1", path}, "-scan-lists -1"},
+		{[]string{"search", "-query", goldenF16, "-scan-lists", "1", path}, "holds no graph"},
 		{[]string{"graph", "-base", goldenF16, "-passes", "-1", path}, "-passes -1"},
 		{[]string{"graph", "-base", goldenF16, "-candidates", "-3", path}, "-candidates -3"},
 		{[]string{"graph", "-base", goldenF16, "-devices", "0", path}, "-devices 0"},
@@ -259,6 +261,7 @@ func TestGraphStoreCommand(t *testing.T) {
 		{nil, vlc.SearchOptions{K: 3}},
 		{[]string{"-ef", "12"}, vlc.SearchOptions{K: 3, Ef: 12}},
 		{[]string{"-ef", "12", "-seed-probe", "1"}, vlc.SearchOptions{K: 3, Ef: 12, SeedProbe: 1}},
+		{[]string{"-ef", "12", "-scan-lists", "2"}, vlc.SearchOptions{K: 3, Ef: 12, ScanLists: 2}},
 		{[]string{"-nprobe", "2"}, vlc.SearchOptions{K: 3, NProbe: 2, Ef: -1}},
 	} {
 		want, err := st.SearchRows(context.Background(), q, tc.opt)

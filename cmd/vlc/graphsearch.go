@@ -19,6 +19,7 @@ import (
 // registerGraph adds the graph's flags to search and eval.
 func (f *searchFlags) registerGraph(fs *flag.FlagSet) {
 	fs.IntVar(&f.ef, "ef", 0, fmt.Sprintf("where the index holds a graph (vlc graph), walk it with a beam of this width (0: %d); the lists are scanned instead when -nprobe is given without -ef", graph.DefaultEf))
+	fs.IntVar(&f.scanLists, "scan-lists", 0, "with a graph, also start each walk from every row of the query's this many nearest lists, scored by the graph's own codes (0: none): -seed-probe's effect without the index's codes")
 	fs.IntVar(&f.seedProbe, "seed-probe", 0, "with a graph, also start each walk from the index's own search of this many lists (0: none): what keeps the walk in the query's cluster where clusters lie far apart (graph/README.md), at the cost of that search")
 }
 
@@ -59,14 +60,16 @@ func (f *searchFlags) useGraph(fs *flag.FlagSet, path string, filtered bool) (bo
 		return false, fmt.Errorf("%w: -ef %d: want 0 (the default width) or more", errs.ErrArgument, f.ef)
 	case f.seedProbe < 0:
 		return false, fmt.Errorf("%w: -seed-probe %d: want 0 (no seeds) or more", errs.ErrArgument, f.seedProbe)
+	case f.scanLists < 0:
+		return false, fmt.Errorf("%w: -scan-lists %d: want 0 (none) or more", errs.ErrArgument, f.scanLists)
 	}
-	explicit := set["ef"] || set["seed-probe"]
+	explicit := set["ef"] || set["seed-probe"] || set["scan-lists"]
 	if !hasGraph(path) {
 		switch {
 		case explicit && isStore(path) && f.backend != "cpu":
 			return false, fmt.Errorf("%w: -ef walks the graph on the CPU: leave out -backend %s, or -ef", errs.ErrArgument, f.backend)
 		case explicit && !isStore(path):
-			return false, fmt.Errorf("%w: -ef or -seed-probe: %s holds no graph (vlc graph -base FILE %s builds one)", errs.ErrArgument, path, path)
+			return false, fmt.Errorf("%w: -ef, -seed-probe or -scan-lists: %s holds no graph (vlc graph -base FILE %s builds one)", errs.ErrArgument, path, path)
 		}
 		return false, nil
 	}
@@ -90,24 +93,24 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 
 // storeWalk sets the graph's options of a search of the store (or index
 // file) at path through vlc.Open, by useGraph's rules: its segments'
-// graphs are walked (Ef, SeedProbe) unless -nprobe was given without
+// graphs are walked (Ef, SeedProbe, ScanLists) unless -nprobe was given without
 // -ef, or the search runs on a device; an -ef or -seed-probe for a store
 // whose segments hold no graph is an error. It reports whether the
 // search walks.
 func (f *searchFlags) storeWalk(fs *flag.FlagSet, path string, in vlc.Info, opt *vlc.SearchOptions) (bool, error) {
 	set := setFlags(fs)
-	explicit := set["ef"] || set["seed-probe"]
+	explicit := set["ef"] || set["seed-probe"] || set["scan-lists"]
 	graphs := slices.ContainsFunc(in.Segments, func(s vlc.SegmentInfo) bool { return s.Graph })
 	switch {
 	case !graphs && explicit:
-		return false, fmt.Errorf("%w: -ef or -seed-probe: no segment of %s holds a graph (vlc graph -base FILE INDEX builds one into an index file)", errs.ErrArgument, path)
+		return false, fmt.Errorf("%w: -ef, -seed-probe or -scan-lists: no segment of %s holds a graph (vlc graph -base FILE INDEX builds one into an index file)", errs.ErrArgument, path)
 	case graphs && explicit && f.backend != "cpu":
 		return false, fmt.Errorf("%w: -ef walks the graph on the CPU: leave out -backend %s, or -ef", errs.ErrArgument, f.backend)
 	case !graphs || f.backend != "cpu" || set["nprobe"] && !explicit:
-		opt.Ef, opt.SeedProbe = -1, 0
+		opt.Ef, opt.SeedProbe, opt.ScanLists = -1, 0, 0
 		return false, nil
 	}
-	opt.Ef, opt.SeedProbe = f.ef, f.seedProbe
+	opt.Ef, opt.SeedProbe, opt.ScanLists = f.ef, f.seedProbe, f.scanLists
 	return true, nil
 }
 
@@ -117,7 +120,7 @@ func (f *searchFlags) graphSearcher(ix *index.Index) (*graph.Searcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &graph.Searcher{Index: ix, Graph: g, Ef: f.ef, SeedProbe: f.seedProbe}, nil
+	return &graph.Searcher{Index: ix, Graph: g, Ef: f.ef, SeedProbe: f.seedProbe, ScanLists: f.scanLists}, nil
 }
 
 // searchGraph is vlc search walking the index's graph: the queries

@@ -19,14 +19,14 @@ import (
 
 // searchFlags are the flags search and eval share.
 type searchFlags struct {
-	query, rerank string
-	backend       string
-	devices       string
-	spread        string        // -spread as given
-	spreadHow     device.Spread // -spread, read by checkDevices
-	k, nprobe     int
-	rerankFactor  int
-	ef, seedProbe int // the graph's beam width and seeding (graphsearch.go)
+	query, rerank            string
+	backend                  string
+	devices                  string
+	spread                   string        // -spread as given
+	spreadHow                device.Spread // -spread, read by checkDevices
+	k, nprobe                int
+	rerankFactor             int
+	ef, seedProbe, scanLists int // the graph's beam width and starting rows (graphsearch.go)
 	// device is the name of the device onDevice opened (Device.Name);
 	// dev the device, until the close onDevice returns.
 	device string

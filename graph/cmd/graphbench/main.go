@@ -53,6 +53,7 @@ func run() error {
 	rerankCount := flag.Int("rerank-count", 0, "candidates re-ranked (0: ef)")
 	starts := flag.Int("starts", 0, "anchors nearest the query whose rows start the walk (0: graph.DefaultStarts)")
 	seedProbe := flag.Int("seed-probe", 0, "also start the walk from the index's own search of this many lists (0: none)")
+	scanLists := flag.Int("scan-lists", 0, "also start the walk from every row of the query's this many nearest lists, scored by the graph's codes (graph.SearchOptions.ScanLists; 0: none)")
 	seedK := flag.Int("seed-k", 0, "rows that search hands the walk (0: ef)")
 	reps := flag.Int("reps", 3, "timed passes over the queries (after one untimed); the best counts")
 	name := flag.String("name", "", "dataset name for the output")
@@ -171,7 +172,7 @@ func run() error {
 		times.Reverse.Seconds(), times.Refine.Seconds(), times.Connect.Seconds(), times.Pack.Seconds())
 
 	if *filePath != "" {
-		fg, closeFile, err := fromFile(ix, g, *filePath, qs, *efs, graph.SearchOptions{K: 10, RerankCount: *rerankCount, Starts: *starts, Rerank: rerankRows})
+		fg, closeFile, err := fromFile(ix, g, *filePath, qs, *efs, graph.SearchOptions{K: 10, RerankCount: *rerankCount, Starts: *starts, ScanLists: *scanLists, Rerank: rerankRows})
 		if err != nil {
 			return err
 		}
@@ -195,7 +196,7 @@ func run() error {
 			return fmt.Errorf("-ef: %w", err)
 		}
 		for _, c := range cases {
-			c.sopt = graph.SearchOptions{K: 10, Ef: max(ef, 10), RerankCount: *rerankCount, Starts: *starts, Rerank: rerankRows}
+			c.sopt = graph.SearchOptions{K: 10, Ef: max(ef, 10), RerankCount: *rerankCount, Starts: *starts, ScanLists: *scanLists, Rerank: rerankRows}
 			c.search = g.Search
 			if c.allowed != nil {
 				c.sopt.Filter, c.sopt.Plan = c.allowed, plans[c.plan]
@@ -245,7 +246,7 @@ func run() error {
 			reads := c.reads
 			per := func(b int64) float64 { return float64(b) / float64(reads.Searches) }
 			out := map[string]any{
-				"dataset": *name, "system": "vlc-graph", "index": fmt.Sprintf("graph R=%d %s rerank=%v", g.Degree(), describeGraph(ix, opt), *rerank),
+				"dataset": *name, "system": "vlc-graph", "index": fmt.Sprintf("graph R=%d %s rerank=%v%s", g.Degree(), describeGraph(ix, opt), *rerank, describeStarts(*seedProbe, *scanLists)),
 				"param": map[string]any{"ef": ef, "threads": runtime.GOMAXPROCS(0)}, "recall@10": float64(hit) / float64(total),
 				"qps": int(float64(nq) / c.best.Seconds()), "size_ratio": float64(size) / float64(f16), "build_s": buildS,
 			}
@@ -384,4 +385,17 @@ func (d decodedRows) Row(i int, dst []float32) []float32 {
 		panic(err)
 	}
 	return v
+}
+
+// describeStarts names the walk's extra starting rows, if any, so that
+// configurations that differ in them only stay apart in best.py.
+func describeStarts(seedProbe, scanLists int) string {
+	var b strings.Builder
+	if seedProbe > 0 {
+		fmt.Fprintf(&b, " seed-probe=%d", seedProbe)
+	}
+	if scanLists > 0 {
+		fmt.Fprintf(&b, " scan-lists=%d", scanLists)
+	}
+	return b.String()
 }
