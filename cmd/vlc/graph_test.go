@@ -210,6 +210,8 @@ func TestGraphCommandErrors(t *testing.T) {
 		{[]string{"search", "-query", goldenF16, "-scan-lists", "-1", path}, "-scan-lists -1"},
 		{[]string{"search", "-query", goldenF16, "-scan-lists", "1", path}, "holds no graph"},
 		{[]string{"graph", "-base", goldenF16, "-passes", "-1", path}, "-passes -1"},
+		{[]string{"graph", "-base", goldenF16, "-starts-per-list", "0", path}, "-starts-per-list 0"},
+		{[]string{"graph", "-at", "10", "-starts-per-list", "64", path}, "-starts-per-list"},
 		{[]string{"graph", "-base", goldenF16, "-candidates", "-3", path}, "-candidates -3"},
 		{[]string{"graph", "-base", goldenF16, "-devices", "0", path}, "-devices 0"},
 		{[]string{"graph", "-base", goldenF16, "-backend", "cuda", "-nprobe", "0", path}, "-nprobe 1 or more"},

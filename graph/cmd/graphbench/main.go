@@ -68,6 +68,7 @@ func run() error {
 	flag.IntVar(&opt.Candidates, "candidates", 0, "candidates per row before pruning (0: 2*degree)")
 	flag.IntVar(&opt.NProbe, "nprobe", 0, "find candidates with the index's search at this nprobe (0: exact, n^2)")
 	flag.IntVar(&opt.Passes, "passes", 0, "refinement passes (0: 1, negative: none)")
+	flag.IntVar(&opt.StartsPerList, "starts-per-list", 0, "starting rows kept per list, spread over it (0: 8)")
 	flag.IntVar(&opt.BuildEf, "build-ef", 0, "beam width of the refinement searches (0: 64)")
 	flag.BoolVar(&opt.Decoded, "decoded", false, "score by the decoded code rather than the estimate")
 	flag.IntVar(&opt.Bits, "bits", 0, "split code: the graph codes the rows at this width (5..8), walks by the top 4 bits, re-ranks by all (0: the index's codes)")
