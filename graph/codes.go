@@ -235,7 +235,7 @@ func (sc *scorer) roundQuery() {
 		sc.rounded = make([]int32, len(sc.pq))
 	}
 	k := sc.rounded[:len(sc.pq)]
-	vec.Quantize(sc.pq, inv, sc.delta, k) // len(pq) = 4 packed, a multiple of 64
+	vec.Quantize(sc.pq, inv, sc.delta, k) // len(pq) = 2 packed, a multiple of 32
 	var sum int32
 	for j, v := range k {
 		v = max(-127, min(127, v)) // 127/top rounds up at most
