@@ -107,20 +107,32 @@ func (b *beam) unseen(nbs []uint32) []uint32 {
 // the ef nearest: for distinct rows of finite distances, the pool that
 // sorting them all and keeping the first ef gives.
 func (b *beam) keep(p pair, ef int) {
-	n := len(b.pool)
-	if n == ef && !less(p, b.pool[n-1].pair) {
+	if n := len(b.pool); n == ef && !less(p, b.pool[n-1].pair) {
 		return
 	}
-	lo, hi := 0, n
+	b.put(b.position(p, true), p, ef)
+}
+
+// position is where p enters the pool: after the rows nearer, and after
+// those of equal distance too or, byRow, only those of a lower row.
+func (b *beam) position(p pair, byRow bool) int {
+	lo, hi := 0, len(b.pool)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if less(b.pool[mid].pair, p) {
+		q := b.pool[mid].pair
+		if q.dist < p.dist || q.dist == p.dist && (!byRow || q.id < p.id) {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	if n < ef {
+	return lo
+}
+
+// put places p at position lo of the pool, the farthest row dropped from
+// a full one.
+func (b *beam) put(lo int, p pair, ef int) {
+	if len(b.pool) < ef {
 		b.pool = append(b.pool, pooled{})
 	}
 	copy(b.pool[lo+1:], b.pool[lo:])
@@ -185,21 +197,9 @@ func (b *beam) searchFrom(adj adjacency, entries []uint32, ef int, sc batchScore
 			if n == ef && !(d < b.pool[n-1].dist) {
 				continue
 			}
-			// The first position whose distance is above d.
-			lo, hi := 0, n
-			for lo < hi {
-				mid := int(uint(lo+hi) >> 1)
-				if b.pool[mid].dist <= d {
-					lo = mid + 1
-				} else {
-					hi = mid
-				}
-			}
-			if n < ef {
-				b.pool = append(b.pool, pooled{})
-			}
-			copy(b.pool[lo+1:], b.pool[lo:])
-			b.pool[lo] = pooled{pair: pair{d, nb}}
+			p := pair{d, nb}
+			lo := b.position(p, false) // after the rows of equal distance: ties as met
+			b.put(lo, p, ef)
 			next = min(next, lo)
 		}
 		for next < len(b.pool) && b.pool[next].done {

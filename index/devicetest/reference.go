@@ -9,6 +9,7 @@ import (
 
 	"github.com/vlc-embed/vlc/device"
 	"github.com/vlc-embed/vlc/internal/f16"
+	"github.com/vlc-embed/vlc/internal/vec"
 )
 
 // Reference is device.IndexData's search written plainly in Go, one query
@@ -62,25 +63,10 @@ func Rotate(d *device.IndexData, x []float32) {
 		for j, s := range signs {
 			x[j] *= s
 		}
-		fwht(x[:d.RotP], d.RotScale)
+		vec.FWHT(x[:d.RotP], d.RotScale)
 		if d.RotP != d.Dim {
-			fwht(x[d.Dim-d.RotP:], d.RotScale)
+			vec.FWHT(x[d.Dim-d.RotP:], d.RotScale)
 		}
-	}
-}
-
-func fwht(x []float32, scale float32) {
-	n := len(x)
-	for h := 1; h < n; h *= 2 {
-		for i := 0; i < n; i += 2 * h {
-			for j := i; j < i+h; j++ {
-				a, b := x[j], x[j+h]
-				x[j], x[j+h] = a+b, a-b
-			}
-		}
-	}
-	for j := range x {
-		x[j] *= scale
 	}
 }
 
