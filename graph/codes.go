@@ -228,7 +228,7 @@ func (sc *scorer) roundQuery() {
 	}
 	var inv float32
 	if top > 0 {
-		inv = 127 / top
+		inv = min(127/top, math.MaxFloat32) // a query within 1e-37 of 0 rounds to 0s, not NaN
 	}
 	sc.delta = top / 127
 	if cap(sc.rounded) < len(sc.pq) {
@@ -272,6 +272,9 @@ func (sc *scorer) nearestAnchors(dst []int, k int) []int {
 	return dst
 }
 
+// scoreStep is the most rows scores hands vec.DotsU4I8 at once.
+const scoreStep = 64
+
 // scores sets out[k] to the estimate for row ids[k], the rows' records
 // prefetched first.
 func (sc *scorer) scores(ids []uint32, out []float32) {
@@ -289,7 +292,12 @@ func (sc *scorer) scores(ids []uint32, out []float32) {
 		sc.ints = make([]int32, len(ids), 2*len(ids))
 	}
 	ints := sc.ints[:len(ids)]
-	vec.DotsU4I8(sc.w, nc.data, nc.stride, ids, ints) // the records prefetched first
+	// A call's records are prefetched before the first is read: a walk's
+	// step is a few dozen, a list scan thousands, taken in steps.
+	for lo := 0; lo < len(ids); lo += scoreStep {
+		hi := min(lo+scoreStep, len(ids))
+		vec.DotsU4I8(sc.w, nc.data, nc.stride, ids[lo:hi], ints[lo:hi])
+	}
 	out = out[:len(ids)]
 	if nc.scales == nil || nc.listBytes != 2 {
 		for k, i := range ids {

@@ -555,6 +555,19 @@ func TestScoresRounded(t *testing.T) {
 		got := make([]float32, len(ids))
 		for qi := range queries.n {
 			sc.setQuery(queries.x[qi*d : (qi+1)*d])
+			// The weights: Pq to the nearest of delta's steps, the largest
+			// at 127.
+			var wsum, top int
+			for j, v := range sc.pq {
+				w := int(sc.wRaw[j])
+				if e := math.Abs(float64(w)*float64(sc.delta) - float64(v)); e > 0.5001*float64(sc.delta) {
+					t.Fatalf("%s: query %d: Pq_%d %v rounds to %d steps of %v", name, qi, j, v, w, sc.delta)
+				}
+				wsum, top = wsum+w, max(top, w, -w)
+			}
+			if top != 127 {
+				t.Fatalf("%s: query %d: largest weight %d, want 127", name, qi, top)
+			}
 			sc.scores(ids, got)
 			moved := 0
 			for k, i := range ids {
@@ -562,11 +575,23 @@ func TestScoresRounded(t *testing.T) {
 				rec := nc.data[int(i)*nc.stride : int(i+1)*nc.stride]
 				kk, beta, a := nc.scalars(rec)
 				var spread float64 // sum |l_j - 7.5|
+				var dot int
 				for j := range d {
-					spread += math.Abs(float64(level(rec, j, 4)) - 7.5)
+					l := level(rec, j, 4)
+					spread += math.Abs(float64(l) - 7.5)
+					dot += int(sc.wRaw[j]) * l
 				}
-				slop := 1e-4 * (float64(sc.qq) + math.Abs(float64(kk)) + 2*math.Abs(float64(sc.dots[a])))
-				bound := float64(beta)*float64(sc.delta)*spread + slop
+				if int(sc.ints[k]) != dot {
+					t.Fatalf("%s: query %d, row %d: integer dot %d, want %d", name, qi, i, sc.ints[k], dot)
+				}
+				// The estimate from those integers, in float64.
+				ql := float64(beta) * float64(sc.delta) * (float64(dot) - 7.5*float64(wsum))
+				exact := float64(sc.qq) - 2*float64(sc.dots[a]) + float64(kk) - 2*ql
+				slop := 1e-5 * (float64(sc.qq) + math.Abs(float64(kk)) + 2*math.Abs(float64(sc.dots[a])) + 2*math.Abs(ql))
+				if diff := math.Abs(float64(got[k]) - exact); diff > slop {
+					t.Fatalf("%s: query %d, row %d: rounded score %v, from its integers %v: %g apart, float32's slop %g", name, qi, i, got[k], exact, diff, slop)
+				}
+				bound := float64(beta)*float64(sc.delta)*spread + 10*slop
 				if diff := math.Abs(float64(got[k] - want)); diff > bound {
 					t.Fatalf("%s: query %d, row %d: rounded score %v, float %v: %g apart, bound %g", name, qi, i, got[k], want, diff, bound)
 				}

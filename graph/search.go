@@ -196,8 +196,9 @@ func (g *Graph) Search(q []float32, opt SearchOptions) (_ []index.Hit, err error
 	return hits, nil
 }
 
-// entries sets s.entries to the rows a walk starts from: opt's seeds and
-// the starting rows of the anchors nearest the query.
+// entries sets s.entries to the rows a walk starts from: opt's seeds, the
+// starting rows of the Starts anchors nearest the query and, with
+// ScanLists, every row of the ScanLists nearest anchors' lists.
 func (g *Graph) entries(s *searcher, opt SearchOptions) {
 	starts := opt.Starts
 	if starts == 0 {

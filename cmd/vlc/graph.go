@@ -31,7 +31,7 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bits := fs.Int("bits", 0, "a split code: the graph codes every row itself at this many bits (5 to 8) against the index's anchors and rotation, walks by the top 4 bits of each level and scores its best rows again by all of them (0: the index's own codes)")
 	compact := fs.Bool("compact", false, "store each row's neighbours sorted and delta-coded in the fewest bits its gaps need, rather than in -degree slots of fixed width (with -at: the store's background graphs)")
 	candidates := fs.Int("candidates", 0, "candidate neighbours a row's first neighbours are pruned from (0: twice -degree)")
-	startsPerList := fs.Int("starts-per-list", 8, "rows of each list a walk may start from, spread over it (farthest first): where lists hold many clusters far apart (high dimensions), enough to give each cluster one, such as 128, with -starts on search")
+	startsPerList := fs.Int("starts-per-list", 8, "rows of each list a walk may start from, spread over it (farthest first): where lists hold many clusters far apart (high dimensions), enough to give each cluster one, such as 128")
 	passes := fs.Int("passes", 1, "passes that choose every row's neighbours again from a search of the graph so far (0: none, the pruned candidates alone)")
 	var sf searchFlags
 	fs.StringVar(&sf.backend, "backend", "cpu", "where to search for the candidates: cpu, or a GPU (cuda, webgpu) holding the index in its memory, every row a query of one batched search, or auto (cuda, then webgpu, then cpu); cuda also measures the candidates, prunes and runs the refinement's searches (-prune-on), the same graph bytes; the rest of the build runs on the CPU")

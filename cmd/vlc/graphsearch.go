@@ -67,7 +67,7 @@ func (f *searchFlags) useGraph(fs *flag.FlagSet, path string, filtered bool) (bo
 	if !hasGraph(path) {
 		switch {
 		case explicit && isStore(path) && f.backend != "cpu":
-			return false, fmt.Errorf("%w: -ef walks the graph on the CPU: leave out -backend %s, or -ef", errs.ErrArgument, f.backend)
+			return false, fmt.Errorf("%w: -ef, -seed-probe and -scan-lists walk the graph on the CPU: leave out -backend %s, or those", errs.ErrArgument, f.backend)
 		case explicit && !isStore(path):
 			return false, fmt.Errorf("%w: -ef, -seed-probe or -scan-lists: %s holds no graph (vlc graph -base FILE %s builds one)", errs.ErrArgument, path, path)
 		}
@@ -75,7 +75,7 @@ func (f *searchFlags) useGraph(fs *flag.FlagSet, path string, filtered bool) (bo
 	}
 	switch {
 	case explicit && f.backend != "cpu":
-		return false, fmt.Errorf("%w: -ef walks the graph on the CPU: leave out -backend %s, or -ef", errs.ErrArgument, f.backend)
+		return false, fmt.Errorf("%w: -ef, -seed-probe and -scan-lists walk the graph on the CPU: leave out -backend %s, or those", errs.ErrArgument, f.backend)
 	case f.backend != "cpu" || filtered:
 		return false, nil
 	case set["nprobe"] && !explicit:
@@ -94,9 +94,9 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 // storeWalk sets the graph's options of a search of the store (or index
 // file) at path through vlc.Open, by useGraph's rules: its segments'
 // graphs are walked (Ef, SeedProbe, ScanLists) unless -nprobe was given without
-// -ef, or the search runs on a device; an -ef or -seed-probe for a store
-// whose segments hold no graph is an error. It reports whether the
-// search walks.
+// -ef, or the search runs on a device; an -ef, -seed-probe or -scan-lists
+// for a store whose segments hold no graph is an error. It reports
+// whether the search walks.
 func (f *searchFlags) storeWalk(fs *flag.FlagSet, path string, in vlc.Info, opt *vlc.SearchOptions) (bool, error) {
 	set := setFlags(fs)
 	explicit := set["ef"] || set["seed-probe"] || set["scan-lists"]
@@ -105,7 +105,7 @@ func (f *searchFlags) storeWalk(fs *flag.FlagSet, path string, in vlc.Info, opt 
 	case !graphs && explicit:
 		return false, fmt.Errorf("%w: -ef, -seed-probe or -scan-lists: no segment of %s holds a graph (vlc graph -base FILE INDEX builds one into an index file)", errs.ErrArgument, path)
 	case graphs && explicit && f.backend != "cpu":
-		return false, fmt.Errorf("%w: -ef walks the graph on the CPU: leave out -backend %s, or -ef", errs.ErrArgument, f.backend)
+		return false, fmt.Errorf("%w: -ef, -seed-probe and -scan-lists walk the graph on the CPU: leave out -backend %s, or those", errs.ErrArgument, f.backend)
 	case !graphs || f.backend != "cpu" || set["nprobe"] && !explicit:
 		opt.Ef, opt.SeedProbe, opt.ScanLists = -1, 0, 0
 		return false, nil

@@ -259,12 +259,12 @@ func U4Weights(dst, q []int8) {
 // values of the n bytes at data[ids[k]*stride:] (v[2i] the low half of
 // byte i) and q the weights w holds as U4Weights laid them out (2n of
 // them, n a multiple of 16). The sums are exact. It asks for every
-// row's stride bytes before it reads the first, so that the reads of rows
-// out of cache overlap.
+// line of every row's stride bytes before it reads the first, so that
+// the reads of rows out of cache overlap: give it a few dozen rows a call.
 func DotsU4I8(w []int8, data []byte, stride int, ids []uint32, out []int32) {
 	n := len(w) / 2
-	if n%16 != 0 || len(out) < len(ids) {
-		panic("vec: DotsU4I8 needs 32k weights and an out for every id")
+	if len(w) == 0 || len(w)%32 != 0 || len(out) < len(ids) {
+		panic("vec: DotsU4I8 needs 32k weights (k at least 1) and an out for every id")
 	}
 	if len(ids) == 0 {
 		return

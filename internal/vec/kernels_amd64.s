@@ -273,8 +273,14 @@ prefetchDotsU4:
 	MOVL       (SI)(R11*4), R12
 	IMULQ      BX, R12
 	ADDQ       DX, R12
+	LEAQ       -1(R12)(BX*1), R13
+	PREFETCHT0 (R13)
+
+lineDotsU4:
 	PREFETCHT0 (R12)
-	PREFETCHT0 -1(R12)(BX*1)
+	ADDQ       $0x40, R12
+	CMPQ       R12, R13
+	JB         lineDotsU4
 	INCQ       R11
 	CMPQ       R11, DI
 	JB         prefetchDotsU4
@@ -407,7 +413,7 @@ DATA bitLanes<>+28(SB)/4, $0x00000080
 GLOBL bitLanes<>(SB), RODATA|NOPTR, $32
 
 // func fwhtAVX2(x *float32, n int, scale float32)
-// Requires: AVX, AVX2, SSE
+// Requires: AVX
 TEXT ·fwhtAVX2(SB), NOSPLIT, $0-20
 	MOVQ x+0(FP), AX
 	MOVQ n+8(FP), CX
@@ -461,8 +467,7 @@ pairFwht:
 	JMP     stageLoopFwht
 
 scaleFwht:
-	MOVSS        scale+16(FP), X0
-	VBROADCASTSS X0, Y0
+	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         AX, BX
 
 mulFwht:

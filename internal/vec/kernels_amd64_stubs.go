@@ -16,7 +16,7 @@ func dotU8AVX2(q *float32, c *byte, n int) float32
 // dotU4AVX2 returns sum q[j] * nibble j of c over j < 2n (nibble 2k is the low half of c[k]), n a multiple of 16, in the order foldLanes (kernels.go) documents.
 func dotU4AVX2(q *float32, c *byte, n int) float32
 
-// dotsU4I8AVX2 prefetches each row's stride bytes, then sets out[k], k < count, to the sum over j < 2n of w's weight of nibble j times nibble j of the n bytes at data[ids[k]*stride], n a multiple of 16, as dotsU4I8Go (kernels.go) does. It stops at the first id not below rows and returns how many it set.
+// dotsU4I8AVX2 prefetches every line of each row's stride bytes, then sets out[k], k < count, to the sum over j < 2n of w's weight of nibble j times nibble j of the n bytes at data[ids[k]*stride], n a multiple of 16, as dotsU4I8Go (kernels.go) does. It stops at the first id not below rows and returns how many it set.
 //
 //go:noescape
 func dotsU4I8AVX2(w *int8, n int, data *byte, stride int, rows int, ids *uint32, count int, out *int32) int

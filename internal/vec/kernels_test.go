@@ -357,6 +357,8 @@ func TestKernelArgs(t *testing.T) {
 		"Panels of no anchors":  func() { NewPanels(nil, 0, 4) },
 		"FWHT of 12 values":     func() { FWHT(make([]float32, 12), 1) },
 		"DotBits short weights": func() { DotBits(make([]float32, 15, 64), make([]byte, 2)) },
+		"DotsU4I8 no weights":   func() { DotsU4I8(nil, make([]byte, 64), 0, []uint32{0}, make([]int32, 1)) },
+		"DotsU4I8 33 weights":   func() { DotsU4I8(make([]int8, 33), make([]byte, 64), 16, []uint32{0}, make([]int32, 1)) },
 		"DotsU4I8 odd width":    func() { DotsU4I8(make([]int8, 48), make([]byte, 64), 24, []uint32{0}, make([]int32, 1)) },
 		"DotsU4I8 row past end": func() { DotsU4I8(make([]int8, 32), make([]byte, 35), 20, []uint32{1}, make([]int32, 1)) },
 		"DotsU4I8 late row past end": func() {

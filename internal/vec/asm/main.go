@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/gotypes"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
@@ -233,7 +234,7 @@ func dotBytes(bits int) {
 func dotsU4I8() {
 	TEXT("dotsU4I8AVX2", NOSPLIT, "func(w *int8, n int, data *byte, stride int, rows int, ids *uint32, count int, out *int32) int")
 	Pragma("noescape")
-	Doc("dotsU4I8AVX2 prefetches each row's stride bytes, then sets out[k], k < count, to the sum over j < 2n of w's weight of nibble j times nibble j of the n bytes at data[ids[k]*stride], n a multiple of 16, as dotsU4I8Go (kernels.go) does. It stops at the first id not below rows and returns how many it set.")
+	Doc("dotsU4I8AVX2 prefetches every line of each row's stride bytes, then sets out[k], k < count, to the sum over j < 2n of w's weight of nibble j times nibble j of the n bytes at data[ids[k]*stride], n a multiple of 16, as dotsU4I8Go (kernels.go) does. It stops at the first id not below rows and returns how many it set.")
 	w := Load(Param("w"), GP64())
 	n := Load(Param("n"), GP64())
 	data := Load(Param("data"), GP64())
@@ -248,17 +249,23 @@ func dotsU4I8() {
 	ones := broadcast32(0x00010001)
 	TESTQ(count, count)
 	JZ(LabelRef("doneDotsU4"))
-	// Every record's first and last byte asked for first, so that the
-	// reads of rows not in cache overlap.
+	// Every line of every record asked for first (a byte every 64 from
+	// its start, and its last byte), so that the reads of rows not in
+	// cache overlap.
 	{
-		i, at := GP64(), GP64()
+		i, at, end := GP64(), GP64(), GP64()
 		XORQ(i, i)
 		Label("prefetchDotsU4")
 		MOVL(Mem{Base: ids, Index: i, Scale: 4}, at.As32())
 		IMULQ(stride, at)
 		ADDQ(data, at)
+		LEAQ(Mem{Base: at, Index: stride, Scale: 1, Disp: -1}, end)
+		PREFETCHT0(Mem{Base: end})
+		Label("lineDotsU4")
 		PREFETCHT0(Mem{Base: at})
-		PREFETCHT0(Mem{Base: at, Index: stride, Scale: 1, Disp: -1})
+		ADDQ(Imm(64), at)
+		CMPQ(at, end)
+		JB(LabelRef("lineDotsU4"))
 		INCQ(i)
 		CMPQ(i, count)
 		JB(LabelRef("prefetchDotsU4"))
@@ -430,7 +437,7 @@ func fwht() {
 	JMP(LabelRef("stageLoopFwht"))
 	Label("scaleFwht")
 	sc := YMM()
-	VBROADCASTSS(Load(Param("scale"), XMM()), sc)
+	VBROADCASTSS(mustResolve(Param("scale")).Addr, sc) // from memory: no SSE move beside dirty YMM halves
 	MOVQ(x, p)
 	Label("mulFwht")
 	m := YMM()
@@ -1042,4 +1049,14 @@ func prefetch() {
 	CMPQ(p, end)
 	JB(LabelRef("loopPrefetch"))
 	RET()
+}
+
+// mustResolve is c's argument slot, for an instruction that reads it from
+// memory itself.
+func mustResolve(c gotypes.Component) *gotypes.Basic {
+	b, err := c.Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
