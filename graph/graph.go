@@ -1,8 +1,9 @@
 // Package graph builds and searches a proximity graph over the rows of a
 // vlc index: every row keeps at most R neighbours, a search walks the graph
-// with a beam of width ef from the row nearest the query's nearest anchor,
-// scoring rows from the index's own rotated codes, and may re-rank its
-// best candidates from the original vectors. Build makes one in memory
+// with a beam of width ef from the starting rows of the anchors nearest the
+// query, scoring rows from the index's own rotated codes (or a split code
+// of the graph's own), and may re-rank its best candidates from the
+// original vectors. Build makes one in memory
 // (it copies what it reads from the index); WriteFile stores it in the
 // index's file (section GRPH) and Open reads it back, mapped in place.
 // README.md has the measurements behind its choices.
