@@ -70,36 +70,20 @@ func TestDeviceCandidates(t *testing.T) {
 // without the refinement pass, its searches cut short on the device and
 // run again on the CPU (a cap of one beam width) or not.
 func TestDeviceRowsSameGraph(t *testing.T) {
-	defer func(c int) { walkCap = c }(walkCap)
 	dev := openCUDA(t)
 	m, ok := dev.(device.RowMeter)
 	if !ok {
 		t.Fatalf("%s measures no rows", dev.Name())
 	}
-	ctx := context.Background()
 	base, _ := clustered(6000, 0, 64)
 	ix := writeIndex(t, base, 32, quant.KindRotated, 4, index.L2)
 	file := writeF16(t, toHalf(base.x), 64)
 	for _, opt := range []BuildOptions{{NProbe: 8, Searcher: ix}, {NProbe: 8, Searcher: ix, Passes: -1, Candidates: 128}} {
-		ref, err := Build(ctx, ix, base, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for name, rows := range map[string]index.Rows{"float32": base, ".f16": file} {
-			walkCap = 8
-			if name == ".f16" {
-				walkCap = 1
-			}
-			o := opt
-			o.Device = m
-			g, err := Build(ctx, ix, rows, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if where := sameBytes(ref, g); where != "" {
+		onDevice(t, ix, base, file, opt, m, func(name, where string, _ BuildTimes) {
+			if where != "" {
 				t.Errorf("%s rows, candidates %d, passes %d: on %s, the %s differs", name, opt.Candidates, opt.Passes, dev.Name(), where)
 			}
-		}
+		})
 	}
 }
 

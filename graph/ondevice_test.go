@@ -20,8 +20,7 @@ import (
 // searches cut into several chunks. Where the dimension is not a multiple
 // of 8 the device is not used.
 func TestDeviceSameGraph(t *testing.T) {
-	ctx := context.Background()
-	defer func(c, w, wc int) { pruneChunk, walkChunk, walkCap = c, w, wc }(pruneChunk, walkChunk, walkCap)
+	defer func(c, w int) { pruneChunk, walkChunk = c, w }(pruneChunk, walkChunk)
 	pruneChunk, walkChunk = 700, 500
 	for _, d := range []int{32, 12} {
 		base, _ := clustered(1500, 0, d)
@@ -38,31 +37,45 @@ func TestDeviceSameGraph(t *testing.T) {
 			opts = opts[:1] // the device does not apply: one build shows it left to the CPU
 		}
 		for _, opt := range opts {
-			ref, err := Build(ctx, ix, base, opt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, rows := range map[string]index.Rows{"float32": base, ".f16": file} {
-				walkCap = 8
-				if name == ".f16" {
-					walkCap = 1 // most searches past the cap
-				}
-				o := opt
-				o.Device = devicetest.Reference{}
-				var times BuildTimes
-				o.Times = &times
-				g, err := Build(ctx, ix, rows, o)
-				if err != nil {
-					t.Fatal(err)
-				}
+			onDevice(t, ix, base, file, opt, devicetest.Reference{}, func(name, where string, times BuildTimes) {
 				if times.Device != (d%8 == 0) {
 					t.Errorf("d %d: BuildTimes.Device %v", d, times.Device)
 				}
-				if where := sameBytes(ref, g); where != "" {
+				if where != "" {
 					t.Errorf("d %d, %s rows, %+v: on the device, the %s differs", d, name, opt, where)
 				}
-			}
+			})
 		}
+	}
+}
+
+// onDevice builds ix's graph with opt on the CPU, then with dev from base
+// and from file (its float16 copy), its searches capped at 8 beam widths
+// for the first and at one for the second (most of them past it, run
+// again on the CPU), and hands check each build's rows, its first
+// difference from the CPU's bytes ("" for none) and its times.
+func onDevice(t *testing.T, ix *index.Index, base memRows, file index.Rows, opt BuildOptions, dev device.RowMeter, check func(rows, where string, times BuildTimes)) {
+	t.Helper()
+	defer func(c int) { walkCap = c }(walkCap)
+	ctx := context.Background()
+	ref, err := Build(ctx, ix, base, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, rows := range map[string]index.Rows{"float32": base, ".f16": file} {
+		walkCap = 8
+		if name == ".f16" {
+			walkCap = 1
+		}
+		o := opt
+		o.Device = dev
+		var times BuildTimes
+		o.Times = &times
+		g, err := Build(ctx, ix, rows, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(name, sameBytes(ref, g), times)
 	}
 }
 
